@@ -1,0 +1,32 @@
+"""The exceptions a user can cause. The CLI prints their message on one line and exits 2."""
+
+from __future__ import annotations
+
+
+class CepoptError(Exception):
+    """Base class of every error caused by user input (queries, files, options, statistics)."""
+
+
+class QuerySyntaxError(CepoptError):
+    """Query text that does not parse; the message names line and column."""
+
+    def __init__(self, message: str, line: int, column: int):
+        super().__init__(f"line {line}, column {column}: {message}")
+        self.line = line
+        self.column = column
+
+
+class ModelError(CepoptError):
+    """A domain object that is invalid (window <= 0, negative rate, unknown event type, ...)."""
+
+
+class InstanceError(CepoptError):
+    """A bad instance file; the message starts with the JSON path of the offending value."""
+
+
+class UnknownNameError(CepoptError):
+    """An unknown family, method, instance, generator or experiment."""
+
+
+class NotBuiltError(CepoptError):
+    """A family or subcommand that is declared but not implemented yet."""

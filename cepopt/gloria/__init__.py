@@ -1,0 +1,1 @@
+"""gloria family."""

@@ -1,0 +1,161 @@
+"""The Gloria plan: one annotated partition of the queries per template transition.
+
+A Gloria *workload sharing plan* (paper Defs 2.6 and 2.7, specs/gloria.md §1.5 and §7.1) gives, for
+every transition ``(source, target)`` of the workload's GRETA template, a partition of the queries that
+use the transition into **blocks** (the paper's Q-sets):
+
+* a **shared** block holds at least two queries and a snapshot event type ``snapshot``: the block's
+  events carry one snapshot expression over snapshots created at events of that type (HAMLET's
+  mechanism, §3.2). ``snapshot == source`` means snapshots are (re)created on this transition (a fresh
+  share, a local snapshot or a merge); an older, upstream type means the block is REUSEd unchanged
+  from the previous transition.
+* an **unshared** block holds exactly one query and ``snapshot is None``: that query keeps plain
+  per-query aggregates (GRETA, Eq. 2).
+
+Inside a Kleene sub-graph (a cycle of the template) every transition of the cycle carries the same
+plan (Lemma 6.1): either all queries of the Kleene group shared with one snapshot type of the cycle,
+or all unshared.
+
+How to execute a plan (for the executor): for an event ``e`` of type ``Ej`` and a transition
+``(Ei, Ej)``, the queries of each block propagate their predecessor's values along the transition:
+an unshared block propagates the query's own count; a shared block propagates one expression (a
+linear combination of snapshot variables) for all its queries; where the block's snapshot type is
+``Ej``'s own transition source (or the block was split/merged), expressions are evaluated into
+per-query values. Every plan yields the same results as the unshared plan; it changes the cost only.
+
+The plan is a small frozen dataclass and round-trips through JSON::
+
+    {"transitions": [{"from": "A", "to": "B",
+                      "blocks": [{"queries": ["q1", "q2"], "snapshot": "A"},
+                                 {"queries": ["q3"], "snapshot": null}]}, ...]}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cepopt.errors import CepoptError
+
+__all__ = ["Block", "GloriaPlan", "TransitionPlan", "plan_from_json", "plan_to_json"]
+
+
+@dataclass(frozen=True, order=True)
+class Block:
+    """One Q-set of a transition: ``queries`` (sorted names) and ``snapshot`` (None = unshared)."""
+
+    queries: tuple[str, ...]
+    snapshot: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "queries", tuple(sorted(self.queries)))
+        if not self.queries:
+            raise CepoptError("a Gloria block needs at least one query")
+        if self.snapshot is None and len(self.queries) != 1:
+            raise CepoptError(f"unshared block {list(self.queries)} must hold exactly one query")
+        if self.snapshot is not None and len(self.queries) < 2:
+            raise CepoptError(f"shared block {list(self.queries)} must hold at least two queries")
+
+    @property
+    def shared(self) -> bool:
+        return self.snapshot is not None
+
+    def to_json(self) -> dict:
+        return {"queries": list(self.queries), "snapshot": self.snapshot}
+
+
+@dataclass(frozen=True, order=True)
+class TransitionPlan:
+    """The annotated partition of one transition ``(source, target)``: blocks sorted canonically."""
+
+    source: str
+    target: str
+    blocks: tuple[Block, ...]
+
+    def __post_init__(self) -> None:
+        blocks = tuple(sorted(self.blocks))
+        seen: set[str] = set()
+        for block in blocks:
+            dup = seen.intersection(block.queries)
+            if dup:
+                raise CepoptError(f"query {sorted(dup)[0]!r} is in two blocks of transition "
+                                  f"{self.source}->{self.target}")
+            seen.update(block.queries)
+        object.__setattr__(self, "blocks", blocks)
+
+    @property
+    def transition(self) -> tuple[str, str]:
+        return (self.source, self.target)
+
+    @property
+    def queries(self) -> frozenset[str]:
+        return frozenset(q for b in self.blocks for q in b.queries)
+
+    def block_of(self, query: str) -> Block | None:
+        for block in self.blocks:
+            if query in block.queries:
+                return block
+        return None
+
+
+@dataclass(frozen=True)
+class GloriaPlan:
+    """A workload sharing plan: one :class:`TransitionPlan` per template transition (sorted)."""
+
+    transitions: tuple[TransitionPlan, ...]
+
+    def __post_init__(self) -> None:
+        merged: dict[tuple[str, str], list[Block]] = {}
+        for tp in self.transitions:
+            merged.setdefault(tp.transition, []).extend(tp.blocks)
+        tps = tuple(TransitionPlan(s, t, tuple(bs)) for (s, t), bs in sorted(merged.items()))
+        object.__setattr__(self, "transitions", tps)
+
+    @classmethod
+    def from_blocks(cls, blocks: Mapping[tuple[str, str], Iterable[Block]]) -> GloriaPlan:
+        return cls(tuple(TransitionPlan(s, t, tuple(bs)) for (s, t), bs in blocks.items()))
+
+    def transition(self, source: str, target: str) -> TransitionPlan | None:
+        for tp in self.transitions:
+            if tp.source == source and tp.target == target:
+                return tp
+        return None
+
+    def blocks(self, source: str, target: str) -> tuple[Block, ...]:
+        tp = self.transition(source, target)
+        return tp.blocks if tp is not None else ()
+
+    def block_of(self, source: str, target: str, query: str) -> Block | None:
+        tp = self.transition(source, target)
+        return tp.block_of(query) if tp is not None else None
+
+    def shared_blocks(self) -> list[tuple[tuple[str, str], Block]]:
+        return [(tp.transition, b) for tp in self.transitions for b in tp.blocks if b.shared]
+
+    def describe(self) -> str:
+        """Human-readable: ``A->B: (q1,q2)^A (q3)`` per line."""
+        lines = []
+        for tp in self.transitions:
+            parts = [f"({','.join(b.queries)})" + (f"^{b.snapshot}" if b.shared else "") for b in tp.blocks]
+            lines.append(f"{tp.source}->{tp.target}: " + " ".join(parts))
+        return "\n".join(lines)
+
+
+def plan_to_json(plan: GloriaPlan) -> dict:
+    return {"transitions": [{"from": tp.source, "to": tp.target, "blocks": [b.to_json() for b in tp.blocks]}
+                            for tp in plan.transitions]}
+
+
+def plan_from_json(problem: Any, value: Any) -> GloriaPlan:
+    """Parse the JSON form; ``problem`` (optional) is not needed: validity is checked by the cost model."""
+    if not isinstance(value, Mapping) or not isinstance(value.get("transitions"), list):
+        raise CepoptError("plan: expected an object with a 'transitions' list")
+    tps = []
+    for i, item in enumerate(value["transitions"]):
+        try:
+            blocks = tuple(Block(tuple(b["queries"]), b.get("snapshot")) for b in item["blocks"])
+            tps.append(TransitionPlan(str(item["from"]), str(item["to"]), blocks))
+        except (KeyError, TypeError) as exc:
+            raise CepoptError(f"plan.transitions[{i}]: malformed transition ({exc})") from None
+    return GloriaPlan(tuple(tps))

@@ -1,0 +1,262 @@
+"""The Gloria problem: template, frequencies and the pool structure every method works on.
+
+Built from an instance by :func:`build`. The decision is one annotated partition per template
+transition (specs/gloria.md §7.1); the problem groups transitions into **pools**:
+
+* a **SEQ pool** is one template transition ``(Ei, Ej)`` for the queries of one *sharing class* that
+  use it as a SEQ transition (not inside one of their Kleene cycles);
+* a **Kleene super-pool** is one *Kleene group*: the queries of one sharing class with the identical
+  outermost Kleene sub-pattern (§6, §7.1 and spec §10 A12). It covers every transition of the cycle and
+  has the options "all unshared" or "all queries shared with snapshot type X", X a type of the cycle
+  (Lemmas 6.1 and 6.4).
+
+Queries of different sharing classes never share (spec §10 A13, applied conservatively): a class is
+the same GROUP-BY, equivalence predicates, local filters and conditions, and window slide (panes of a
+common slide), and for MIN/MAX queries the same aggregates (A16).
+
+The cost of a plan (cost.py) is a sum of terms over pools: a constant start term, a unary term per
+pool (the internal cycle weight of a super-pool and the end edges) and a pairwise term per
+:class:`PairTerm`: two consecutive transitions ``t = (Ei, Ej)`` and ``t2 = (Ej, Eh)`` of some query in
+different pools, priced as the cost of ``Ej`` with predecessor ``Ei`` (§3.2). A pair term is
+*primary* for the queries whose designated predecessor pool is ``a`` (derivability is enforced there,
+§4.1); other queries (a SEQ transition that bypasses a single-type Kleene ``B+``) only add cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from cepopt.errors import CepoptError
+from cepopt.gloria.template import Template, build_template
+from cepopt.model import Condition, Filter, Query
+
+__all__ = ["GloriaProblem", "PairTerm", "Pool", "build", "PROBLEM_OPTIONS"]
+
+Transition = tuple[str, str]
+
+#: --param keys that shape the problem (the rest go to the methods).
+PROBLEM_OPTIONS = frozenset({"cost_model", "kleene_cycle_cost"})
+_CHOICES = {"cost_model": ("paper", "physical"), "kleene_cycle_cost": ("V1", "V2")}
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One pool: a SEQ transition for one sharing class, or a Kleene super-pool (one group)."""
+
+    index: int
+    kind: str
+    transitions: tuple[Transition, ...]
+    queries: frozenset[str]
+    source: str
+    target: str
+    types: frozenset[str]
+    start_queries: frozenset[str]
+    ends: tuple[tuple[Transition, frozenset[str]], ...]
+    internal: tuple[tuple[Transition, Transition], ...]
+    sharing_class: int
+
+    @property
+    def label(self) -> str:
+        if self.kind == "seq":
+            return f"{self.source}->{self.target}#{self.sharing_class}"
+        return f"K[{self.source}..{self.target}]#{self.sharing_class}"
+
+
+@dataclass(frozen=True)
+class PairTerm:
+    """Cost of ``t[1]`` with predecessor ``t[0]`` for ``queries`` under the options of pools a and b."""
+
+    a: int
+    b: int
+    t: Transition
+    t2: Transition
+    queries: frozenset[str]
+    primary: frozenset[str]
+    entry: bool
+
+
+@dataclass
+class GloriaProblem:
+    """Everything a Gloria method needs; see the module docstring."""
+
+    name: str | None
+    workload: Any
+    template: Template
+    freq: dict[str, float]
+    cost_model: str
+    kleene_cycle_cost: str
+    pools: list[Pool]
+    terms: list[PairTerm]
+    classes: dict[str, int]
+    pool_of: dict[tuple[str, Transition], int]
+    edges: dict[tuple[int, int], tuple[PairTerm, ...]] = field(default_factory=dict)
+    preds: dict[int, list[int]] = field(default_factory=dict)
+    succs: dict[int, list[int]] = field(default_factory=dict)
+    order: list[int] | None = None
+
+    def f(self, event_type: str) -> float:
+        return self.freq[event_type]
+
+    def g(self, event_type: str) -> float:
+        """The |E| factor of Cost_share: 1 under the paper's Eq. 3, f(E) under cost_model=physical."""
+        return 1 if self.cost_model == "paper" else self.freq[event_type]
+
+    def primary_preds(self, b: int) -> list[int]:
+        """Pools that are some query's designated predecessor of pool b (derivability sources)."""
+        return [a for a in self.preds.get(b, []) if any(t.primary for t in self.edges[(a, b)])]
+
+    def admissible_snapshots(self, pool: Pool, queries: frozenset[str]) -> list[str]:
+        """Snapshot types a shared block of ``queries`` may carry in a SEQ pool: the source Ei or an
+        upstream type common to all its queries (spec §7.2)."""
+        common = None
+        for q in queries:
+            anc = self.template.queries[q].ancestors(pool.source)
+            common = anc if common is None else common & anc
+        out = {pool.source} | set(common or ())
+        out.discard(pool.target)
+        return sorted(out, key=lambda x: (x != pool.source, x))
+
+    @property
+    def num_queries(self) -> int:
+        return len(self.workload)
+
+
+def _class_key(q: Query) -> tuple:
+    def norm_ref(ref):
+        return q.type_of(ref) if ref is not None else None
+
+    slide = q.window.slide if q.window.slide is not None else q.window.length
+    filters = sorted((norm_ref(p.ref), p.attr, p.op, repr(p.value)) for p in q.where if isinstance(p, Filter))
+    conds = sorted((norm_ref(p.left.ref), p.left.attr, p.op, norm_ref(p.right.ref), p.right.attr)
+                   for p in q.where if isinstance(p, Condition))
+    group = tuple(sorted((norm_ref(a.ref), a.attr) for a in q.group_by))
+    aggs = tuple(sorted((a.func, norm_ref(a.ref), a.attr) for a in q.aggregates if a.func in ("MIN", "MAX")))
+    return (group, tuple(sorted(q.equivalences)), slide, tuple(filters), tuple(conds), aggs)
+
+
+def _options(instance_params: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, str]:
+    out = {"cost_model": "paper", "kleene_cycle_cost": "V2"}
+    for source in (instance_params, options):
+        for key, value in source.items():
+            if key not in _CHOICES:
+                if source is instance_params:
+                    raise CepoptError(f"params.{key}: unknown Gloria parameter "
+                                      f"(known: {', '.join(sorted(_CHOICES))})")
+                raise CepoptError(f"unknown Gloria problem option {key!r}")
+            if value not in _CHOICES[key]:
+                raise CepoptError(f"params.{key}: must be one of {', '.join(_CHOICES[key])}, got {value!r}")
+            out[key] = value
+    return out
+
+
+def build(instance: Any, **options: Any) -> GloriaProblem:
+    """Build the Gloria problem of an instance (family ``gloria``)."""
+    opts = _options(instance.params or {}, options)
+    workload = instance.workload
+    template = build_template(workload)
+    freq: dict[str, float] = {}
+    rates = instance.statistics.rate_map() if hasattr(instance.statistics, "rate_map") else {}
+    for event_type in workload.event_types():
+        if event_type not in rates:
+            raise CepoptError(f"statistics.rates: no frequency for event type {event_type!r}")
+        value = rates[event_type]
+        if not value >= 0:
+            raise CepoptError(f"statistics.rates.{event_type}: frequency must be >= 0, got {value!r}")
+        freq[event_type] = int(value) if float(value).is_integer() else float(value)
+
+    keys: dict[tuple, int] = {}
+    classes: dict[str, int] = {}
+    for q in workload:
+        classes[str(q.name)] = keys.setdefault(_class_key(q), len(keys))
+
+    # Kleene groups: identical outermost Kleene sub-pattern within one sharing class.
+    groups: dict[tuple, list[str]] = {}
+    for q in workload:
+        qt = template.queries[str(q.name)]
+        for cyc in qt.cycles:
+            groups.setdefault((classes[qt.name], cyc.pattern), []).append(qt.name)
+    pools: list[Pool] = []
+    pool_of: dict[tuple[str, Transition], int] = {}
+    for (cls, pattern), names in sorted(groups.items(), key=lambda kv: (kv[0][0], sorted(kv[1]))):
+        cyc = next(c for c in template.queries[names[0]].cycles if c.pattern == pattern)
+        members = frozenset(names)
+        internal = sorted({(t, t2) for t in cyc.transitions for t2 in cyc.transitions if t[1] == t2[0]})
+        ends = []
+        for t in sorted(cyc.transitions):
+            ending = frozenset(n for n in names if template.end[n] == t[1])
+            if ending:
+                ends.append((t, ending))
+        start = frozenset(n for n in names if template.start[n] == cyc.first)
+        pool = Pool(len(pools), "kleene", tuple(sorted(cyc.transitions)), members, cyc.first, cyc.last,
+                    cyc.types, start, tuple(ends), tuple(internal), cls)
+        pools.append(pool)
+        for n in names:
+            for t in cyc.transitions:
+                pool_of[(n, t)] = pool.index
+    seq: dict[tuple[Transition, int], set[str]] = {}
+    for q in workload:
+        qt = template.queries[str(q.name)]
+        for t in qt.transitions:
+            if (qt.name, t) not in pool_of:
+                seq.setdefault((t, classes[qt.name]), set()).add(qt.name)
+    for (t, cls), names in sorted(seq.items()):
+        members = frozenset(names)
+        ending = frozenset(n for n in names if template.end[n] == t[1])
+        start = frozenset(n for n in names if template.start[n] == t[0])
+        pool = Pool(len(pools), "seq", (t,), members, t[0], t[1], frozenset(), start,
+                    ((t, ending),) if ending else (), (), cls)
+        pools.append(pool)
+        for n in names:
+            pool_of[(n, t)] = pool.index
+
+    # Pair terms: consecutive transitions of a query in different pools.
+    raw: dict[tuple[int, int, Transition, Transition], list[set[str]]] = {}
+    for q in workload:
+        qt = template.queries[str(q.name)]
+        name = qt.name
+        for t in qt.transitions:
+            for t2 in qt.transitions:
+                if t[1] != t2[0]:
+                    continue
+                a, b = pool_of[(name, t)], pool_of[(name, t2)]
+                if a == b:
+                    continue
+                entry = pools[b].kind == "kleene"
+                primary = False
+                if not entry:
+                    ej = t2[0]
+                    cyc = qt.cycle_of_type(ej)
+                    if qt.start == ej:
+                        primary = False
+                    elif cyc is not None:
+                        primary = pools[a].kind == "kleene" and a == pool_of[(name, next(iter(
+                            sorted(cyc.transitions))))]
+                    else:
+                        primary = True
+                slot = raw.setdefault((a, b, t, t2), [set(), set()])
+                slot[0].add(name)
+                if primary:
+                    slot[1].add(name)
+    terms = [PairTerm(a, b, t, t2, frozenset(qs), frozenset(pr), pools[b].kind == "kleene")
+             for (a, b, t, t2), (qs, pr) in sorted(raw.items())]
+    problem = GloriaProblem(instance.name, workload, template, freq, opts["cost_model"],
+                            opts["kleene_cycle_cost"], pools, terms, classes, pool_of)
+    edges: dict[tuple[int, int], list[PairTerm]] = {}
+    for term in terms:
+        edges.setdefault((term.a, term.b), []).append(term)
+    problem.edges = {k: tuple(v) for k, v in edges.items()}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(len(pools)))
+    for a, b in problem.edges:
+        problem.preds.setdefault(b, []).append(a)
+        problem.succs.setdefault(a, []).append(b)
+        graph.add_edge(a, b)
+    try:
+        problem.order = list(nx.lexicographical_topological_sort(graph))
+    except nx.NetworkXUnfeasible:
+        problem.order = None
+    return problem

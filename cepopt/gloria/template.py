@@ -1,0 +1,184 @@
+"""The GLORIA template: a GRETA-style automaton over event types (paper §2.2, specs/gloria.md §1.4).
+
+One state per event type; a transition ``(Ei, Ej)`` for every pair of consecutive types in some query,
+labelled with the queries that use it. Construction (reproduces the paper's Figs 2, 4, 8a and 9a):
+
+* a type ``E``: ``first = last = {E}``, no transitions;
+* ``SEQ(P1..Pn)``: the children's transitions plus ``last(Pi) x first(Pi+1)``;
+* ``P+``: P's transitions plus the Kleene *feedback* transitions ``last(P) x first(P)``.
+
+Kleene sub-graphs are the strongly connected components of the template (§6). Per query the template
+also records the query's outermost Kleene sub-patterns (its cycles): the optimizer shares a cycle only
+among queries with the identical Kleene sub-pattern (§7.1, spec §10 A12).
+
+Only SEQ, Kleene plus and event types reach the optimizer; NOT, OR and AND are rejected (spec §10 A1),
+and so is a type that occurs twice in one query's pattern (A15).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from cepopt.errors import CepoptError
+from cepopt.model import Kleene, Pattern, Query, Seq, Type, Workload
+
+__all__ = ["KleeneCycle", "QueryTemplate", "Template", "build_template", "query_template"]
+
+Transition = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class KleeneCycle:
+    """One outermost Kleene sub-pattern of a query: its types, transitions, first and last type."""
+
+    pattern: Pattern
+    types: frozenset[str]
+    transitions: frozenset[Transition]
+    first: str
+    last: str
+    feedback: frozenset[Transition]
+
+
+@dataclass(frozen=True)
+class QueryTemplate:
+    """The template of one query: transitions, start/end types, outermost Kleene cycles."""
+
+    name: str
+    transitions: frozenset[Transition]
+    start: str
+    end: str
+    cycles: tuple[KleeneCycle, ...]
+    feedback: frozenset[Transition]
+    order: tuple[str, ...]
+
+    def cycle_of(self, transition: Transition) -> KleeneCycle | None:
+        """The outermost Kleene cycle containing ``transition``, or None for a SEQ transition."""
+        for cyc in self.cycles:
+            if transition in cyc.transitions:
+                return cyc
+        return None
+
+    def cycle_of_type(self, event_type: str) -> KleeneCycle | None:
+        for cyc in self.cycles:
+            if event_type in cyc.types:
+                return cyc
+        return None
+
+    def predecessors(self, event_type: str) -> tuple[str, ...]:
+        """pe(E, q): the predecessor types of ``event_type`` in this query."""
+        return tuple(sorted(a for a, b in self.transitions if b == event_type))
+
+    def ancestors(self, event_type: str) -> frozenset[str]:
+        """Every type from which ``event_type`` is reachable in the query's template (itself included
+        only on a cycle)."""
+        seen: set[str] = set()
+        stack = [event_type]
+        while stack:
+            cur = stack.pop()
+            for a, b in self.transitions:
+                if b == cur and a not in seen:
+                    seen.add(a)
+                    stack.append(a)
+        return frozenset(seen)
+
+
+@dataclass(frozen=True)
+class Template:
+    """The workload template.
+
+    ``transitions`` maps ``(from_type, to_type)`` to the frozenset of query names using it; ``start``
+    and ``end`` map each query to its start and end type; ``kleene`` is the set of Kleene feedback
+    transitions; ``sccs`` lists the strongly connected components with at least one transition (the
+    Kleene sub-graphs), each a frozenset of types; ``queries`` holds the per-query templates.
+    """
+
+    transitions: dict[Transition, frozenset[str]]
+    start: dict[str, str]
+    end: dict[str, str]
+    kleene: frozenset[Transition]
+    sccs: tuple[frozenset[str], ...]
+    queries: dict[str, QueryTemplate] = field(default_factory=dict)
+
+    def queries_on(self, transition: Transition) -> frozenset[str]:
+        return self.transitions.get(transition, frozenset())
+
+    def scc_of(self, event_type: str) -> frozenset[str] | None:
+        for scc in self.sccs:
+            if event_type in scc:
+                return scc
+        return None
+
+
+def _build(p: Pattern) -> tuple[set[str], set[str], set[Transition], set[Transition], list[KleeneCycle]]:
+    """(first, last, transitions, feedback transitions, outermost Kleene cycles) of a pattern."""
+    if isinstance(p, Type):
+        return {p.name}, {p.name}, set(), set(), []
+    if isinstance(p, Seq):
+        first: set[str] = set()
+        last: set[str] = set()
+        trans: set[Transition] = set()
+        feedback: set[Transition] = set()
+        cycles: list[KleeneCycle] = []
+        for i, item in enumerate(p.items):
+            f, l_, t, fb, cyc = _build(item)
+            trans |= t
+            feedback |= fb
+            cycles += cyc
+            if i == 0:
+                first = f
+            else:
+                trans |= {(a, b) for a in last for b in f}
+            last = l_
+        return first, last, trans, feedback, cycles
+    if isinstance(p, Kleene):
+        f, l_, t, fb, _inner = _build(p.inner)
+        back = {(a, b) for a in l_ for b in f}
+        trans = t | back
+        types = frozenset(x for tr in trans for x in tr) | frozenset(f) | frozenset(l_)
+        if len(f) != 1 or len(l_) != 1:
+            raise CepoptError("Kleene sub-pattern must have one first and one last event type")
+        cyc = KleeneCycle(p, types, frozenset(trans), next(iter(f)), next(iter(l_)), frozenset(fb | back))
+        return f, l_, trans, fb | back, [cyc]
+    raise CepoptError(f"Gloria supports SEQ and Kleene plus only, not {type(p).__name__.upper()} "
+                      "(specs/gloria.md §10 A1)")
+
+
+def query_template(query: Query) -> QueryTemplate:
+    """The template of one query; raises CepoptError on unsupported operators or repeated types."""
+    leaves = [leaf.name for leaf in query.pattern.leaves()]
+    dupes = sorted({t for t in leaves if leaves.count(t) > 1})
+    if dupes:
+        raise CepoptError(f"query {query.name}: event type {dupes[0]!r} occurs twice in the pattern; "
+                          "Gloria needs each type once per query (specs/gloria.md §10 A15)")
+    first, last, trans, feedback, cycles = _build(query.pattern)
+    if len(first) != 1 or len(last) != 1:
+        raise CepoptError(f"query {query.name}: pattern must have one start and one end type")
+    return QueryTemplate(str(query.name), frozenset(trans), next(iter(first)), next(iter(last)),
+                         tuple(cycles), frozenset(feedback), tuple(leaves))
+
+
+def build_template(workload: Workload | Iterable[Query]) -> Template:
+    """The GRETA-style template of a workload (paper §2.2)."""
+    per_query = {str(q.name): query_template(q) for q in workload}
+    trans: dict[Transition, set[str]] = {}
+    kleene: set[Transition] = set()
+    graph = nx.DiGraph()
+    for name, qt in per_query.items():
+        graph.add_nodes_from(qt.order)
+        for t in qt.transitions:
+            trans.setdefault(t, set()).add(name)
+            graph.add_edge(*t)
+        kleene |= qt.feedback
+    sccs = []
+    for comp in nx.strongly_connected_components(graph):
+        comp = frozenset(comp)
+        if len(comp) > 1 or any(graph.has_edge(x, x) for x in comp):
+            sccs.append(comp)
+    sccs.sort(key=lambda c: sorted(c))
+    return Template({t: frozenset(qs) for t, qs in sorted(trans.items())},
+                    {n: qt.start for n, qt in per_query.items()},
+                    {n: qt.end for n, qt in per_query.items()},
+                    frozenset(kleene), tuple(sccs), per_query)

@@ -1,0 +1,1 @@
+"""hamlet family."""

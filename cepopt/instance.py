@@ -1,0 +1,260 @@
+"""JSON instance files: one format for every family (``"problem": "sharon" | "gloria" | "hamlet" |
+"joinorder"``), validated against ``cepopt/schema/instance.schema.json`` and then semantically.
+
+Every error is an :class:`~cepopt.errors.InstanceError` whose message starts with the JSON path of the
+offending value, e.g. ``queries[3].pattern: unknown event type 'Foo'``.
+
+>>> inst = from_json({"problem": "sharon", "queries": "q1: PATTERN SEQ(A, B) WITHIN 10",
+...                   "statistics": {"rates": {"A": 1, "B": 2}}})
+>>> inst.workload.names, inst.statistics.rate("B")
+(('q1',), 2)
+>>> from_json({"problem": "sharon", "queries": ["PATTERN SEQ(A, Foo) WITHIN 10"],
+...            "statistics": {"rates": {"A": 1}}})
+Traceback (most recent call last):
+...
+cepopt.errors.InstanceError: queries[0].pattern: unknown event type 'Foo' (not in statistics.rates)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from cepopt.errors import CepoptError, InstanceError, ModelError, QuerySyntaxError
+from cepopt.model import And, Kleene, Not, Or, Pattern, Query, Seq, Statistics, Type, Window, Workload
+
+__all__ = ["Instance", "from_json", "load", "save", "to_json", "schema", "pattern_from_json", "pattern_to_json"]
+
+SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "instance.schema.json"
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """A plan-selection instance: the family, the workload, the statistics and family data.
+
+    ``params`` is family-specific and validated by the family's problem builder; ``expected`` holds
+    the paper's numbers for tests; ``stream`` an optional small embedded stream (event dicts).
+    """
+
+    problem: str
+    workload: Workload
+    statistics: Statistics = field(default_factory=Statistics)
+    name: str | None = None
+    description: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    expected: Mapping[str, Any] = field(default_factory=dict)
+    stream: tuple[dict, ...] | None = None
+    event_types: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        from cepopt.solve import FAMILY_MODULES
+
+        if self.problem not in FAMILY_MODULES:
+            raise InstanceError(f"problem: unknown problem family {self.problem!r} "
+                                f"(known: {', '.join(FAMILY_MODULES)})")
+        if self.stream is not None:
+            object.__setattr__(self, "stream", tuple(self.stream))
+        object.__setattr__(self, "event_types", tuple(self.event_types))
+
+    def replace(self, **changes: Any) -> Instance:
+        fields = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        fields.update(changes)
+        return Instance(**fields)
+
+
+@cache
+def schema() -> dict:
+    """The instance JSON Schema shipped with the package."""
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def _json_path(parts) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _validate_schema(data: Any) -> None:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = list(validator.iter_errors(data))
+    if not errors:
+        return
+    error = jsonschema.exceptions.best_match(errors)
+    # Descend into oneOf alternatives to the most specific message.
+    while error.context:
+        error = jsonschema.exceptions.best_match(error.context)
+    raise InstanceError(f"{_json_path(error.absolute_path)}: {error.message}")
+
+
+def pattern_from_json(data: Any) -> Pattern:
+    """A pattern from its text or its JSON AST (see the schema)."""
+    from cepopt.syntax import parse_pattern
+
+    if isinstance(data, str):
+        return parse_pattern(data)
+    if "type" in data:
+        return Type(data["type"], data.get("var"))
+    ((op, arg),) = data.items()
+    if op in ("KL", "NOT"):
+        return (Kleene if op == "KL" else Not)(pattern_from_json(arg))
+    items = tuple(pattern_from_json(item) for item in arg)
+    return {"SEQ": Seq, "AND": And, "OR": Or}[op](items)
+
+
+def pattern_to_json(pattern: Pattern) -> Any:
+    if isinstance(pattern, Type):
+        return {"type": pattern.name, **({"var": pattern.var} if pattern.var else {})}
+    if isinstance(pattern, Kleene | Not):
+        return {"KL" if isinstance(pattern, Kleene) else "NOT": pattern_to_json(pattern.inner)}
+    return {type(pattern).__name__.upper(): [pattern_to_json(p) for p in pattern.items]}
+
+
+def _structured_query(entry: Mapping, path: str) -> Query:
+    """A query given as an object of clauses; each clause is parsed by the query language."""
+    from cepopt import syntax
+
+    def text(value: Any) -> str:
+        return value if isinstance(value, str) else ", ".join(value)
+
+    try:
+        pattern = pattern_from_json(entry["pattern"])
+    except (QuerySyntaxError, ModelError) as exc:
+        raise InstanceError(f"{path}.pattern: {exc}") from None
+    parts = [f"PATTERN {syntax.format_pattern(pattern)}"]
+    if "return" in entry:
+        parts.insert(0, f"RETURN {text(entry['return'])}")
+    if "where" in entry:
+        where = entry["where"]
+        parts.append("WHERE " + (where if isinstance(where, str) else " AND ".join(where)))
+    if "group_by" in entry:
+        parts.append(f"GROUP-BY {text(entry['group_by'])}")
+    for key in ("within", "slide"):
+        if key in entry:
+            value = entry[key]
+            try:
+                seconds = syntax.parse_duration(value) if isinstance(value, str) else value
+                Window(seconds)
+            except (QuerySyntaxError, ModelError) as exc:
+                raise InstanceError(f"{path}.{key}: {exc}") from None
+            parts.append(f"{key.upper()} {seconds}")
+    name = entry.get("name")
+    source = (f"{name}: " if name else "") + " ".join(parts)
+    try:
+        return syntax.parse_query(source)
+    except CepoptError as exc:
+        raise InstanceError(f"{path}: {exc}") from None
+
+
+def _parse_queries(data: Any) -> tuple[Workload, list[str]]:
+    from cepopt import syntax
+
+    if isinstance(data, str):
+        try:
+            workload = syntax.parse_queries(data)
+        except CepoptError as exc:
+            raise InstanceError(f"queries: {exc}") from None
+        return workload, [f"queries (query {q.name})" for q in workload]
+    queries, paths = [], []
+    for i, entry in enumerate(data):
+        path = f"queries[{i}]"
+        if isinstance(entry, str):
+            try:
+                query = syntax.parse_query(entry)
+            except CepoptError as exc:
+                raise InstanceError(f"{path}: {exc}") from None
+        else:
+            query = _structured_query(entry, path)
+        queries.append(query)
+        paths.append(path)
+    try:
+        return Workload(tuple(queries)), paths
+    except ModelError as exc:
+        raise InstanceError(f"queries: {exc}") from None
+
+
+def from_json(data: Any) -> Instance:
+    """Validate a decoded JSON document and build the Instance."""
+    _validate_schema(data)
+    workload, paths = _parse_queries(data["queries"])
+    try:
+        statistics = Statistics.from_json(data.get("statistics", {}))
+    except ModelError as exc:
+        raise InstanceError(f"statistics: {exc}") from None
+    declared = data.get("event_types")
+    declared = tuple(declared) if declared is not None else ()
+    known = set(declared) | {name for name, _ in statistics.rates}
+    if known:
+        source = "event_types" if declared else "statistics.rates"
+        for query, path in zip(workload, paths, strict=True):
+            for name in query.pattern.event_types():
+                if name not in known:
+                    raise InstanceError(f"{path}.pattern: unknown event type {name!r} (not in {source})")
+    for i, event in enumerate(data.get("stream") or ()):
+        if known and event["type"] not in known:
+            raise InstanceError(f"stream[{i}].type: unknown event type {event['type']!r}")
+    return Instance(
+        problem=data["problem"], workload=workload, statistics=statistics, name=data.get("name"),
+        description=data.get("description", ""), params=dict(data.get("params", {})),
+        expected=dict(data.get("expected", {})), stream=data.get("stream"), event_types=declared,
+    )
+
+
+def to_json(instance: Instance) -> dict:
+    """The JSON document of ``instance`` (queries in canonical query text)."""
+    from cepopt.syntax import format_query
+
+    out: dict[str, Any] = {"problem": instance.problem}
+    if instance.name:
+        out["name"] = instance.name
+    if instance.description:
+        out["description"] = instance.description
+    if instance.event_types:
+        out["event_types"] = list(instance.event_types)
+    out["queries"] = [format_query(q) for q in instance.workload]
+    out["statistics"] = instance.statistics.to_json()
+    if instance.params:
+        out["params"] = dict(instance.params)
+    if instance.expected:
+        out["expected"] = dict(instance.expected)
+    if instance.stream is not None:
+        out["stream"] = list(instance.stream)
+    return out
+
+
+def load(source: str | Path) -> Instance:
+    """Load an instance from a JSON file path, or a bundled instance by name."""
+    path = Path(source)
+    if not path.exists():
+        from cepopt.instances import bundled_path
+
+        bundled = bundled_path(str(source))
+        if bundled is None:
+            raise InstanceError(f"{source}: no such file or bundled instance (see `cepopt instances`)")
+        path = bundled
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InstanceError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InstanceError(f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    try:
+        return from_json(data)
+    except InstanceError as exc:
+        raise InstanceError(f"{path.name}: {exc}") from None
+
+
+def save(instance: Instance, path: str | Path) -> Path:
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_json(instance), indent=2) + "\n")
+    return path

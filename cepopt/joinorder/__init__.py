@@ -1,0 +1,1 @@
+"""joinorder family."""

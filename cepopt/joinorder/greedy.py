@@ -1,0 +1,56 @@
+"""GREEDY: build the order one event at a time, each time taking the event that minimises the cost
+function (Kolchinsky & Schuster §7.1, after Swami [47]; spec §4.3 [R-GREEDY]).
+
+The next event x minimises the next prefix's ``PM(S ∪ {x})`` (``m(S ∪ {x})`` under next-match), plus
+``α W Σ_{i∉S∪{x}} r_i`` when x is the latency's last event. Ties go to the smallest index. O(n^2).
+
+>>> from cepopt.joinorder.problem import from_arrays
+>>> p = from_arrays(1, [10, 20, 5], [[1, .1, 1], [.1, 1, .5], [1, .5, 1]])
+>>> greedy(p.single)
+[2, 0, 1]
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from cepopt.joinorder.problem import Conjunct
+
+__all__ = ["greedy"]
+
+_TIE = 1e-12
+
+
+def greedy(conj: Conjunct) -> list[int]:
+    n = conj.n
+    chosen: list[int] = []
+    free = np.ones(n, dtype=bool)
+    growth = conj.lf.copy()  # Σ of ln sel between x and the chosen events, plus x's filter
+    low = math.inf  # min ln(W r) of the prefix (next-match)
+    lat_log = None
+    if conj.has_latency:
+        lat_log = math.log(conj.alpha)
+    while len(chosen) < n:
+        if conj.next_match:
+            score = growth + np.minimum(conj.lc, low)
+        else:
+            score = growth + conj.lc
+        if lat_log is not None and free[conj.last]:
+            rest = free.copy()
+            rest[conj.last] = False
+            if rest.any():
+                lr = conj.lc[rest]
+                m = lr.max()
+                extra = lat_log + m + math.log(np.exp(lr - m).sum())
+                score = score.copy()
+                score[conj.last] = np.logaddexp(score[conj.last], extra)
+        score = np.where(free, score, np.inf)
+        best = score.min()
+        x = int(np.flatnonzero(score <= best + _TIE * max(1.0, abs(best)))[0])
+        chosen.append(x)
+        free[x] = False
+        growth = growth + conj.b[x]
+        low = min(low, float(conj.lc[x]))
+    return chosen

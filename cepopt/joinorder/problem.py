@@ -1,0 +1,375 @@
+"""The join-order (CEP plan generation) problem built from one query and its statistics.
+
+Kolchinsky & Schuster §3.1 (CPG), §4.1 (statistics), §5 (reductions), §6.1 (latency), §6.2 (event
+selection strategies). :func:`build` turns an instance (one query, rates per event *type*,
+selectivities keyed by *variable* pairs, ``params``) into a :class:`JoinOrderProblem`: one
+:class:`Conjunct` per DNF conjunct, each a pure conjunction in log space:
+
+- ``lc[i] = ln(W r_i)`` (for ``KL(T_i)``: ``r_i W ln 2``, Theorem 4), ``lf[i] = ln sel_ii`` (filter),
+- ``b[i, j] = ln sel_ij`` symmetric with a zero diagonal: the product of every condition on the pair,
+  times the temporal predicate's selectivity for SEQ pairs [R-SEQ], times the contiguity factor.
+
+Selectivity of a pair: the statistics' value for the variable pair (or, failing that, the type pair);
+else the product of the ``SEL`` annotations of the WHERE conditions on that pair; else 1.
+
+``params`` (instance params, overridden by ``--param``; every key is validated here and its error
+starts with ``params.<key>``):
+
+=================  ==========  ===================================================================
+key                default     meaning
+=================  ==========  ===================================================================
+cost               auto        ``ord``/``ldj`` order cost, ``tree``/``bj`` tree cost; ``auto``:
+                               Cost_ord for an Order plan, Cost_tree for a Tree plan
+alpha              0           latency weight α of §6.1 (``Cost = Cost^trpt + α Cost^lat``)
+last               (SEQ end)   variable whose arrival ends a match (latency); default: the last
+                               positive event of the pattern order
+strategy           any         ``any`` (skip-till-any-match), ``next`` (skip-till-next-match),
+                               ``contiguity``, ``partition`` (both: next-match cost plus adjacency
+                               predicates of selectivity 1/(W Σ r) [R-CONTIG])
+seq_selectivity    0.5         selectivity of a temporal predicate ``e_i.ts < e_j.ts``
+seq_temporal       adjacent    ``adjacent``, ``all_pairs`` or ``none`` [R-SEQ]
+leaf_filter        true        tree leaves carry their filter: ``PM(leaf) = W r_i sel_ii`` [R-FILT]
+kleene_nonempty    false       ``W r' = 2^{rW} - 1`` instead of ``2^{rW}`` [R-KL]
+paper_literal      false       next-match order cost ``Σ W m[k]`` as printed (§6.2) [R-NEXT]
+=================  ==========  ===================================================================
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cepopt.errors import CepoptError
+from cepopt.joinorder.reduce import SimpleConjunct, conjuncts
+from cepopt.model import Condition, Filter, Query, Statistics
+
+__all__ = ["PROBLEM_OPTIONS", "Conjunct", "JoinOrderProblem", "build", "build_query", "from_arrays"]
+
+#: The --param keys that shape the problem (Family.problem_options).
+PROBLEM_OPTIONS = frozenset({
+    "cost", "alpha", "last", "strategy", "seq_selectivity", "seq_temporal", "leaf_filter",
+    "kleene_nonempty", "paper_literal",
+})
+COSTS = ("auto", "ord", "ldj", "tree", "bj")
+_STRATEGIES = {
+    "any": "any", "skip-till-any-match": "any", "next": "next", "skip-till-next-match": "next",
+    "contiguity": "contiguity", "strict-contiguity": "contiguity", "partition": "partition",
+    "partition-contiguity": "partition",
+}
+LN2 = math.log(2.0)
+MIN_SEL = 1e-300
+
+
+@dataclass(frozen=True, eq=False)
+class Conjunct:
+    """A pure conjunctive pattern in log space, with the cost options baked in.
+
+    ``names`` are the positive event variables in pattern order (index i everywhere). ``last`` is the
+    index of the latency's last event (None: no latency term). ``negations`` are (variable, dep
+    bitmask over indices).
+    """
+
+    names: tuple[str, ...]
+    types: tuple[str, ...]
+    kleene: tuple[bool, ...]
+    window: float
+    lc: np.ndarray
+    lf: np.ndarray
+    b: np.ndarray
+    strategy: str = "any"
+    alpha: float = 0.0
+    last: int | None = None
+    leaf_filter: bool = True
+    paper_literal: bool = False
+    negations: tuple[tuple[str, int], ...] = ()
+    is_seq: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+    @property
+    def next_match(self) -> bool:
+        return self.strategy != "any"
+
+    @property
+    def a(self) -> np.ndarray:
+        """ln w_i = ln(W r_i sel_ii)."""
+        return self.lc + self.lf
+
+    @property
+    def has_latency(self) -> bool:
+        return self.alpha > 0 and self.last is not None
+
+    def index(self, name: str) -> int:
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise CepoptError(f"plan names {name!r}, which is not a positive event of the pattern "
+                              f"(events: {', '.join(self.names)})") from None
+
+
+@dataclass(frozen=True, eq=False)
+class JoinOrderProblem:
+    """One query's plan-generation problem: its DNF conjuncts and the cost to minimise."""
+
+    conjuncts: tuple[Conjunct, ...]
+    cost: str = "auto"
+    query: Query | None = None
+    name: str | None = None
+    params: dict = field(default_factory=dict)
+
+    @property
+    def alpha(self) -> float:
+        return self.conjuncts[0].alpha
+
+    @property
+    def single(self) -> Conjunct:
+        return self.conjuncts[0]
+
+    def tree_cost(self, kind: str) -> bool:
+        """Does a plan of ``kind`` ("order"/"tree") get scored with the tree cost?"""
+        if self.cost in ("tree", "bj"):
+            return True
+        if self.cost in ("ord", "ldj"):
+            if kind == "tree":
+                raise CepoptError(f"params.cost: {self.cost!r} scores orders; a tree plan needs "
+                                  "cost tree, bj or auto")
+            return False
+        return kind == "tree"
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter parsing
+# ---------------------------------------------------------------------------------------------
+
+
+def _bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "false", "0", "no"):
+        return value.strip().lower() in ("true", "1", "yes")
+    raise CepoptError(f"params.{key}: expected true or false, got {value!r}")
+
+
+def _float(key: str, value: Any, lo: float, hi: float, lo_open: bool = False) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise CepoptError(f"params.{key}: expected a number, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(x) or x < lo or x > hi or (lo_open and x == lo):
+        raise CepoptError(f"params.{key}: must be in {'(' if lo_open else '['}{lo}, {hi}], got {value!r}")
+    return x
+
+
+def _choice(key: str, value: Any, choices: Mapping[str, str] | tuple) -> str:
+    table = choices if isinstance(choices, Mapping) else {c: c for c in choices}
+    if not isinstance(value, str) or value.strip().lower() not in table:
+        raise CepoptError(f"params.{key}: expected one of {', '.join(dict.fromkeys(table))}, got {value!r}")
+    return table[value.strip().lower()]
+
+
+def _options(params: Mapping[str, Any]) -> dict:
+    opts = {
+        "cost": _choice("cost", params.get("cost", "auto"), COSTS),
+        "alpha": _float("alpha", params.get("alpha", 0.0), 0.0, math.inf),
+        "last": params.get("last"),
+        "strategy": _choice("strategy", params.get("strategy", "any"), _STRATEGIES),
+        "seq_selectivity": _float("seq_selectivity", params.get("seq_selectivity", 0.5), 0.0, 1.0, True),
+        "seq_temporal": _choice("seq_temporal", params.get("seq_temporal", "adjacent"),
+                                ("adjacent", "all_pairs", "none")),
+        "leaf_filter": _bool("leaf_filter", params.get("leaf_filter", True)),
+        "kleene_nonempty": _bool("kleene_nonempty", params.get("kleene_nonempty", False)),
+        "paper_literal": _bool("paper_literal", params.get("paper_literal", False)),
+    }
+    if opts["last"] is not None and not isinstance(opts["last"], str):
+        raise CepoptError(f"params.last: expected an event variable, got {opts['last']!r}")
+    if opts["strategy"] != "any" and opts["cost"] in ("ldj", "bj"):
+        raise CepoptError(f"params.cost: the join cost {opts['cost']!r} is defined for "
+                          "skip-till-any-match only")
+    return opts
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+# ---------------------------------------------------------------------------------------------
+
+
+def build(instance: Any, **options: Any) -> JoinOrderProblem:
+    """The problem of a join-order instance (exactly one query); ``options`` override its params."""
+    queries = list(instance.workload)
+    if len(queries) != 1:
+        raise CepoptError(f"queries: a joinorder instance holds exactly one query, got {len(queries)}")
+    params = dict(getattr(instance, "params", {}) or {})
+    unknown = sorted(set(params) - PROBLEM_OPTIONS)
+    if unknown:
+        raise CepoptError(f"params.{unknown[0]}: unknown parameter (known: {', '.join(sorted(PROBLEM_OPTIONS))})")
+    params.update(options)
+    return build_query(queries[0], instance.statistics, name=getattr(instance, "name", None), **params)
+
+
+def _resolver(query: Query):
+    """Map a reference in the WHERE clause (variable or unambiguous type name) to a variable."""
+    from cepopt.model import iter_types
+
+    leaves = list(iter_types(query.pattern))
+    by_type: dict[str, list[str]] = {}
+    for leaf in leaves:
+        by_type.setdefault(leaf.name, []).append(leaf.ref)
+    variables = {leaf.ref for leaf in leaves}
+
+    def resolve(ref: str) -> str:
+        if ref in variables:
+            return ref
+        refs = sorted(set(by_type.get(ref, ())))
+        if len(refs) == 1:
+            return refs[0]
+        if not refs:
+            raise CepoptError(f"unknown event reference {ref!r} in the WHERE clause")
+        raise CepoptError(f"reference {ref!r} is ambiguous: the type has several variables ({', '.join(refs)})")
+
+    return resolve, by_type
+
+
+def build_query(query: Query, statistics: Statistics, *, name: str | None = None,
+                **params: Any) -> JoinOrderProblem:
+    """The problem of ``query`` under ``statistics`` (see the module docstring for ``params``)."""
+    unknown = sorted(set(params) - PROBLEM_OPTIONS)
+    if unknown:
+        raise CepoptError(f"params.{unknown[0]}: unknown parameter (known: {', '.join(sorted(PROBLEM_OPTIONS))})")
+    opts = _options(params)
+    window = float(query.window.length)
+    resolve, by_type = _resolver(query)
+    stats_sel = statistics.selectivity_map
+    rates = statistics.rate_map
+
+    # Pair selectivities from the query's own annotations (used when the statistics give none).
+    annotated: dict[tuple[str, str], float] = {}
+    annotated_any: set[tuple[str, str]] = set()
+    linked: dict[str, set[str]] = {}
+    for pred in query.where:
+        if isinstance(pred, Condition):
+            x, y = resolve(pred.left.ref), resolve(pred.right.ref)
+            key = tuple(sorted((x, y)))
+            linked.setdefault(x, set()).add(y)
+            linked.setdefault(y, set()).add(x)
+            annotated_any.add(key)
+            if pred.selectivity is not None:
+                annotated[key] = annotated.get(key, 1.0) * pred.selectivity
+        elif isinstance(pred, Filter):
+            x = resolve(pred.ref)
+            if pred.selectivity is not None:
+                annotated[(x, x)] = annotated.get((x, x), 1.0) * pred.selectivity
+    var_type = {v: t for t, vs in by_type.items() for v in vs}
+
+    def selectivity(x: str, y: str) -> float:
+        key = tuple(sorted((x, y)))
+        if key in stats_sel:
+            return stats_sel[key]
+        tkey = tuple(sorted((var_type[x], var_type[y])))
+        if tkey in stats_sel and (x == y or len(by_type[var_type[x]]) == 1 and len(by_type[var_type[y]]) == 1):
+            return stats_sel[tkey]
+        return annotated.get(key, 1.0)
+
+    built = []
+    for sc in conjuncts(query.pattern):
+        built.append(_conjunct(sc, window, rates, selectivity, linked, opts))
+    return JoinOrderProblem(tuple(built), opts["cost"], query, name or query.name,
+                            {k: v for k, v in opts.items()})
+
+
+def _conjunct(sc: SimpleConjunct, window: float, rates: Mapping[str, float], selectivity, linked,
+              opts: dict) -> Conjunct:
+    names = tuple(e.var for e in sc.events)
+    n = len(names)
+    lc = np.empty(n)
+    for i, e in enumerate(sc.events):
+        if e.type not in rates:
+            raise CepoptError(f"statistics.rates: no rate for event type {e.type!r}")
+        r = float(rates[e.type])
+        if r <= 0:
+            raise CepoptError(f"statistics.rates.{e.type}: join-order planning needs a rate > 0, got {r!r}")
+        if e.kleene:
+            rw = r * window
+            lc[i] = rw * LN2 if not opts["kleene_nonempty"] else (
+                rw * LN2 + math.log1p(-math.exp(-rw * LN2)) if rw * LN2 > 0 else -math.inf)
+        else:
+            lc[i] = math.log(window * r)
+    lf = np.array([math.log(max(selectivity(v, v), MIN_SEL)) for v in names])
+    b = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            b[i, j] = b[j, i] = math.log(max(selectivity(names[i], names[j]), MIN_SEL))
+    index = {v: i for i, v in enumerate(names)}
+    ls = math.log(opts["seq_selectivity"])
+    strategy = opts["strategy"]
+    total_rate = sum(float(rates[t]) for t in {e.type for e in sc.events})
+    for x, y, adjacent in sc.order_pairs:
+        i, j = index[x], index[y]
+        if opts["seq_temporal"] == "all_pairs" or (opts["seq_temporal"] == "adjacent" and adjacent):
+            b[i, j] += ls
+            b[j, i] += ls
+        if strategy in ("contiguity", "partition") and adjacent:
+            # [R-CONTIG] two events of a window are stream neighbours with probability ~1/(W Σr).
+            c = -math.log(max(window * total_rate, 1.0))
+            b[i, j] += c
+            b[j, i] += c
+    last = None
+    if opts["alpha"] > 0:
+        target = opts["last"] if opts["last"] is not None else names[-1]
+        if target not in index:
+            raise CepoptError(f"params.last: {target!r} is not a positive event of the pattern "
+                              f"(events: {', '.join(names)})")
+        last = index[target]
+    negs = []
+    positives = frozenset(names)
+    for neg in sc.negated:
+        dep = neg.dep
+        if not neg.in_seq:
+            dep = frozenset(linked.get(neg.var, set()) & positives) or positives
+        elif not neg.at_end:
+            dep = dep | (frozenset(linked.get(neg.var, set())) & positives)
+        mask = 0
+        for v in dep:
+            mask |= 1 << index[v]
+        negs.append((neg.var, mask))
+    return Conjunct(names, tuple(e.type for e in sc.events), tuple(e.kleene for e in sc.events), window,
+                    lc, lf, b, "any" if strategy == "any" else "next", opts["alpha"], last,
+                    opts["leaf_filter"], opts["paper_literal"], tuple(negs), sc.is_seq)
+
+
+def from_arrays(window: float, rates, sel, *, names=None, alpha: float = 0.0, last: int | None = None,
+                strategy: str = "any", leaf_filter: bool = True, paper_literal: bool = False,
+                cost: str = "auto") -> JoinOrderProblem:
+    """A single-conjunct problem straight from W, r and a symmetric sel matrix (diagonal = filters),
+    with no temporal predicates: the ``CostInstance(n, W, r, sel)`` of the spec, for tests and
+    experiments. Names default to a, b, c, ..."""
+    r = np.asarray(rates, dtype=float)
+    s = np.asarray(sel, dtype=float)
+    n = len(r)
+    if s.shape != (n, n) or not np.allclose(s, s.T) or (s <= 0).any() or (s > 1).any():
+        raise CepoptError("sel must be a symmetric n x n matrix with entries in (0, 1]")
+    if (r <= 0).any() or window <= 0:
+        raise CepoptError("rates and the window must be > 0")
+    names = tuple(names) if names is not None else tuple(_default_names(n))
+    lc = np.log(window * r)
+    ls = np.log(np.maximum(s, MIN_SEL))
+    lf = np.diag(ls).copy()
+    b = ls.copy()
+    np.fill_diagonal(b, 0.0)
+    conj = Conjunct(names, names, (False,) * n, float(window), lc, lf, b, strategy, float(alpha),
+                    last if alpha > 0 else None, leaf_filter, paper_literal, (), False)
+    return JoinOrderProblem((conj,), cost, None, None, {"cost": cost, "alpha": alpha, "strategy": strategy})
+
+
+def _default_names(n: int) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    if n <= 26:
+        return list(letters[:n])
+    return [f"e{i}" for i in range(n)]

@@ -1,0 +1,142 @@
+"""The Sharon graph (§4, Def. 10, Alg. 1) and sharing conflicts (Def. 6, spec §3.1).
+
+Vertices are sharing candidates (p, Q') with weight BValue(p, Q') > 0; an edge joins two candidates in
+conflict. Conflict (our implementable reading of Def. 6, spec §3.1 / A6): the two candidates have a
+query q in common and their position intervals in q intersect (suffix/prefix overlap, containment at
+either end or in the middle, and the same pattern twice).
+
+Conflict is therefore "cover a common cell (q, position)", so the edge set is the union of one clique
+per cell. The graph keeps these cells (they give the MWIS models their clique constraints) and builds
+the adjacency lists from them only when an algorithm asks (Alg. 1 without its pairwise scan).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["Vertex", "SharonGraph", "conflict"]
+
+
+@dataclass(frozen=True)
+class Vertex:
+    """A sharing candidate (p, Q') with its weight BValue(p, Q'); ``cls`` is its sharing class."""
+
+    pattern: tuple[str, ...]
+    queries: frozenset[str]
+    weight: float
+    cls: int = 0
+
+    @property
+    def key(self) -> tuple:
+        """Total order of candidates (spec §5.3): pattern, then sorted query names, then class."""
+        return (self.pattern, tuple(sorted(self.queries)), self.cls)
+
+    def label(self) -> str:
+        return f"({','.join(self.pattern)}: {','.join(sorted(self.queries))})"
+
+
+def conflict(u: Vertex, v: Vertex, starts: Mapping[str, Mapping[tuple[str, ...], int]]) -> bool:
+    """Def. 6 (spec §3.1): some common query in which the two occurrences overlap."""
+    for q in u.queries & v.queries:
+        su, sv = starts[q][u.pattern], starts[q][v.pattern]
+        if su < sv + len(v.pattern) and sv < su + len(u.pattern):
+            return True
+    return False
+
+
+@dataclass
+class SharonGraph:
+    """Undirected vertex-weighted conflict graph. ``starts[q][p]`` is p's start position in q."""
+
+    vertices: list[Vertex]
+    starts: Mapping[str, Mapping[tuple[str, ...], int]]
+    _adj: list[set[int]] | None = field(default=None, repr=False)
+    _cells: dict | None = field(default=None, repr=False)
+
+    @classmethod
+    def build(cls, vertices: Iterable[Vertex], starts: Mapping[str, Mapping[tuple[str, ...], int]]
+              ) -> SharonGraph:
+        """Alg. 1: the graph over the given (already beneficial) candidates."""
+        return cls(list(vertices), starts)
+
+    def __len__(self) -> int:
+        return len(self.vertices)
+
+    @property
+    def weights(self) -> list[float]:
+        return [v.weight for v in self.vertices]
+
+    @property
+    def cells(self) -> dict[tuple[str, int], list[int]]:
+        """(query, position) -> vertices whose pattern covers that position of that query."""
+        if self._cells is None:
+            cells: dict[tuple[str, int], list[int]] = defaultdict(list)
+            for i, v in enumerate(self.vertices):
+                for q in v.queries:
+                    s = self.starts[q][v.pattern]
+                    for pos in range(s, s + len(v.pattern)):
+                        cells[(q, pos)].append(i)
+            self._cells = dict(cells)
+        return self._cells
+
+    def cliques(self) -> list[tuple[int, ...]]:
+        """Distinct maximal-per-query cell cliques of size >= 2; their pairs are exactly the edges."""
+        by_query: dict[str, list[frozenset[int]]] = defaultdict(list)
+        for (q, _), members in self.cells.items():
+            if len(members) > 1:
+                by_query[q].append(frozenset(members))
+        out: set[frozenset[int]] = set()
+        for sets in by_query.values():
+            uniq = set(sets)
+            for s in uniq:
+                if not any(s < t for t in uniq):
+                    out.add(s)
+        return sorted((tuple(sorted(s)) for s in out), key=lambda c: (c[0], len(c), c))
+
+    @property
+    def adj(self) -> list[set[int]]:
+        """Adjacency sets (built once from the cell cliques)."""
+        if self._adj is None:
+            adj: list[set[int]] = [set() for _ in self.vertices]
+            for clique in self.cliques():
+                for i in clique:
+                    adj[i].update(clique)
+            for i, s in enumerate(adj):
+                s.discard(i)
+            self._adj = adj
+        return self._adj
+
+    def edges(self) -> list[tuple[int, int]]:
+        return [(i, j) for i, s in enumerate(self.adj) for j in sorted(s) if i < j]
+
+    def degree(self, i: int) -> int:
+        return len(self.adj[i])
+
+    def is_independent(self, indices: Sequence[int]) -> bool:
+        chosen = set(indices)
+        return all(not (self.adj[i] & chosen) for i in chosen)
+
+    def weight_of(self, indices: Iterable[int]) -> float:
+        return sum(self.vertices[i].weight for i in indices)
+
+    def components(self, indices: Iterable[int] | None = None) -> list[list[int]]:
+        """Connected components of the subgraph induced by ``indices`` (all vertices by default)."""
+        alive = set(range(len(self.vertices)) if indices is None else indices)
+        seen: set[int] = set()
+        out = []
+        for start in sorted(alive):
+            if start in seen:
+                continue
+            comp, stack = [], [start]
+            seen.add(start)
+            while stack:
+                i = stack.pop()
+                comp.append(i)
+                for j in self.adj[i]:
+                    if j in alive and j not in seen:
+                        seen.add(j)
+                        stack.append(j)
+            out.append(sorted(comp))
+        return out

@@ -1,0 +1,180 @@
+"""The Sharon family (shared online event sequence aggregation; Poppe et al., ICDE 2018).
+
+Objective: maximise Score(plan) = sum of BValue of the shared candidates (Eq. 9), the estimated
+benefit of sharing over the Non-Shared plan. Every method works on ``problem.graph``: the expanded
+graph (§7.1, default) or the original Sharon graph (``--param expand=false``); the compact models
+encode the same option set without enumerating it (see :mod:`cepopt.formulations.sharon`).
+
+Methods:
+
+* ``greedy`` - GWMIN (App. B, Alg. 8); the paper's greedy optimizer GO when run with expand=false.
+* ``sharon`` - the paper's optimizer SO: sound graph reduction (Alg. 2, spec §4) + level-wise plan
+  finder (Alg. 3-4); falls back to the better of its best plan and GWMIN when it runs out of time.
+* ``exhaustive`` - EO: scores every subset of the vertices (2^|V|); refuses beyond 22 vertices.
+* ``bruteforce`` - enumerates every independent set (the test oracle).
+* ``cpsat`` / ``milp`` - MWIS with cell-clique constraints (CP-SAT hinted with GWMIN).
+* ``cpsat-compact`` / ``milp-compact`` - the compact x[p,q]/y[p] model (also honours subsets=all).
+"""
+
+from __future__ import annotations
+
+import time
+
+from cepopt.formulations.sharon import (
+    compact_model,
+    decode_compact,
+    mwis_model,
+    solve_cpsat_model,
+    solve_milp_model,
+)
+from cepopt.sharon.exhaustive import MAX_EXHAUSTIVE_VERTICES
+from cepopt.sharon.exhaustive import bruteforce as _bruteforce
+from cepopt.sharon.exhaustive import exhaustive as _exhaustive
+from cepopt.sharon.gwmin import guaranteed_weight, gwmin
+from cepopt.sharon.plan import SharonPlan
+from cepopt.sharon.plan_finder import find_plan
+from cepopt.sharon.problem import PROBLEM_OPTIONS, SharonProblem, build
+from cepopt.sharon.reduction import reduce_graph
+from cepopt.solution import MethodResult
+from cepopt.solve import Family, declare, register
+
+__all__ = ["FAMILY"]
+
+FAMILY = declare(Family(
+    name="sharon",
+    description="Sharon: which queries share which sub-pattern (MWIS of the Sharon graph)",
+    sense="max",
+    objective="Score = sum of BValue over shared candidates (Eq. 9)",
+    build=build,
+    evaluate=lambda problem, plan: problem.score(plan),
+    plan_to_json=lambda plan: plan.to_json(),
+    plan_from_json=lambda problem, value: SharonPlan.from_json(value),
+    problem_options=PROBLEM_OPTIONS,
+    default_methods=("greedy", "sharon", "cpsat", "milp", "cpsat-compact", "milp-compact"),
+    baseline_plan=lambda problem: SharonPlan.empty(),
+))
+
+
+def _stats(problem: SharonProblem, **more) -> dict:
+    return {**problem.summary(), **more}
+
+
+@register("sharon", "greedy", "GWMIN greedy MWIS (Alg. 8); reports its guaranteed weight (Eq. 10)")
+def greedy(problem: SharonProblem, *, time_limit=None, seed=0) -> MethodResult:
+    g = problem.graph
+    chosen = gwmin(g)
+    return MethodResult(problem.plan_of(chosen), "feasible", stats=_stats(
+        problem, guaranteed_weight=float(guaranteed_weight(g)), greedy_weight=float(g.weight_of(chosen))))
+
+
+@register("sharon", "sharon", "the paper's optimizer: sound reduction (Alg. 2) + level-wise plan finder "
+          "(Alg. 3-4)", exact=True)
+def sharon(problem: SharonProblem, *, time_limit=None, seed=0, reduction: str = "paper",
+           per_component: bool = False, max_level: int = 2_000_000) -> MethodResult:
+    from cepopt.sharon.problem import parse_bool
+
+    per_component = parse_bool(per_component, "per_component")
+    g = problem.graph
+    start = time.perf_counter()
+    remaining, free, pruned, rstats = reduce_graph(g, mode=reduction, per_component=per_component)
+    left = None if time_limit is None else max(time_limit - (time.perf_counter() - start), 0.0)
+    if per_component:
+        best, fstats = [], {"levels": [], "plans": 0, "complete": True}
+        for comp in g.components(remaining):
+            part, st = find_plan(g, comp, time_limit=left, max_level=int(max_level))
+            best += part
+            fstats["plans"] += st["plans"]
+            fstats["complete"] &= st["complete"]
+            fstats["levels"].append(st["levels"])
+    else:
+        best, fstats = find_plan(g, remaining, time_limit=left, max_level=int(max_level))
+    chosen = list(best) + list(free)
+    stats = _stats(problem, reduction=reduction, pruned=len(pruned), conflict_free=len(free),
+                   reduced_vertices=len(remaining), guaranteed_weight=rstats["bound"],
+                   levels=fstats["levels"], plans_enumerated=fstats["plans"])
+    if fstats["complete"]:
+        return MethodResult(problem.plan_of(chosen), "optimal", stats=stats)
+    greedy_pick = gwmin(g)
+    if g.weight_of(greedy_pick) > g.weight_of(chosen):
+        chosen = greedy_pick
+        stats["fallback"] = "gwmin"
+    return MethodResult(problem.plan_of(chosen), "feasible", stats=stats,
+                        message=f"plan finder stopped ({fstats.get('stopped')}); best plan so far or GWMIN")
+
+
+@register("sharon", "exhaustive", "EO: score every subset of the (expanded) graph; small graphs only",
+          exact=True)
+def exhaustive(problem: SharonProblem, *, time_limit=None, seed=0,
+               max_vertices: int = MAX_EXHAUSTIVE_VERTICES) -> MethodResult:
+    chosen = _exhaustive(problem.graph, max_vertices=int(max_vertices))
+    return MethodResult(problem.plan_of(chosen), "optimal",
+                        stats=_stats(problem, plans=2 ** len(problem.graph)))
+
+
+@register("sharon", "bruteforce", "enumerate every independent set (test oracle)", exact=True)
+def bruteforce(problem: SharonProblem, *, time_limit=None, seed=0, max_sets: int = 2_000_000) -> MethodResult:
+    chosen = _bruteforce(problem.graph, max_sets=int(max_sets))
+    return MethodResult(problem.plan_of(chosen), "optimal", stats=_stats(problem))
+
+
+def _result(problem, x, status, obj, bound, stats, plan_fn) -> MethodResult:
+    if x is None:
+        return MethodResult(None, status if status != "optimal" else "error", bound=bound, stats=stats,
+                            message=f"solver status {status}")
+    return MethodResult(plan_fn(x), status, bound=bound, solver_objective=obj, stats=stats)
+
+
+def _mwis_hint(problem: SharonProblem) -> list[int]:
+    picked = set(gwmin(problem.graph))
+    return [1 if i in picked else 0 for i in range(len(problem.graph))]
+
+
+@register("sharon", "cpsat", "MWIS in CP-SAT with cell-clique constraints, hinted with GWMIN", exact=True)
+def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2) -> MethodResult:
+    model = mwis_model(problem.graph)
+    x, status, obj, bound, st = solve_cpsat_model(model, time_limit=time_limit, seed=seed,
+                                                  hint=_mwis_hint(problem), workers=int(workers))
+    return _result(problem, x, status, obj, bound, _stats(problem, **st),
+                   lambda x: problem.plan_of(i for i, xi in enumerate(x) if xi))
+
+
+@register("sharon", "milp", "MWIS MILP with cell-clique constraints (backend highs|scip|cbc)", exact=True)
+def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "highs") -> MethodResult:
+    model = mwis_model(problem.graph)
+    x, status, obj, bound, st = solve_milp_model(model, backend=backend, time_limit=time_limit, seed=seed)
+    return _result(problem, x, status, obj, bound, _stats(problem, **st),
+                   lambda x: problem.plan_of(i for i, xi in enumerate(x) if xi))
+
+
+def _compact_hint(problem: SharonProblem, model) -> list[int]:
+    picked = set(gwmin(problem.original))
+    x = [0] * len(model.names)
+    for k, (_, var_of, y) in enumerate(model.decode[1]):
+        if k in picked:
+            x[y] = 1
+            for i in var_of.values():
+                x[i] = 1
+    return x
+
+
+@register("sharon", "cpsat-compact", "compact x[p,q]/y[p] model in CP-SAT (LP-heavy: linearization 2 + "
+          "max_lp); expanded optimum without enumerating options", exact=True)
+def cpsat_compact(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2,
+                  lp_heavy: bool = True) -> MethodResult:
+    from cepopt.sharon.problem import parse_bool
+
+    model = compact_model(problem)
+    x, status, obj, bound, st = solve_cpsat_model(model, time_limit=time_limit, seed=seed,
+                                                  hint=_compact_hint(problem, model), workers=int(workers),
+                                                  lp_heavy=parse_bool(lp_heavy, "lp_heavy"))
+    return _result(problem, x, status, obj, bound, _stats(problem, **st),
+                   lambda x: SharonPlan.of(decode_compact(model, x)))
+
+
+@register("sharon", "milp-compact", "compact x[p,q]/y[p] model as a MILP (backend highs|scip|cbc)",
+          exact=True)
+def milp_compact(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "highs") -> MethodResult:
+    model = compact_model(problem)
+    x, status, obj, bound, st = solve_milp_model(model, backend=backend, time_limit=time_limit, seed=seed)
+    return _result(problem, x, status, obj, bound, _stats(problem, **st),
+                   lambda x: SharonPlan.of(decode_compact(model, x)))

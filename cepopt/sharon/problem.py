@@ -1,0 +1,225 @@
+"""The Sharon problem: a workload's sharing candidates, the cost model and the Sharon graph.
+
+Built once per (instance, problem options); every method reads :attr:`SharonProblem.graph`, the
+original Sharon graph (Def. 10, ``expand=False``) or the expanded graph (§7.1, Alg. 5-6,
+``expand=True``, the default), except the compact models, which read the candidates directly.
+
+Problem options (``--param`` keys, also accepted in the instance's ``params``):
+
+* ``expand`` (bool, default True): resolve conflicts by expansion (§7.1).
+* ``subsets`` ("cause" | "all", default "cause"): which queries an option may drop. "cause" is Alg. 5
+  (only conflict-causing queries, only beneficial candidates are expanded); "all" allows every subset
+  of every sharable pattern (the true optimum over per-query sharing decisions). Requires expand.
+* ``comb`` ("both_required" | "missing_as_one"): Eq. 5 with an empty prefix/suffix (spec A3).
+* ``max_options`` (int, default 4096): cap on the options of one candidate (Alg. 5 is exponential).
+
+Instance ``params`` may also hold ``weights``: {"A,B": BValue} injected for full candidates (p, Q_p),
+as in the paper's Fig. 4, whose weights are given without rates. Options of an injected candidate
+have no weight, so such instances are built with ``expand=False``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cepopt.errors import CepoptError
+from cepopt.model import Statistics, Workload
+from cepopt.sharon.cost import COMB_RULES, CostModel
+from cepopt.sharon.expansion import expand as expand_graph
+from cepopt.sharon.graph import SharonGraph, Vertex
+from cepopt.sharon.patterns import detect, query_types, sharing_classes
+from cepopt.sharon.plan import SharonPlan
+
+__all__ = ["SharonProblem", "build", "PROBLEM_OPTIONS", "parse_bool"]
+
+PROBLEM_OPTIONS = frozenset({"expand", "subsets", "comb", "max_options"})
+PARAM_KEYS = PROBLEM_OPTIONS | {"weights"}
+
+
+def parse_bool(value: Any, key: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    words = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
+    if isinstance(value, str) and value.strip().lower() in words[0] + words[1]:
+        return value.strip().lower() in words[0]
+    raise CepoptError(f"params.{key}: expected true or false, got {value!r}")
+
+
+def _rates(statistics: Statistics, types: Mapping[str, tuple[str, ...]]) -> dict[str, float]:
+    """Rate(E): the expected events per window when the statistics give it, else the stated rate."""
+    per_window = dict(statistics.events_per_window)
+    rates = dict(statistics.rates)
+    out = {}
+    for q, seq in types.items():
+        for t in seq:
+            if t in per_window:
+                out[t] = per_window[t]
+            elif t in rates:
+                out[t] = rates[t]
+            else:
+                raise CepoptError(f"query {q}: event type {t!r} has no rate in the statistics")
+    return out
+
+
+@dataclass
+class SharonProblem:
+    """Everything a Sharon method needs. Construct with :meth:`from_workload` or :func:`build`."""
+
+    workload: Workload
+    statistics: Statistics
+    types: dict[str, tuple[str, ...]]
+    classes: dict[str, int]
+    cost: CostModel
+    candidates: dict[tuple[int, tuple[str, ...]], frozenset[str]]
+    starts: dict[str, dict[tuple[str, ...], int]]
+    original: SharonGraph
+    graph: SharonGraph
+    expand: bool = True
+    subsets: str = "cause"
+    max_options: int | None = 4096
+    injected: dict[tuple[str, ...], float] = field(default_factory=dict)
+    expansion_stats: dict = field(default_factory=dict)
+    non_beneficial: list[Vertex] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_workload(cls, workload: Workload, statistics: Statistics, *, expand: bool = True,
+                      subsets: str = "cause", comb: str = "both_required", max_options: int | None = 4096,
+                      weights: Mapping[tuple[str, ...], float] | None = None) -> SharonProblem:
+        if subsets not in ("cause", "all"):
+            raise CepoptError(f"params.subsets: expected 'cause' or 'all', got {subsets!r}")
+        if comb not in COMB_RULES:
+            raise CepoptError(f"params.comb: expected one of {', '.join(COMB_RULES)}, got {comb!r}")
+        if subsets == "all" and not expand:
+            raise CepoptError("params.subsets: subsets=all needs expand=true")
+        if max_options is not None and (isinstance(max_options, bool) or not isinstance(max_options, int)
+                                        or max_options < 1):
+            raise CepoptError(f"params.max_options: expected a positive integer, got {max_options!r}")
+        types = query_types(workload)
+        classes = sharing_classes(workload)
+        cost = CostModel(types, _rates(statistics, types), comb)
+        candidates = detect(types, classes)
+        starts: dict[str, dict[tuple[str, ...], int]] = defaultdict(dict)
+        for name, seq in types.items():
+            n = len(seq)
+            for s in range(n):
+                for e in range(s + 2, n + 1):
+                    p = tuple(seq[s:e])
+                    if (classes[name], p) in candidates and name in candidates[(classes[name], p)]:
+                        starts[name][p] = s
+        injected = {tuple(p): w for p, w in (weights or {}).items()}
+        known = {p for _, p in candidates}
+        for p in injected:
+            if p not in known:
+                raise CepoptError(f"params.weights: {','.join(p)} is not a sharable pattern of the workload")
+        problem = cls(workload, statistics, types, classes, cost, candidates, dict(starts),
+                      SharonGraph([], {}), SharonGraph([], {}), expand, subsets, max_options, injected)
+        vertices, rest = [], []
+        for (c, p), qs in candidates.items():
+            v = Vertex(p, qs, problem.bvalue(p, qs), c)
+            (vertices if v.weight > 0 else rest).append(v)
+        problem.original = SharonGraph.build(vertices, problem.starts)
+        problem.graph = problem.original
+        problem.non_beneficial = rest
+        if expand:
+            problem.graph, problem.expansion_stats = expand_graph(
+                problem.original, lambda p, qs, c: problem.bvalue(p, qs), max_options=max_options,
+                extra=rest, all_subsets=subsets == "all")
+        return problem
+
+    # ------------------------------------------------------------------ cost model
+    def bvalue(self, pattern: tuple[str, ...], queries: frozenset[str]) -> float:
+        """Eq. 8 for (pattern, queries), or the injected weight of a full candidate."""
+        if pattern in self.injected:
+            c = self.classes[next(iter(queries))]
+            if self.candidates.get((c, pattern)) != frozenset(queries):
+                raise CepoptError(f"params.weights: {','.join(pattern)} has an injected weight for "
+                                  f"its full query set only; build with expand=false")
+            return self.injected[pattern]
+        return self.cost.bvalue(pattern, ((q, self.starts[q][pattern]) for q in queries))
+
+    def check(self, plan: SharonPlan) -> None:
+        """Raise CepoptError unless ``plan`` is a valid sharing plan of this workload (Defs. 3, 6, 7)."""
+        if not isinstance(plan, SharonPlan):
+            raise CepoptError(f"not a Sharon plan: {plan!r}")
+        used: dict[str, list[tuple[int, int, tuple[str, ...]]]] = defaultdict(list)
+        for pattern, queries in plan.shared:
+            label = ",".join(pattern)
+            if len(pattern) < 2:
+                raise CepoptError(f"plan: pattern {label} is shorter than 2 (not sharable)")
+            if len(queries) < 2:
+                raise CepoptError(f"plan: pattern {label} is shared by fewer than 2 queries")
+            cls_ids = set()
+            for q in sorted(queries):
+                if q not in self.types:
+                    raise CepoptError(f"plan: unknown query {q!r}")
+                if pattern not in self.starts.get(q, {}):
+                    raise CepoptError(f"plan: pattern {label} does not occur exactly once in query {q} "
+                                      "(or is shared by no other query of its class)")
+                cls_ids.add(self.classes[q])
+                s = self.starts[q][pattern]
+                for s2, e2, p2 in used[q]:
+                    if s < e2 and s2 < s + len(pattern):
+                        raise CepoptError(f"plan is invalid: {label} and {','.join(p2)} overlap in query {q}")
+                used[q].append((s, s + len(pattern), pattern))
+            if len(cls_ids) > 1:
+                raise CepoptError(f"plan: pattern {label} is shared by queries with different windows, "
+                                  "predicates or grouping")
+
+    def score(self, plan: SharonPlan) -> float:
+        """Eq. 9: Score(plan) = sum of BValue of its entries (validity checked first)."""
+        self.check(plan)
+        return sum((self.bvalue(p, qs) for p, qs in plan.shared), 0)
+
+    def predicted_cost(self, plan: SharonPlan) -> float:
+        """Predicted cost of executing ``plan``: total Non-Shared cost minus Score (the additive model;
+        spec A5). The executor compares its measured operation counts with it."""
+        return self.cost.total_nonshared() - self.score(plan)
+
+    # ------------------------------------------------------------------ helpers for methods
+    def plan_of(self, indices, graph: SharonGraph | None = None) -> SharonPlan:
+        graph = self.graph if graph is None else graph
+        return SharonPlan.of((graph.vertices[i].pattern, graph.vertices[i].queries) for i in indices)
+
+    def summary(self) -> dict:
+        return {"queries": len(self.types), "sharable_patterns": len(self.candidates),
+                "original_vertices": len(self.original), "vertices": len(self.graph),
+                "expand": self.expand, "subsets": self.subsets, **{
+                    k: v for k, v in self.expansion_stats.items() if k != "max_options"}}
+
+
+def build(instance, expand: Any = None, subsets: Any = None, comb: Any = None, max_options: Any = None
+          ) -> SharonProblem:
+    """Family.build: the problem of a Sharon instance; explicit options override ``instance.params``."""
+    params = dict(instance.params or {})
+    for key in params:
+        if key not in PARAM_KEYS:
+            raise CepoptError(f"params.{key}: unknown Sharon parameter "
+                              f"(known: {', '.join(sorted(PARAM_KEYS))})")
+    expand = parse_bool(params.get("expand", True) if expand is None else expand, "expand")
+    subsets = params.get("subsets", "cause") if subsets is None else subsets
+    comb = params.get("comb", "both_required") if comb is None else comb
+    max_options = params.get("max_options", 4096) if max_options is None else max_options
+    if isinstance(max_options, str):
+        if max_options.strip().lower() in ("none", "inf", "unlimited"):
+            max_options = None
+        else:
+            try:
+                max_options = int(max_options)
+            except ValueError:
+                raise CepoptError(f"params.max_options: expected an integer, got {max_options!r}") from None
+    weights_raw = params.get("weights", {})
+    if not isinstance(weights_raw, Mapping):
+        raise CepoptError("params.weights: expected an object {\"A,B\": weight}")
+    weights = {}
+    for key, w in weights_raw.items():
+        if isinstance(w, bool) or not isinstance(w, int | float):
+            raise CepoptError(f"params.weights.{key}: expected a number, got {w!r}")
+        weights[tuple(t.strip() for t in str(key).split(","))] = w
+    return SharonProblem.from_workload(instance.workload, instance.statistics, expand=expand,
+                                       subsets=subsets, comb=comb, max_options=max_options, weights=weights)

@@ -1,0 +1,247 @@
+"""The method registry, solve() and compare().
+
+Each family declares itself in ``cepopt/<family>/methods.py``: one :class:`Family` (how to build the
+problem from an instance, the single cost model that scores any plan, plan (de)serialisation) and a
+table of methods registered with :func:`register`. A method is a plain function::
+
+    fn(problem, *, time_limit: float | None, seed: int, **options) -> MethodResult | Plan
+
+``solve`` and ``compare`` know methods only through this registry; ``cepopt methods`` prints it.
+The family modules are imported lazily, so a family that is not built yet is reported as such.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cepopt.errors import CepoptError, NotBuiltError, UnknownNameError
+from cepopt.solution import MethodResult, Solution, Solutions, gap
+
+__all__ = [
+    "FAMILY_MODULES", "Family", "Method", "MethodLimitError", "ObjectiveMismatchError", "compare",
+    "families", "family", "method", "methods", "register", "solve",
+]
+
+#: Where each family declares itself. The order is the order of ``cepopt methods``.
+FAMILY_MODULES: dict[str, str] = {
+    "sharon": "cepopt.sharon.methods",
+    "gloria": "cepopt.gloria.methods",
+    "hamlet": "cepopt.hamlet.methods",
+    "joinorder": "cepopt.joinorder.methods",
+}
+
+
+class MethodLimitError(Exception):
+    """A method refuses an instance beyond its stated limits (exhaustive search on a large graph,
+    an option cap exceeded, memory). solve() reports it as status "error" with the message."""
+
+
+class ObjectiveMismatchError(AssertionError):
+    """A solver's own objective disagrees with the family's cost model: always a bug."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A problem family.
+
+    build(instance, **problem_options) -> problem; evaluate(problem, plan) -> objective (the one cost
+    model); plan_to_json(plan) -> JSON value; plan_from_json(problem, value) -> plan.
+    ``problem_options`` names the ``--param`` keys that shape the problem (for example Sharon's
+    ``expand``); every other key goes to the method. ``baseline_plan(problem)`` is the plan without
+    sharing (or the trivial order) that ``--plan nonshared`` executes.
+    """
+
+    name: str
+    description: str
+    sense: str
+    objective: str
+    build: Callable[..., Any]
+    evaluate: Callable[[Any, Any], float]
+    plan_to_json: Callable[[Any], Any]
+    plan_from_json: Callable[[Any, Any], Any]
+    problem_options: frozenset[str] = frozenset()
+    default_methods: tuple[str, ...] | None = None
+    baseline_plan: Callable[[Any], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.sense not in ("min", "max"):
+            raise ValueError(f"family sense must be 'min' or 'max', got {self.sense!r}")
+
+
+@dataclass(frozen=True)
+class Method:
+    family: str
+    name: str
+    fn: Callable[..., Any]
+    description: str
+    exact: bool = False
+    options: tuple[str, ...] = field(default=())
+
+
+_METHODS: dict[str, dict[str, Method]] = {}
+_FAMILIES: dict[str, Family] = {}
+
+
+def register(family_name: str, name: str, description: str, *, exact: bool = False):
+    """Decorator: register ``fn`` as method ``name`` of ``family_name`` with a one-line description."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        params = inspect.signature(fn).parameters
+        options = tuple(p for p, spec in params.items()
+                        if spec.kind == spec.KEYWORD_ONLY and p not in ("time_limit", "seed"))
+        _METHODS.setdefault(family_name, {})[name] = Method(family_name, name, fn, description, exact, options)
+        return fn
+
+    return decorate
+
+
+def declare(fam: Family) -> Family:
+    """Called once by each family's methods module."""
+    _FAMILIES[fam.name] = fam
+    return fam
+
+
+def families() -> tuple[str, ...]:
+    return tuple(FAMILY_MODULES)
+
+
+def family(name: str) -> Family:
+    """The Family ``name``, importing its module on first use."""
+    if name not in FAMILY_MODULES:
+        raise UnknownNameError(f"unknown problem family {name!r} (known: {', '.join(FAMILY_MODULES)})")
+    if name not in _FAMILIES:
+        try:
+            importlib.import_module(FAMILY_MODULES[name])
+        except ModuleNotFoundError as exc:
+            if exc.name and FAMILY_MODULES[name].startswith(exc.name):
+                raise NotBuiltError(f"problem family {name!r} is not built yet") from None
+            raise
+        if name not in _FAMILIES:
+            raise NotBuiltError(f"problem family {name!r} is not built yet")
+    return _FAMILIES[name]
+
+
+def methods(family_name: str) -> dict[str, Method]:
+    family(family_name)
+    return dict(_METHODS.get(family_name, {}))
+
+
+def method(family_name: str, name: str) -> Method:
+    table = methods(family_name)
+    if name not in table:
+        raise UnknownNameError(
+            f"unknown method {name!r} for family {family_name!r} (known: {', '.join(table) or 'none'})")
+    return table[name]
+
+
+def _load(instance: Any):
+    from cepopt.instance import Instance, load
+
+    return instance if isinstance(instance, Instance) else load(instance)
+
+
+def _split_params(fam: Family, params: Mapping[str, Any] | None) -> tuple[dict, dict]:
+    params = dict(params or {})
+    problem_params = {k: v for k, v in params.items() if k in fam.problem_options}
+    method_params = {k: v for k, v in params.items() if k not in fam.problem_options}
+    return problem_params, method_params
+
+
+def build_problem(instance: Any, params: Mapping[str, Any] | None = None):
+    """(Family, problem, method options) for an instance (path, bundled name or Instance)."""
+    inst = _load(instance)
+    fam = family(inst.problem)
+    problem_params, method_params = _split_params(fam, params)
+    return fam, fam.build(inst, **problem_params), method_params
+
+
+def solve(instance: Any, method: str, time_limit: float | None = None, seed: int = 0,
+          params: Mapping[str, Any] | None = None, *, problem: Any = None) -> Solution:
+    """Solve ``instance`` with ``method`` and re-score its plan with the family's cost model.
+
+    ``instance`` is an :class:`~cepopt.instance.Instance`, a path or a bundled instance name;
+    ``params`` are method (and problem) options such as ``{"expand": False}``. A prebuilt ``problem``
+    (from :func:`build_problem`) skips the build.
+    """
+    inst = _load(instance)
+    fam = family(inst.problem)
+    problem_params, method_params = _split_params(fam, params)
+    if problem is None:
+        problem = fam.build(inst, **problem_params)
+    return _run(fam, problem, globals()["method"](fam.name, method), time_limit, seed, method_params,
+                inst.name)
+
+
+def _run(fam: Family, problem: Any, meth: Method, time_limit: float | None, seed: int,
+         options: dict, instance_name: str | None) -> Solution:
+    unknown = sorted(set(options) - set(meth.options))
+    if unknown:
+        known = ", ".join(meth.options) or "none"
+        raise CepoptError(f"method {meth.name!r} has no option {unknown[0]!r} (options: {known})")
+    if time_limit is not None and not (isinstance(time_limit, int | float) and time_limit > 0):
+        raise CepoptError(f"time limit must be > 0 seconds, got {time_limit!r}")
+    start = time.perf_counter()
+    try:
+        result = meth.fn(problem, time_limit=time_limit, seed=seed, **options)
+    except (MethodLimitError, MemoryError) as exc:
+        elapsed = time.perf_counter() - start
+        return Solution(fam.name, meth.name, None, None, None, "error", None, elapsed, {},
+                        instance_name, fam.sense, str(exc) or type(exc).__name__)
+    elapsed = time.perf_counter() - start
+    if not isinstance(result, MethodResult):
+        result = MethodResult(plan=result, status="feasible")
+    if result.plan is None:
+        return Solution(fam.name, meth.name, None, None, result.bound, result.status, None, elapsed,
+                        result.stats, instance_name, fam.sense, result.message)
+    objective = fam.evaluate(problem, result.plan)
+    stats = dict(result.stats)
+    if result.solver_objective is not None:
+        stats["solver_objective"] = result.solver_objective
+        tol = float(stats.get("objective_tolerance", 1e-6))
+        scale = max(abs(objective), abs(result.solver_objective), 1.0)
+        if abs(objective - result.solver_objective) > tol * scale:
+            raise ObjectiveMismatchError(
+                f"{fam.name}/{meth.name}: solver objective {result.solver_objective!r} but the cost model "
+                f"gives {objective!r}")
+    bound = result.bound
+    if result.status == "optimal" and bound is None:
+        bound = objective
+    if bound is not None and result.status == "optimal":
+        # A proven optimum is its own bound; keep the cost model's exact value.
+        bound = objective
+    return Solution(fam.name, meth.name, result.plan, objective, bound, result.status,
+                    gap(objective, bound, fam.sense), elapsed, stats, instance_name, fam.sense,
+                    result.message, fam.plan_to_json(result.plan))
+
+
+def compare(instance: Any, methods: Iterable[str] | None = None, time_limit: float | None = None,
+            seed: int = 0, params: Mapping[str, Any] | None = None) -> Solutions:
+    """Solve one instance with several methods (default: the family's default list, else all).
+
+    The problem is built once. A method that fails on a limit is reported with status "error".
+    """
+    inst = _load(instance)
+    fam = family(inst.problem)
+    table = globals()["methods"](fam.name)
+    names = list(methods) if methods is not None else list(fam.default_methods or table)
+    for name in names:
+        globals()["method"](fam.name, name)
+    problem_params, method_params = _split_params(fam, params)
+    problem = fam.build(inst, **problem_params)
+    out = Solutions()
+    for name in names:
+        meth = table[name]
+        options = {k: v for k, v in method_params.items() if k in meth.options}
+        out.append(_run(fam, problem, meth, time_limit, seed, options, inst.name))
+    return out
+
+
+def is_close(a: float, b: float, rel: float = 1e-9) -> bool:
+    """Objective equality for tests and cross-checks."""
+    return math.isclose(a, b, rel_tol=rel, abs_tol=rel)

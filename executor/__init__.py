@@ -1,0 +1,1 @@
+"""cepopt.executor: reference enumerators, per-partition kernels, the Spark driver, cost metering."""

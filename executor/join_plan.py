@@ -1,0 +1,373 @@
+"""Join plans for CEP patterns: a query compiled into items and checks, a plan into a join tree.
+
+A *simple pattern* is ``SEQ(...)`` or ``AND(...)`` whose items are event types, ``KL(T)`` or ``NOT(T)``
+(spec joinorder §1.1). Its positive items are the *leaves*, numbered 0..n-1 in pattern order: plans
+name leaves by that number (or by reference). Every check of the query becomes a constraint on one
+item (a filter) or on two items (a condition, the SEQ order, distinct events, an equivalence):
+
+- SEQ allows equal timestamps: item p before item q means ``hi(p) <= lo(q)`` (``lo``/``hi`` are the
+  first/last timestamp of the item; equal for a single event, the span of a Kleene set);
+- the window is inclusive: ``max ts - min ts <= W`` over the events of a (partial) match;
+- the events of a match are distinct; Kleene sets bind one or more events, and filters and
+  conditions on a Kleene reference hold for every event of the set;
+- a match is rejected by ``NOT(T)`` when some T event could stand at that position: it passes the
+  filters and every check with the positive items and keeps the window.
+
+A partial match of a leaf set S is an assignment of S that passes every check among S and every
+negation whose dependencies lie in S. Both the Spark evaluator and the brute-force reference count
+exactly these, so the count of a plan node depends only on its leaf set, as in the cost model.
+
+An Order plan becomes the left-deep chain of the lazy NFA: prefix k is a node and only the first leaf
+is counted among the leaves (Cost_ord); a Tree plan becomes a bushy join tree whose every node is
+counted (Cost_tree). A negation check sits at the lowest node whose leaves contain its dependencies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cepopt.errors import CepoptError
+from cepopt.model import And, Condition, Equivalence, Filter, Kleene, Not, Query, Seq, Type
+
+__all__ = [
+    "CompiledPattern", "Item", "JoinTree", "Node", "PairCheck", "ItemFilter", "compile_query",
+    "join_tree", "order_tree", "plan_shape",
+]
+
+
+@dataclass(frozen=True)
+class Item:
+    """A top-level item of the pattern: an event (Kleene set, negated event) at ``position``."""
+
+    position: int
+    ref: str
+    type: str
+    kleene: bool = False
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class ItemFilter:
+    """``item.attr op value``."""
+
+    item: int
+    attr: str
+    op: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class PairCheck:
+    """A check between two items: ``kind`` is "cond" (``a.attr op b.battr``), "equiv" (an equivalence
+    attribute, ``a.attr = b.attr``), "order" (a before b) or "distinct" (no shared event)."""
+
+    kind: str
+    a: int
+    b: int
+    op: str = ""
+    attr: str = ""
+    battr: str = ""
+
+
+@dataclass(frozen=True)
+class CompiledPattern:
+    """A simple pattern as items, leaves, filters, pair checks, the window and negation dependencies."""
+
+    kind: str
+    items: tuple[Item, ...]
+    leaves: tuple[int, ...]
+    window: float
+    filters: tuple[ItemFilter, ...]
+    checks: tuple[PairCheck, ...]
+    equivalences: tuple[str, ...]
+    negation_deps: tuple[tuple[int, frozenset[int]], ...] = ()
+    name: str = "q"
+
+    @property
+    def n(self) -> int:
+        return len(self.leaves)
+
+    @property
+    def negations(self) -> tuple[int, ...]:
+        return tuple(item.position for item in self.items if item.negated)
+
+    def leaf_item(self, leaf: int) -> Item:
+        return self.items[self.leaves[leaf]]
+
+    def leaf_names(self) -> tuple[str, ...]:
+        return tuple(self.items[p].ref for p in self.leaves)
+
+    def filters_of(self, item: int) -> tuple[ItemFilter, ...]:
+        return tuple(f for f in self.filters if f.item == item)
+
+    def checks_between(self, xs: Sequence[int], ys: Sequence[int]) -> tuple[PairCheck, ...]:
+        """Checks with one item in ``xs`` and the other in ``ys`` (item positions)."""
+        xs, ys = set(xs), set(ys)
+        return tuple(c for c in self.checks if (c.a in xs and c.b in ys) or (c.a in ys and c.b in xs))
+
+    def attrs_of(self, item: int) -> tuple[str, ...]:
+        """Attributes the checks read from ``item`` (besides id and ts), sorted."""
+        out = {f.attr for f in self.filters if f.item == item}
+        for c in self.checks:
+            if c.kind in ("cond", "equiv"):
+                if c.a == item:
+                    out.add(c.attr)
+                if c.b == item:
+                    out.add(c.battr)
+        out.update(self.equivalences if self.items[item].kleene else ())
+        return tuple(sorted(out - {"ts"}))
+
+    def deps(self, negated_item: int) -> frozenset[int]:
+        return dict(self.negation_deps)[negated_item]
+
+    def negations_within(self, leaves: frozenset[int]) -> tuple[int, ...]:
+        """Negated items whose dependencies all lie in ``leaves``."""
+        return tuple(p for p, dep in self.negation_deps if dep <= leaves)
+
+
+def _simple_items(pattern) -> tuple[str, tuple]:
+    if isinstance(pattern, Type | Kleene):
+        pattern = And((pattern,))
+    if not isinstance(pattern, Seq | And):
+        name = type(pattern).__name__.upper()
+        raise CepoptError(f"the join executor runs SEQ and AND patterns (and OR of them), not {name}")
+    for item in pattern.items:
+        inner = item.inner if isinstance(item, Kleene | Not) else item
+        if not isinstance(inner, Type):
+            raise CepoptError("the join executor runs simple patterns: every item of SEQ/AND must be a type, "
+                              "KL(type) or NOT(type)")
+    return ("SEQ" if isinstance(pattern, Seq) else "AND"), pattern.items
+
+
+def compile_query(query: Query, pattern=None) -> CompiledPattern:
+    """Compile ``query`` (or one of its OR operands, ``pattern``) into items and checks."""
+    kind, raw = _simple_items(query.pattern if pattern is None else pattern)
+    items = []
+    for pos, item in enumerate(raw):
+        inner = item.inner if isinstance(item, Kleene | Not) else item
+        items.append(Item(pos, inner.ref, inner.name, isinstance(item, Kleene), isinstance(item, Not)))
+    if all(it.negated for it in items):
+        raise CepoptError("a pattern needs at least one event that is not negated")
+    by_ref: dict[str, list[int]] = {}
+    for it in items:
+        by_ref.setdefault(it.ref, []).append(it.position)
+
+    def resolve(ref: str) -> int:
+        found = by_ref.get(ref)
+        if not found:
+            # A type name used as a reference when its leaves carry variables.
+            found = [it.position for it in items if it.type == ref]
+        if not found:
+            raise CepoptError(f"unknown event type {ref!r} in the pattern")
+        if len(found) > 1:
+            raise CepoptError(f"reference {ref!r} is ambiguous: bind each occurrence to a variable")
+        return found[0]
+
+    filters: list[ItemFilter] = []
+    checks: list[PairCheck] = []
+    equivalences: list[str] = []
+    for pred in query.where:
+        if isinstance(pred, Filter):
+            filters.append(ItemFilter(resolve(pred.ref), pred.attr, pred.op, pred.value))
+        elif isinstance(pred, Condition):
+            a, b = resolve(pred.left.ref), resolve(pred.right.ref)
+            if a == b:
+                raise CepoptError(f"condition relates {pred.left.ref!r} to itself")
+            checks.append(PairCheck("cond", a, b, pred.op, pred.left.attr, pred.right.attr))
+        elif isinstance(pred, Equivalence):
+            equivalences.append(pred.attr)
+    # Equivalence: every pair of events shares the attribute (checked pairwise, so partial matches
+    # are pruned as early as possible).
+    for attr in equivalences:
+        for a in range(len(items)):
+            for b in range(a + 1, len(items)):
+                checks.append(PairCheck("equiv", a, b, "=", attr, attr))
+    if kind == "SEQ":
+        for a in range(len(items)):
+            for b in range(a + 1, len(items)):
+                checks.append(PairCheck("order", a, b))
+    for a in range(len(items)):
+        for b in range(a + 1, len(items)):
+            if items[a].type == items[b].type:
+                checks.append(PairCheck("distinct", a, b))
+    leaves = tuple(it.position for it in items if not it.negated)
+    leaf_of = {p: i for i, p in enumerate(leaves)}
+    deps = []
+    for it in items:
+        if not it.negated:
+            continue
+        p = it.position
+        before = [q for q in leaves if q < p]
+        after = [q for q in leaves if q > p]
+        if kind == "SEQ" and before and after:
+            # Between two positive neighbours the window and the order with every other event follow
+            # from the neighbours; conditions and same-type events (which could be the very event)
+            # add their items.
+            dep = {before[-1], after[0]}
+            for c in checks:
+                if c.kind == "cond" and p in (c.a, c.b):
+                    dep.add(c.b if c.a == p else c.a)
+            dep.update(q for q in leaves if items[q].type == it.type)
+        else:
+            dep = set(leaves)
+        dep.discard(p)
+        deps.append((p, frozenset(leaf_of[q] for q in dep if q in leaf_of)))
+    return CompiledPattern(kind, tuple(items), leaves, float(query.window.length), tuple(filters),
+                           tuple(checks), tuple(dict.fromkeys(equivalences)), tuple(deps),
+                           query.name or "q")
+
+
+# ---------------------------------------------------------------------------------------------
+# Join trees
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Node:
+    """A plan node: a leaf (``leaf`` set) or the join of ``left`` and ``right``; ``negations`` are
+    the NOT checks applied here; ``counted`` says whether the node enters the plan's cost."""
+
+    leaves: frozenset[int]
+    leaf: int | None = None
+    left: Node | None = None
+    right: Node | None = None
+    negations: tuple[int, ...] = ()
+    counted: bool = True
+
+    def label(self, names: Sequence[str]) -> str:
+        if self.leaf is not None:
+            return names[self.leaf]
+        return f"({self.left.label(names)},{self.right.label(names)})"  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class JoinTree:
+    """A plan as a join tree over a compiled pattern; ``kind`` is "order" or "tree"."""
+
+    kind: str
+    root: Node
+    pattern: CompiledPattern
+    nodes: tuple[Node, ...] = field(default=())
+
+    def label(self) -> str:
+        return self.root.label(self.pattern.leaf_names())
+
+
+def _post_order(node: Node) -> list[Node]:
+    if node.leaf is not None:
+        return [node]
+    return _post_order(node.left) + _post_order(node.right) + [node]  # type: ignore[arg-type]
+
+
+def _place_negations(node: Node, pattern: CompiledPattern, pending: set[int]) -> Node:
+    """Attach each pending negation to the lowest node whose leaves contain its dependencies."""
+    if node.leaf is None:
+        left = _place_negations(node.left, pattern, pending)  # type: ignore[arg-type]
+        right = _place_negations(node.right, pattern, pending)  # type: ignore[arg-type]
+    else:
+        left = right = None
+    here = tuple(p for p in pattern.negations_within(node.leaves) if p in pending)
+    pending.difference_update(here)
+    return Node(node.leaves, node.leaf, left, right, here, node.counted)
+
+
+def _finish(kind: str, root: Node, pattern: CompiledPattern) -> JoinTree:
+    root = _place_negations(root, pattern, set(pattern.negations))
+    return JoinTree(kind, root, pattern, tuple(_post_order(root)))
+
+
+def order_tree(pattern: CompiledPattern, order: Sequence[int]) -> JoinTree:
+    """The lazy-NFA chain of ``order`` (leaf numbers): a left-deep tree; only prefixes count."""
+    _check_leaves(pattern, list(order))
+    node = Node(frozenset([order[0]]), order[0])
+    for leaf in order[1:]:
+        right = Node(frozenset([leaf]), leaf, counted=False)
+        node = Node(node.leaves | right.leaves, None, node, right)
+    return _finish("order", node, pattern)
+
+
+def join_tree(pattern: CompiledPattern, plan: Any) -> JoinTree:
+    """A plan (Order/Tree of cepopt.joinorder.plans, a permutation, or nested pairs) as a join tree."""
+    kind, shape = plan_shape(plan, pattern.leaf_names())
+    if kind == "order":
+        return order_tree(pattern, shape)
+    leaves: list[int] = []
+
+    def build(s) -> Node:
+        if isinstance(s, int):
+            leaves.append(s)
+            return Node(frozenset([s]), s)
+        left, right = build(s[0]), build(s[1])
+        return Node(left.leaves | right.leaves, None, left, right)
+
+    root = build(shape)
+    _check_leaves(pattern, leaves)
+    return _finish("tree", root, pattern)
+
+
+def _check_leaves(pattern: CompiledPattern, leaves: list[int]) -> None:
+    if sorted(leaves) != list(range(pattern.n)):
+        raise CepoptError(f"the plan must name each of the {pattern.n} positive events exactly once, "
+                          f"got leaves {leaves}")
+
+
+def plan_shape(plan: Any, names: Sequence[str]) -> tuple[str, Any]:
+    """("order", tuple of leaf numbers) or ("tree", nested pairs of leaf numbers) for ``plan``.
+
+    Accepts the join-order family's Order/Tree plans, a permutation (list of leaf numbers or
+    references), nested pairs, or {"order": [...]} / {"tree": [...]} JSON.
+    """
+
+    def leaf(x) -> int:
+        if isinstance(x, bool):
+            raise CepoptError(f"bad plan leaf {x!r}")
+        if isinstance(x, int):
+            if not 0 <= x < len(names):
+                raise CepoptError(f"plan leaf {x} is out of range (the pattern has {len(names)} events)")
+            return x
+        if isinstance(x, str):
+            if x in names:
+                return list(names).index(x)
+            raise CepoptError(f"plan names unknown event {x!r} (events: {', '.join(names)})")
+        raise CepoptError(f"bad plan leaf {x!r}")
+
+    def tree(x):
+        if hasattr(x, "left") and hasattr(x, "right"):
+            return (tree(x.left), tree(x.right))
+        if hasattr(x, "leaf") and not isinstance(x, str | int):
+            return leaf(x.leaf)
+        if isinstance(x, list | tuple):
+            if len(x) == 1:
+                return tree(x[0])
+            if len(x) != 2:
+                raise CepoptError(f"a tree node has two children, got {x!r}")
+            return (tree(x[0]), tree(x[1]))
+        return leaf(x)
+
+    if isinstance(plan, dict):
+        if "order" in plan:
+            return "order", tuple(leaf(x) for x in plan["order"])
+        if "tree" in plan:
+            return "tree", tree(plan["tree"])
+        raise CepoptError(f"a join plan is {{'order': [...]}} or {{'tree': [...]}}, got {plan!r}")
+    for attr in ("order", "sequence", "perm"):
+        value = getattr(plan, attr, None)
+        if value is not None and not callable(value):
+            return "order", tuple(leaf(x) for x in value)
+    for attr in ("tree", "root", "shape"):
+        value = getattr(plan, attr, None)
+        if value is not None and not callable(value):
+            return "tree", tree(value)
+    if hasattr(plan, "left") and hasattr(plan, "right"):
+        return "tree", tree(plan)
+    if isinstance(plan, list | tuple):
+        if all(isinstance(x, int | str) and not isinstance(x, bool) for x in plan) and len(plan) != 2:
+            return "order", tuple(leaf(x) for x in plan)
+        if all(isinstance(x, int | str) for x in plan) and len(plan) == 2 and len(names) != 2:
+            raise CepoptError(f"plan {plan!r} names 2 events, the pattern has {len(names)}")
+        if all(isinstance(x, int | str) for x in plan):
+            return "order", tuple(leaf(x) for x in plan)
+        return "tree", tree(plan)
+    raise CepoptError(f"cannot read a join plan from {plan!r}")

@@ -1,0 +1,33 @@
+"""Shared fixtures: one SparkSession per test run, and the path of ../shared (skip when absent)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "cepopt", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+settings.load_profile("cepopt")
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("CEPOPT_SHARED", REPO.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from cepopt.executor.session import get_spark, stop_spark
+
+    session = get_spark(os.environ.get("CEPOPT_SPARK_MASTER", "local[2]"))
+    yield session
+    stop_spark()
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not (SHARED / "anchors-data").is_dir():
+        pytest.skip(f"{SHARED} is absent: the published data cannot be read")
+    return SHARED

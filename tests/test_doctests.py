@@ -1,0 +1,16 @@
+"""The examples in the docstrings of the foundation modules run."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["cepopt.model", "cepopt.instance", "cepopt.cli", "cepopt.syntax", "cepopt.formulations.milp",
+           "cepopt.experiments.framework", "cepopt.instances"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0

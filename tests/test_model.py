@@ -1,0 +1,102 @@
+"""Validation of the domain model: every constructor rejects bad values with a ModelError."""
+
+import pytest
+
+from cepopt.errors import CepoptError, ModelError
+from cepopt.model import (
+    Aggregate, And, AttrRef, Condition, Equivalence, Filter, Kleene, Not, Or, Query, Seq, Statistics, Type,
+    Window, Workload,
+)
+
+
+def q(pattern, **kw):
+    return Query(pattern, Window(10), **kw)
+
+
+def test_objects_are_hashable_and_compare_by_value():
+    a = q(Seq((Type("A"), Kleene(Type("B")))), where=(Equivalence("id"),))
+    b = q(Seq([Type("A"), Kleene(Type("B"))]), where=[Equivalence("id")])
+    assert a == b and hash(a) == hash(b)
+    assert len({a, b}) == 1
+
+
+def test_pattern_event_types_in_order_of_first_use():
+    p = Seq((Type("C"), Kleene(Seq((Type("A"), Type("B")))), Type("A"), Not(Type("D"))))
+    assert p.event_types() == ("C", "A", "B", "D")
+    assert [t.name for t in p.leaves()] == ["C", "A", "B", "A", "D"]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Type("1A"), lambda: Type("SEQ"), lambda: Type("A", "b c"), lambda: Seq(()),
+    lambda: Seq(("A",)), lambda: Kleene("A"), lambda: And(()), lambda: Or(()),
+    lambda: Window(0), lambda: Window(-5), lambda: Window(10, 0), lambda: Window(float("inf")),
+    lambda: Aggregate("MEDIAN", "A", "x"), lambda: Aggregate("SUM", "A"), lambda: Aggregate("COUNT", "A", "x"),
+    lambda: Filter("A", "x", "~", 3), lambda: Filter("A", "x", "<", [1]), lambda: Filter("A", "x", "<", float("nan")),
+    lambda: Condition(AttrRef("x", "a"), "<", AttrRef("x")), lambda: Condition(AttrRef("x", "a"), "<", AttrRef("y", "a")),
+    lambda: Condition(AttrRef("x", "a"), "<", AttrRef("x", "b"), selectivity=0),
+    lambda: Condition(AttrRef("x", "a"), "<", AttrRef("x", "b"), selectivity=1.5),
+])
+def test_invalid_objects_raise_model_error(make):
+    with pytest.raises(ModelError):
+        make()
+
+
+def test_model_error_is_a_cepopt_error():
+    assert issubclass(ModelError, CepoptError)
+
+
+def test_query_rejects_unknown_references():
+    p = Seq((Type("A", "a"), Type("B", "b")))
+    with pytest.raises(ModelError, match="unknown event type 'Foo'"):
+        q(p, where=(Filter("Foo", "x", ">", 1),))
+    with pytest.raises(ModelError, match="unknown event type 'c'"):
+        q(p, where=(Condition(AttrRef("x", "a"), "<", AttrRef("x", "c")),))
+    with pytest.raises(ModelError, match="unknown event type 'Z'"):
+        q(p, returns=(Aggregate("SUM", "Z", "x"),))
+    with pytest.raises(ModelError, match="unknown event type 'Z'"):
+        q(p, group_by=(AttrRef("d", "Z"),))
+    # Types and variables are both valid references.
+    ok = q(p, where=(Filter("A", "x", ">", 1), Filter("b", "y", "=", "Pool")))
+    assert ok.type_of("b") == "B" and ok.refs() == {"A", "B", "a", "b"}
+
+
+def test_query_rejects_double_binding_and_variable_type_clash():
+    with pytest.raises(ModelError, match="bound twice"):
+        q(Seq((Type("A", "x"), Type("B", "x"))))
+    with pytest.raises(ModelError, match="also an event type"):
+        q(Seq((Type("A", "B"), Type("B"))))
+
+
+def test_workload_names_queries_and_rejects_duplicates():
+    w = Workload((q(Type("A")), q(Type("B"), name="mine"), q(Type("C"))))
+    assert w.names == ("q1", "mine", "q3")
+    assert w["mine"].pattern == Type("B") and w[2].name == "q3"
+    assert w.event_types() == ("A", "B", "C")
+    with pytest.raises(ModelError, match="used twice"):
+        Workload((q(Type("A"), name="x"), q(Type("B"), name="x")))
+    with pytest.raises(ModelError, match="no query named"):
+        w["nope"]
+
+
+def test_window_normalises_integral_numbers():
+    assert Window(600.0) == Window(600) and isinstance(Window(600.0).length, int)
+    assert Window(0.5, 0.25).slide == 0.25
+
+
+def test_statistics_accessors_and_validation():
+    s = Statistics(rates={"A": 2, "B": 0.5}, selectivities={"a,b": 0.25, "a": 0.5}, events_per_window={"A": 7})
+    assert s.rate("B") == 0.5
+    assert s.selectivity("b", "a") == 0.25 and s.selectivity("a", "a") == 0.5 and s.selectivity("a", "c") == 1.0
+    assert s.per_window("A") == 7 and s.per_window("B", 10) == 5
+    assert Statistics.from_json(s.to_json()) == s
+    assert hash(s) == hash(Statistics.from_json(s.to_json()))
+    with pytest.raises(ModelError, match="must be >= 0"):
+        Statistics(rates={"A": -1})
+    with pytest.raises(ModelError, match="unknown event type 'C'"):
+        s.rate("C")
+    with pytest.raises(ModelError, match="unknown event type 'C'"):
+        s.require_rates(["A", "C"])
+    with pytest.raises(ModelError, match="selectivity"):
+        Statistics(selectivities={"a,b": 0})
+    with pytest.raises(ModelError, match="twice"):
+        Statistics(selectivities={"a,b": 0.1, "b,a": 0.2})
