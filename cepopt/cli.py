@@ -159,33 +159,15 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def _family_module(kind: str, family: str):
-    from cepopt.solve import FAMILY_MODULES
-
-    if family not in FAMILY_MODULES:
-        raise CepoptError(f"unknown problem family {family!r} (known: {', '.join(FAMILY_MODULES)})")
-    name = f"cepopt.instances.{family}_{kind}"
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name and name.startswith(exc.name):
-            raise NotBuiltError(f"`cepopt generate {family}` is not built yet") from None
-        raise
-
-
 def cmd_generate(args) -> int:
     from cepopt.instance import save
+    from cepopt.instances.generate import generator_parser
 
     if not args.family or args.family in ("-h", "--help"):
         print("usage: cepopt generate FAMILY --seed N -o FILE [family options]\n"
               "FAMILY: sharon, gloria, hamlet, joinorder; `cepopt generate FAMILY --help` lists its options.")
         return 0
-    module = _family_module("generator", args.family)
-    parser = _Parser(prog=f"cepopt generate {args.family}",
-                     description=(module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else None)
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="instance file to write")
-    module.configure(parser)
+    parser, module = generator_parser(args.family)
     options = parser.parse_args(args.rest)
     instance = module.generate(options)
     path = save(instance, options.output)

@@ -16,9 +16,10 @@ A query is ``[name:] [RETURN items] PATTERN p [WHERE preds] [GROUP-BY keys] WITH
   ``OR(p, ...)``, ``NOT p`` / ``NOT(p)``, ``KL(p)`` / postfix ``p+``; ``(p, q)`` is ``SEQ(p, q)``
   and ``(p)`` is ``p``.
 * WHERE: predicates joined by AND: ``[attr, ...]`` (one equivalence per attribute),
-  ``E.attr op value`` (a filter; a bare identifier value is a string), ``a.x op b.y`` (a
-  condition); filters and conditions take an optional ``SEL s`` selectivity. Operators
-  ``= != < <= > >=`` (``==`` is ``=``, ``<>`` is ``!=``).
+  ``E.attr op value`` (a filter; the value is a number, a string ``'...'`` or ``"..."`` with
+  backslash escapes ``\\n \\t \\r \\xHH \\uHHHH \\UHHHHHHHH``, or a bare identifier, which is a
+  string), ``a.x op b.y`` (a condition); filters and conditions take an optional ``SEL s``
+  selectivity. Operators ``= != < <= > >=`` (``==`` is ``=``, ``<>`` is ``!=``).
 * Durations: a number with an optional unit (``ms``, ``s``/``sec``, ``min``, ``h``, ``d``) on the
   same line; bare numbers are in the stream's time unit (seconds).
 * Several queries per text: one after another, optionally separated by ``;``. A query is named by
@@ -94,15 +95,16 @@ _GROUP_BY_RE = re.compile(r"-(?i:BY)(?!\w)")
 _OP_ALIASES = {"==": "=", "<>": "!="}
 _COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
-_ESCAPE_RE = re.compile(r"\\(.)")
+_ESCAPE_RE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)")
+_PRINT_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
-_UNITS: dict[str, Fraction] = {}
+_UNITS: dict[str, int | Fraction] = {}
 for _names, _factor in (
     (("ms", "msec", "msecs", "millisecond", "milliseconds"), Fraction(1, 1000)),
-    (("s", "sec", "secs", "second", "seconds"), Fraction(1)),
-    (("min", "mins", "minute", "minutes"), Fraction(60)),
-    (("h", "hr", "hrs", "hour", "hours"), Fraction(3600)),
-    (("d", "day", "days"), Fraction(86400)),
+    (("s", "sec", "secs", "second", "seconds"), 1),
+    (("min", "mins", "minute", "minutes"), 60),
+    (("h", "hr", "hrs", "hour", "hours"), 3600),
+    (("d", "day", "days"), 86400),
 ):
     for _name in _names:
         _UNITS[_name] = _factor
@@ -128,36 +130,38 @@ def _tokenize(text: str) -> list[_Token]:
         raise TypeError(f"query text must be a str, got {type(text).__name__}")
     tokens: list[_Token] = []
     append = tokens.append
+    new = tuple.__new__  # _Token(...) without the Python-level __new__: tokenizing is the hot loop
     match = _TOKEN_RE.match
     pos = 0
     while True:
         m = match(text, pos)
         pos = m.end()
-        kind = m.lastgroup
-        tok_text = m.group(kind)
-        if kind == "ident":
-            start = m.start(kind)
+        group = m.lastindex
+        if group == 1:  # identifier
+            tok_text = m.group(1)
+            start = m.start(1)
             key = tok_text.upper()
             if key == "GROUP" and text.startswith("-", pos):  # GROUP-BY is one token
                 by = _GROUP_BY_RE.match(text, pos)
                 if by is not None:
                     pos = by.end()
-                    append(_Token(_IDENT, text[start:pos], "GROUP-BY", start))
+                    append(new(_Token, (_IDENT, text[start:pos], "GROUP-BY", start)))
                     continue
-            append(_Token(_IDENT, tok_text, key, start))
-        elif kind == "op":
-            append(_Token(_OP, tok_text, _OP_ALIASES.get(tok_text, tok_text), m.start(kind)))
-        elif kind == "number":
-            append(_Token(_NUMBER, tok_text, "", m.start(kind)))
-        elif kind == "string":
-            append(_Token(_STRING, tok_text, "", m.start(kind)))
-        elif kind == "end":
+            append(new(_Token, (_IDENT, tok_text, key, start)))
+        elif group == 2:
+            tok_text = m.group(2)
+            append(new(_Token, (_OP, tok_text, _OP_ALIASES.get(tok_text, tok_text), m.start(2))))
+        elif group == 3:
+            append(new(_Token, (_NUMBER, m.group(3), "", m.start(3))))
+        elif group == 4:
+            append(new(_Token, (_STRING, m.group(4), "", m.start(4))))
+        elif group == 5:  # end of text
             break
-        elif tok_text in "'\"":
+        elif m.group(6) in "'\"":
             raise QuerySyntaxError("unterminated string (a string ends on the line it starts)",
-                                   *_location(text, m.start(kind)))
+                                   *_location(text, m.start(6)))
         else:
-            raise QuerySyntaxError(f"unexpected character {tok_text!r}", *_location(text, m.start(kind)))
+            raise QuerySyntaxError(f"unexpected character {m.group(6)!r}", *_location(text, m.start(6)))
     # Several end tokens so that peek(k) never runs off the list.
     tokens.extend([_Token(_EOF, "", "", len(text))] * 3)
     return tokens
@@ -171,11 +175,21 @@ def _literal(text: str) -> int | float:
     return float(text) if any(c in text for c in ".eE") else int(text)
 
 
+def _unescape_one(m: re.Match) -> str:
+    code = m.group(1)
+    if len(code) > 1:
+        return chr(int(code[1:], 16))  # ValueError beyond U+10FFFF
+    return _ESCAPES.get(code, code)
+
+
 def _unescape(text: str) -> str:
-    return _ESCAPE_RE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), text[1:-1])
+    """The value of a string token: quotes removed, escapes (\\n \\t \\r \\xHH \\uHHHH
+    \\UHHHHHHHH, and backslash before any other character) resolved."""
+    return _ESCAPE_RE.sub(_unescape_one, text[1:-1])
 
 
-def _seconds(value: Fraction) -> int | float:
+def _seconds(value: int | Fraction) -> int | float:
+    """An exact duration as the model stores it: int when integral, else the nearest float."""
     return int(value) if value.denominator == 1 else float(value)
 
 
@@ -251,12 +265,12 @@ class _Parser:
 
     # -- durations ----------------------------------------------------------------------------
 
-    def duration(self) -> tuple[Fraction, _Token]:
+    def duration(self) -> tuple[int | Fraction, _Token]:
         tok = self.peek()
         if tok.kind != _NUMBER:
             raise self.expected("a duration (a number with an optional unit: ms, s, min, h)", tok)
         self.advance()
-        value = Fraction(tok.text)
+        value = int(tok.text) if tok.text.isdigit() else Fraction(tok.text)
         unit = self.peek()
         if unit.kind == _IDENT and self.peek(1).key != ":" and "\n" not in self.text[tok.pos:unit.pos]:
             factor = _UNITS.get(unit.text.lower())
@@ -271,13 +285,13 @@ class _Parser:
 
     def window_number(self, what: str) -> float:
         value, tok = self.duration()
-        if value <= 0:
-            raise self.error(f"window {what} must be > 0, got {_format_number(_seconds(value))}", tok)
+        seconds = _seconds(value)
         try:
-            seconds = _seconds(value)
-            float(seconds)
+            positive = value > 0 and float(seconds) > 0
         except OverflowError:
             raise self.error(f"window {what} is too large", tok) from None
+        if not positive:
+            raise self.error(f"window {what} must be > 0, got {tok.text}", tok)
         return seconds
 
     # -- patterns -----------------------------------------------------------------------------
@@ -410,7 +424,11 @@ class _Parser:
         elif tok.kind == _NUMBER:
             value = _literal(self.advance().text)
         elif tok.kind == _STRING:
-            value = _unescape(self.advance().text)
+            self.advance()
+            try:
+                value = _unescape(tok.text)
+            except ValueError:
+                raise self.error("bad escape in string (\\U code point beyond 10FFFF)", tok) from None
         elif self.is_name(tok):
             self.advance()
             if self.peek().key == "." and self.peek().kind == _OP:
@@ -547,16 +565,20 @@ def parse_queries(text: str) -> Workload:
     parser.skip_semicolons()
     parser.check_not_empty()
     queries: list[Query] = []
+    implicit: dict[str, int] = {}  # name -> position, for the unnamed queries
     names: set[str] = set()
     while not parser.at_end():
         query, start, name_tok = parser.query()
         position = len(queries) + 1
         name = query.name if query.name is not None else f"q{position}"
         if name in names:
-            if name_tok is not None:
-                raise parser.error(f"query name {name!r} is used twice", name_tok)
-            raise parser.error(f"query name {name!r} is used twice (query {position} has no name, "
-                               f"so it is named {name})", start)
+            if name_tok is None:
+                raise parser.error(f"query name {name!r} is used twice (query {position} has no name, "
+                                   f"so it is named {name})", start)
+            note = f" (query {implicit[name]} has no name, so it is named {name})" if name in implicit else ""
+            raise parser.error(f"query name {name!r} is used twice{note}", name_tok)
+        if name_tok is None:
+            implicit[name] = position
         names.add(name)
         queries.append(query)
         parser.skip_semicolons()
@@ -624,10 +646,21 @@ def _format_number(x: int | float) -> str:
     return str(x) if isinstance(x, int) else repr(float(x))
 
 
+def _escape_char(c: str) -> str:
+    if c in _PRINT_ESCAPES:
+        return _PRINT_ESCAPES[c]
+    if c.isprintable():
+        return c
+    code = ord(c)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
 def _format_string(s: str) -> str:
-    out = s.replace("\\", "\\\\").replace("'", "\\'")
-    out = out.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    return f"'{out}'"
+    """Single-quoted, with quotes, backslashes and every non-printable character escaped (so the
+    text of a query never spans lines)."""
+    if s.isprintable() and "\\" not in s and "'" not in s:
+        return f"'{s}'"
+    return "'" + "".join(_escape_char(c) for c in s) + "'"
 
 
 def _format_value(v: int | float | str) -> str:

@@ -168,7 +168,13 @@ def compile_query(query: Query, pattern=None) -> CompiledPattern:
     filters: list[ItemFilter] = []
     checks: list[PairCheck] = []
     equivalences: list[str] = []
+    known = set(by_ref) | {it.type for it in items}
     for pred in query.where:
+        # A conjunct of an OR pattern lacks the other branches' events: their predicates are vacuous.
+        refs = (pred.ref,) if isinstance(pred, Filter) else (
+            (pred.left.ref, pred.right.ref) if isinstance(pred, Condition) else ())
+        if pattern is not None and any(r not in known for r in refs):
+            continue
         if isinstance(pred, Filter):
             filters.append(ItemFilter(resolve(pred.ref), pred.attr, pred.op, pred.value))
         elif isinstance(pred, Condition):
@@ -261,38 +267,58 @@ def _post_order(node: Node) -> list[Node]:
     return _post_order(node.left) + _post_order(node.right) + [node]  # type: ignore[arg-type]
 
 
-def _place_negations(node: Node, pattern: CompiledPattern, pending: set[int]) -> Node:
-    """Attach each pending negation to the lowest node whose leaves contain its dependencies."""
+def _place_negations(node: Node, pattern: CompiledPattern, need: dict[int, frozenset[int]]) -> Node:
+    """Attach each negation to the lowest node whose leaves contain its ``need`` set."""
     if node.leaf is None:
-        left = _place_negations(node.left, pattern, pending)  # type: ignore[arg-type]
-        right = _place_negations(node.right, pattern, pending)  # type: ignore[arg-type]
+        left = _place_negations(node.left, pattern, need)  # type: ignore[arg-type]
+        right = _place_negations(node.right, pattern, need)  # type: ignore[arg-type]
     else:
         left = right = None
-    here = tuple(p for p in pattern.negations_within(node.leaves) if p in pending)
-    pending.difference_update(here)
+    here = tuple(sorted(p for p, leaves in need.items() if leaves <= node.leaves))
+    for p in here:
+        del need[p]
     return Node(node.leaves, node.leaf, left, right, here, node.counted)
 
 
-def _finish(kind: str, root: Node, pattern: CompiledPattern) -> JoinTree:
-    root = _place_negations(root, pattern, set(pattern.negations))
+def _finish(kind: str, root: Node, pattern: CompiledPattern, hints: dict[int, frozenset[int]],
+            count_all: bool) -> JoinTree:
+    # The plan may ask for a check earlier than its semantic dependencies allow (R-NEG places an
+    # AND negation with its condition partners, but the window needs every event): the check goes
+    # where both the plan's place and the dependencies are bound, so every plan finds the same
+    # matches.
+    need = {p: dep | hints.get(p, frozenset()) for p, dep in pattern.negation_deps}
+    root = _place_negations(root, pattern, need)
+    if count_all:
+        root = _count_all(root)
     return JoinTree(kind, root, pattern, tuple(_post_order(root)))
 
 
-def order_tree(pattern: CompiledPattern, order: Sequence[int]) -> JoinTree:
-    """The lazy-NFA chain of ``order`` (leaf numbers): a left-deep tree; only prefixes count."""
+def _count_all(node: Node) -> Node:
+    if node.leaf is not None:
+        return Node(node.leaves, node.leaf, None, None, node.negations, True)
+    return Node(node.leaves, None, _count_all(node.left), _count_all(node.right),  # type: ignore[arg-type]
+                node.negations, True)
+
+
+def order_tree(pattern: CompiledPattern, order: Sequence[int], hints: dict[int, frozenset[int]] | None = None,
+               *, count_all: bool = False) -> JoinTree:
+    """The lazy-NFA chain of ``order`` (leaf numbers): a left-deep tree whose prefixes are counted
+    (Cost_ord; ``count_all`` counts every leaf too, as Cost_tree of the left-deep tree)."""
     _check_leaves(pattern, list(order))
     node = Node(frozenset([order[0]]), order[0])
     for leaf in order[1:]:
         right = Node(frozenset([leaf]), leaf, counted=False)
         node = Node(node.leaves | right.leaves, None, node, right)
-    return _finish("order", node, pattern)
+    return _finish("order", node, pattern, hints or {}, count_all)
 
 
-def join_tree(pattern: CompiledPattern, plan: Any) -> JoinTree:
-    """A plan (Order/Tree of cepopt.joinorder.plans, a permutation, or nested pairs) as a join tree."""
-    kind, shape = plan_shape(plan, pattern.leaf_names())
+def join_tree(pattern: CompiledPattern, plan: Any, *, count_all: bool | None = None) -> JoinTree:
+    """A plan as a join tree: an Order or Tree of cepopt.joinorder.plans, a permutation (leaf
+    numbers or references), nested pairs, or their JSON. ``count_all`` (default: for trees) counts
+    every node, as Cost_tree does; otherwise only the prefixes, as Cost_ord."""
+    kind, shape, hints = plan_shape(plan, pattern)
     if kind == "order":
-        return order_tree(pattern, shape)
+        return order_tree(pattern, shape, hints, count_all=bool(count_all))
     leaves: list[int] = []
 
     def build(s) -> Node:
@@ -304,7 +330,7 @@ def join_tree(pattern: CompiledPattern, plan: Any) -> JoinTree:
 
     root = build(shape)
     _check_leaves(pattern, leaves)
-    return _finish("tree", root, pattern)
+    return _finish("tree", root, pattern, hints, True if count_all is None else count_all)
 
 
 def _check_leaves(pattern: CompiledPattern, leaves: list[int]) -> None:
@@ -313,12 +339,12 @@ def _check_leaves(pattern: CompiledPattern, leaves: list[int]) -> None:
                           f"got leaves {leaves}")
 
 
-def plan_shape(plan: Any, names: Sequence[str]) -> tuple[str, Any]:
-    """("order", tuple of leaf numbers) or ("tree", nested pairs of leaf numbers) for ``plan``.
-
-    Accepts the join-order family's Order/Tree plans, a permutation (list of leaf numbers or
-    references), nested pairs, or {"order": [...]} / {"tree": [...]} JSON.
-    """
+def plan_shape(plan: Any, pattern: CompiledPattern) -> tuple[str, Any, dict[int, frozenset[int]]]:
+    """(kind, shape, hints): kind "order" with a tuple of leaf numbers, or "tree" with nested pairs of
+    leaf numbers; hints map a negated item to the leaves bound where the plan checks it."""
+    names = pattern.leaf_names()
+    negated = {pattern.items[p].ref: p for p in pattern.negations}
+    hints: dict[int, frozenset[int]] = {}
 
     def leaf(x) -> int:
         if isinstance(x, bool):
@@ -333,11 +359,27 @@ def plan_shape(plan: Any, names: Sequence[str]) -> tuple[str, Any]:
             raise CepoptError(f"plan names unknown event {x!r} (events: {', '.join(names)})")
         raise CepoptError(f"bad plan leaf {x!r}")
 
+    def hint(var: str, leaves) -> None:
+        if var not in negated:
+            raise CepoptError(f"plan checks the absence of {var!r}, which is not a negated event")
+        hints[negated[var]] = frozenset(leaves)
+
+    def flat(t) -> list[int]:
+        return [t] if isinstance(t, int) else flat(t[0]) + flat(t[1])
+
     def tree(x):
-        if hasattr(x, "left") and hasattr(x, "right"):
-            return (tree(x.left), tree(x.right))
-        if hasattr(x, "leaf") and not isinstance(x, str | int):
-            return leaf(x.leaf)
+        if hasattr(x, "left") and hasattr(x, "children"):  # cepopt.joinorder.plans.Tree
+            kids = [tree(c) for c in x.children()]
+            t = kids[0] if len(kids) == 1 else (kids[0], kids[1])
+            for var in getattr(x, "negations", ()):
+                hint(var, flat(t))
+            return t
+        if isinstance(x, dict) and "node" in x:
+            kids = [tree(c) for c in x["node"]]
+            t = kids[0] if len(kids) == 1 else (kids[0], kids[1])
+            for var in x.get("not", ()):
+                hint(var, flat(t))
+            return t
         if isinstance(x, list | tuple):
             if len(x) == 1:
                 return tree(x[0])
@@ -346,28 +388,29 @@ def plan_shape(plan: Any, names: Sequence[str]) -> tuple[str, Any]:
             return (tree(x[0]), tree(x[1]))
         return leaf(x)
 
+    def order(events, negations=()) -> tuple[str, tuple, dict]:
+        o = tuple(leaf(x) for x in events)
+        for var, k in negations:
+            hint(var, o[:k])
+        return "order", o, hints
+
     if isinstance(plan, dict):
+        kind = plan.get("kind")
+        if kind == "order" or "events" in plan:
+            return order(plan.get("events", ()), plan.get("negations", ()))
         if "order" in plan:
-            return "order", tuple(leaf(x) for x in plan["order"])
-        if "tree" in plan:
-            return "tree", tree(plan["tree"])
-        raise CepoptError(f"a join plan is {{'order': [...]}} or {{'tree': [...]}}, got {plan!r}")
-    for attr in ("order", "sequence", "perm"):
-        value = getattr(plan, attr, None)
-        if value is not None and not callable(value):
-            return "order", tuple(leaf(x) for x in value)
-    for attr in ("tree", "root", "shape"):
-        value = getattr(plan, attr, None)
-        if value is not None and not callable(value):
-            return "tree", tree(value)
+            return order(plan["order"])
+        if kind == "tree" or "tree" in plan:
+            return "tree", tree(plan["tree"]), hints
+        raise CepoptError(f"a join plan is an order or a tree, got {plan!r}")
+    if hasattr(plan, "events") and hasattr(plan, "negations"):  # cepopt.joinorder.plans.Order
+        return order(plan.events, plan.negations)
+    if hasattr(plan, "branches"):
+        raise CepoptError("a disjunctive plan runs one branch per conjunct (see joinorder_driver)")
     if hasattr(plan, "left") and hasattr(plan, "right"):
-        return "tree", tree(plan)
+        return "tree", tree(plan), hints
     if isinstance(plan, list | tuple):
-        if all(isinstance(x, int | str) and not isinstance(x, bool) for x in plan) and len(plan) != 2:
-            return "order", tuple(leaf(x) for x in plan)
-        if all(isinstance(x, int | str) for x in plan) and len(plan) == 2 and len(names) != 2:
-            raise CepoptError(f"plan {plan!r} names 2 events, the pattern has {len(names)}")
-        if all(isinstance(x, int | str) for x in plan):
-            return "order", tuple(leaf(x) for x in plan)
-        return "tree", tree(plan)
+        if all(isinstance(x, int | str) and not isinstance(x, bool) for x in plan):
+            return order(plan)
+        return "tree", tree(plan), hints
     raise CepoptError(f"cannot read a join plan from {plan!r}")

@@ -15,8 +15,8 @@ from itertools import combinations
 import pandas as pd
 
 from cepopt.errors import CepoptError
+from cepopt.executor.join_plan import CompiledPattern, JoinTree, Node, compile_query
 from cepopt.model import Query
-from cepopt.executor.join_plan import CompiledPattern, JoinTree, compile_query
 
 __all__ = ["match_text", "node_counts", "partial_matches", "reference_matches"]
 
@@ -104,10 +104,13 @@ class _Matcher:
                     return True
         return False
 
-    def enumerate(self, leaves: frozenset[int]):
-        """Every assignment (dict item position -> value) of ``leaves`` that is a partial match."""
+    def enumerate(self, leaves: frozenset[int], negations: Sequence[int] | None = None):
+        """Every assignment (dict item position -> value) of ``leaves`` that is a partial match:
+        it passes every check among ``leaves`` and is rejected by none of ``negations`` (default:
+        the negations whose dependencies lie in ``leaves``)."""
         positions = [self.p.leaves[i] for i in sorted(leaves)]
-        negations = self.p.negations_within(frozenset(leaves))
+        if negations is None:
+            negations = self.p.negations_within(frozenset(leaves))
         w = self.p.window
         assigned: dict[int, object] = {}
 
@@ -159,13 +162,20 @@ def partial_matches(query: Query | CompiledPattern, events: pd.DataFrame, leaves
     return sum(1 for _ in _Matcher(p, events).enumerate(frozenset(leaves)))
 
 
+def _subtree_negations(node: Node) -> tuple[int, ...]:
+    kids = () if node.leaf is not None else (node.left, node.right)
+    return tuple(sorted(set(node.negations).union(*(_subtree_negations(k) for k in kids))))
+
+
 def node_counts(tree: JoinTree, events: pd.DataFrame) -> list[int]:
-    """Partial matches of every node of ``tree`` (in ``tree.nodes`` order), by enumeration."""
+    """Partial matches of every node of ``tree`` (in ``tree.nodes`` order), by enumeration: the
+    assignments of the node's leaves that pass their checks and the negations placed in its subtree."""
     m = _Matcher(tree.pattern, events)
-    cache: dict[frozenset[int], int] = {}
+    cache: dict[tuple, int] = {}
     out = []
     for node in tree.nodes:
-        if node.leaves not in cache:
-            cache[node.leaves] = sum(1 for _ in m.enumerate(node.leaves))
-        out.append(cache[node.leaves])
+        key = (node.leaves, _subtree_negations(node))
+        if key not in cache:
+            cache[key] = sum(1 for _ in m.enumerate(*key))
+        out.append(cache[key])
     return out

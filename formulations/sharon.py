@@ -149,9 +149,12 @@ def _objective_tolerance(model: LinearModel, scale: int, objective: float) -> fl
 def solve_cpsat_model(model: LinearModel, *, time_limit, seed, hint: Sequence[int] | None = None,
                       lp_heavy: bool = False, workers: int = 2):
     """Solve with CP-SAT. Returns (0-1 vector or None, status, solver objective, bound, stats)."""
-    from cepopt.formulations.cpsat import cpsat_stats, solve_cpsat
     from ortools.sat.python import cp_model
 
+    from cepopt.formulations.cpsat import cpsat_stats, solve_cpsat
+
+    if not model.names:
+        return [], "optimal", 0, 0, {"variables": 0, "constraints": 0, "weight_scale": 1}
     scale = integer_scale(model.objective)
     m = cp_model.CpModel()
     xs = [m.NewBoolVar(n) for n in model.names]
@@ -177,20 +180,24 @@ def solve_cpsat_model(model: LinearModel, *, time_limit, seed, hint: Sequence[in
 def solve_milp_model(model: LinearModel, *, backend: str, time_limit, seed, hint=None):
     """Solve with a MILP backend via PuLP. Returns (0-1 vector or None, status, objective, bound, stats)."""
     import pulp
+
     from cepopt.formulations.milp import solve_milp
 
+    if not model.names:
+        return [], "optimal", 0, 0, {"variables": 0, "constraints": 0, "backend": backend}
     prob = pulp.LpProblem("sharon", pulp.LpMaximize)
-    xs = [pulp.LpVariable(n, cat="Binary") for n in model.names]
+    xs = [prob.add_variable(n, 0, 1, cat="Binary") for n in model.names]
     prob += pulp.lpSum(float(c) * x for c, x in zip(model.objective, xs, strict=True) if c)
     for r, (coefs, rhs) in enumerate(model.rows):
         prob += pulp.lpSum(c * xs[i] for i, c in coefs.items()) <= rhs, f"r{r}"
     res = solve_milp(prob, backend=backend, time_limit=time_limit, seed=seed)
     stats = {"variables": len(xs), "constraints": len(model.rows), "backend": backend,
              "solver_wall_time": res.wall_time, "objective_tolerance": 1e-6}
-    if res.objective is None or res.status not in ("optimal", "feasible"):
+    if res.status not in ("optimal", "feasible"):
         return None, res.status, None, res.bound, stats
     x = [1 if res.values.get(n, 0.0) > 0.5 else 0 for n in model.names]
-    return x, res.status, res.objective, res.bound, stats
+    obj = res.objective if res.objective is not None else model.value(x)
+    return x, res.status, obj, res.bound, stats
 
 
 def decode_compact(model: LinearModel, x: Sequence[int]) -> list[tuple[tuple[str, ...], frozenset[str]]]:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from cepopt.experiments.framework import EXPERIMENTS, Experiment, get_experiment, run_experiment
 from cepopt.errors import NotBuiltError
+from cepopt.experiments.framework import EXPERIMENTS, Experiment, get_experiment, run_experiment
 
 
 def make(calls, fail_at=None):

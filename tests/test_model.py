@@ -4,8 +4,21 @@ import pytest
 
 from cepopt.errors import CepoptError, ModelError
 from cepopt.model import (
-    Aggregate, And, AttrRef, Condition, Equivalence, Filter, Kleene, Not, Or, Query, Seq, Statistics, Type,
-    Window, Workload,
+    Aggregate,
+    And,
+    AttrRef,
+    Condition,
+    Equivalence,
+    Filter,
+    Kleene,
+    Not,
+    Or,
+    Query,
+    Seq,
+    Statistics,
+    Type,
+    Window,
+    Workload,
 )
 
 
@@ -32,7 +45,8 @@ def test_pattern_event_types_in_order_of_first_use():
     lambda: Window(0), lambda: Window(-5), lambda: Window(10, 0), lambda: Window(float("inf")),
     lambda: Aggregate("MEDIAN", "A", "x"), lambda: Aggregate("SUM", "A"), lambda: Aggregate("COUNT", "A", "x"),
     lambda: Filter("A", "x", "~", 3), lambda: Filter("A", "x", "<", [1]), lambda: Filter("A", "x", "<", float("nan")),
-    lambda: Condition(AttrRef("x", "a"), "<", AttrRef("x")), lambda: Condition(AttrRef("x", "a"), "<", AttrRef("y", "a")),
+    lambda: Condition(AttrRef("x", "a"), "<", AttrRef("x")),
+    lambda: Condition(AttrRef("x", "a"), "<", AttrRef("y", "a")),
     lambda: Condition(AttrRef("x", "a"), "<", AttrRef("x", "b"), selectivity=0),
     lambda: Condition(AttrRef("x", "a"), "<", AttrRef("x", "b"), selectivity=1.5),
 ])

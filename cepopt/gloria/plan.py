@@ -38,10 +38,10 @@ from typing import Any
 
 from cepopt.errors import CepoptError
 
-__all__ = ["Block", "GloriaPlan", "TransitionPlan", "plan_from_json", "plan_to_json"]
+__all__ = ["Block", "GloriaPlan", "TransitionPlan", "block_key", "plan_from_json", "plan_to_json", "sort_blocks"]
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Block:
     """One Q-set of a transition: ``queries`` (sorted names) and ``snapshot`` (None = unshared)."""
 
@@ -65,7 +65,16 @@ class Block:
         return {"queries": list(self.queries), "snapshot": self.snapshot}
 
 
-@dataclass(frozen=True, order=True)
+def block_key(block: Block) -> tuple:
+    """Canonical sort key of a block (queries, then snapshot type; unshared first)."""
+    return (block.queries, block.snapshot or "")
+
+
+def sort_blocks(blocks: Iterable[Block]) -> tuple[Block, ...]:
+    return tuple(sorted(blocks, key=block_key))
+
+
+@dataclass(frozen=True)
 class TransitionPlan:
     """The annotated partition of one transition ``(source, target)``: blocks sorted canonically."""
 
@@ -74,7 +83,7 @@ class TransitionPlan:
     blocks: tuple[Block, ...]
 
     def __post_init__(self) -> None:
-        blocks = tuple(sorted(self.blocks))
+        blocks = sort_blocks(self.blocks)
         seen: set[str] = set()
         for block in blocks:
             dup = seen.intersection(block.queries)

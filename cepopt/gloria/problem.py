@@ -159,7 +159,7 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
     workload = instance.workload
     template = build_template(workload)
     freq: dict[str, float] = {}
-    rates = instance.statistics.rate_map() if hasattr(instance.statistics, "rate_map") else {}
+    rates = dict(instance.statistics.rate_map)
     for event_type in workload.event_types():
         if event_type not in rates:
             raise CepoptError(f"statistics.rates: no frequency for event type {event_type!r}")

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -198,6 +199,8 @@ def from_jqpg(cards: Sequence[float], f: Sequence[Sequence[float]]) -> tuple[flo
     if not cards or min(cards) <= 0:
         raise CepoptError("cardinalities must be > 0")
     w = max(cards)
+    if all(isinstance(c, int | Fraction) for c in cards):
+        return w, [Fraction(c) / w for c in cards]  # exact
     return w, [c / w for c in cards]
 
 

@@ -48,7 +48,8 @@ def tree_plan(conj: Conjunct, t: Any) -> Tree:
 
     def place(node: Any, pending: list[tuple[str, int]]) -> tuple[Any, list[tuple[str, int]]]:
         mask = _mask(node)
-        here = [(v, d) for v, d in pending if d & ~mask == 0]
+        covered = [(v, d) for v, d in pending if d & ~mask == 0]
+        here = covered
         if isinstance(node, tuple):
             left, here = place(node[0], here)
             right, here = place(node[1], here)
@@ -57,7 +58,7 @@ def tree_plan(conj: Conjunct, t: Any) -> Tree:
             built = conj.names[int(node)]
             if here:
                 built = Tree(built, None, tuple(v for v, _ in here))
-        rest = [(v, d) for v, d in pending if (v, d) not in here]
+        rest = [(v, d) for v, d in pending if (v, d) not in covered]
         return built, rest
 
     def place_root(node: Any) -> Tree:

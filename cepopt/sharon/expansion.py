@@ -30,7 +30,7 @@ from math import comb
 
 from cepopt.sharon.graph import SharonGraph, Vertex
 
-__all__ = ["causing_queries", "enumerate_options", "count_options", "expand"]
+__all__ = ["causing_queries", "enumerate_options", "count_options", "expand", "expanded_size"]
 
 
 def causing_queries(graph: SharonGraph, i: int) -> frozenset[str]:
@@ -65,8 +65,22 @@ def enumerate_options(queries: frozenset[str], droppable: frozenset[str], cap: i
             yield queries - frozenset(drop)
 
 
+def expanded_size(graph: SharonGraph, max_options: int | None, extra: Sequence[Vertex] = (),
+                  all_subsets: bool = False) -> int:
+    """Number of options the expansion would enumerate (before the BValue filter), without doing it."""
+    total = 0
+    for i, v in enumerate(graph.vertices):
+        n = count_options(len(v.queries), len(v.queries if all_subsets else causing_queries(graph, i)))
+        total += n if max_options is None else min(n, max_options)
+    if all_subsets:
+        for v in extra:
+            n = count_options(len(v.queries), len(v.queries))
+            total += n if max_options is None else min(n, max_options)
+    return total
+
+
 def expand(graph: SharonGraph, weigh: Callable[[tuple[str, ...], frozenset[str], int], float], *,
-           max_options: int | None = 4096, extra: Sequence[Vertex] = (), all_subsets: bool = False
+           max_options: int | None = 256, extra: Sequence[Vertex] = (), all_subsets: bool = False
            ) -> tuple[SharonGraph, dict]:
     """Alg. 5-6: the expanded graph of ``graph`` and statistics.
 

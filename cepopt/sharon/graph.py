@@ -16,7 +16,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Vertex", "SharonGraph", "conflict"]
+__all__ = ["Vertex", "SharonGraph", "conflict", "MAX_ADJACENCY_PAIRS"]
+
+MAX_ADJACENCY_PAIRS = 40_000_000
 
 
 @dataclass(frozen=True)
@@ -99,8 +101,15 @@ class SharonGraph:
     def adj(self) -> list[set[int]]:
         """Adjacency sets (built once from the cell cliques)."""
         if self._adj is None:
+            from cepopt.solve import MethodLimitError
+
+            cliques = self.cliques()
+            pairs = sum(len(c) * (len(c) - 1) for c in cliques)
+            if pairs > MAX_ADJACENCY_PAIRS:
+                raise MethodLimitError(f"the graph's cliques hold {pairs} vertex pairs (> {MAX_ADJACENCY_PAIRS}):"
+                                       " too dense for adjacency lists; use the CP-SAT/MILP models")
             adj: list[set[int]] = [set() for _ in self.vertices]
-            for clique in self.cliques():
+            for clique in cliques:
                 for i in clique:
                     adj[i].update(clique)
             for i, s in enumerate(adj):

@@ -125,7 +125,10 @@ def _result(problem, x, status, obj, bound, stats, plan_fn) -> MethodResult:
 
 
 def _mwis_hint(problem: SharonProblem) -> list[int]:
-    picked = set(gwmin(problem.graph))
+    """GWMIN on the original graph, mapped to the full-candidate options (always in the expanded
+    graph, and independent there too): cheap even when the expanded graph is large."""
+    where = problem.index_of(problem.graph)
+    picked = {where[problem.original.vertices[i].key] for i in gwmin(problem.original)}
     return [1 if i in picked else 0 for i in range(len(problem.graph))]
 
 

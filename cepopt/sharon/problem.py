@@ -11,7 +11,11 @@ Problem options (``--param`` keys, also accepted in the instance's ``params``):
   (only conflict-causing queries, only beneficial candidates are expanded); "all" allows every subset
   of every sharable pattern (the true optimum over per-query sharing decisions). Requires expand.
 * ``comb`` ("both_required" | "missing_as_one"): Eq. 5 with an empty prefix/suffix (spec A3).
-* ``max_options`` (int, default 4096): cap on the options of one candidate (Alg. 5 is exponential).
+* ``max_options`` (int, default 256): cap on the options of one candidate (Alg. 5 is exponential);
+  the expansion reports ``options_cut`` when it truncates.
+* ``max_vertices`` (int, default 100000): the expanded graph is built (lazily, on first use by a
+  graph method) only if it has at most this many options; otherwise graph methods report a
+  MethodLimitError and the compact models remain available.
 
 Instance ``params`` may also hold ``weights``: {"A,B": BValue} injected for full candidates (p, Q_p),
 as in the paper's Fig. 4, whose weights are given without rates. Options of an injected candidate
@@ -35,8 +39,10 @@ from cepopt.sharon.plan import SharonPlan
 
 __all__ = ["SharonProblem", "build", "PROBLEM_OPTIONS", "parse_bool"]
 
-PROBLEM_OPTIONS = frozenset({"expand", "subsets", "comb", "max_options"})
-PARAM_KEYS = PROBLEM_OPTIONS | {"weights"}
+PROBLEM_OPTIONS = frozenset({"expand", "subsets", "comb", "max_options", "max_vertices"})
+DEFAULT_MAX_OPTIONS = 256
+DEFAULT_MAX_VERTICES = 100_000
+PARAM_KEYS = PROBLEM_OPTIONS | {"weights", "generator"}  # generator: informational
 
 
 def parse_bool(value: Any, key: str) -> bool:
@@ -78,18 +84,21 @@ class SharonProblem:
     candidates: dict[tuple[int, tuple[str, ...]], frozenset[str]]
     starts: dict[str, dict[tuple[str, ...], int]]
     original: SharonGraph
-    graph: SharonGraph
     expand: bool = True
     subsets: str = "cause"
-    max_options: int | None = 4096
+    max_options: int | None = DEFAULT_MAX_OPTIONS
+    max_vertices: int | None = DEFAULT_MAX_VERTICES
     injected: dict[tuple[str, ...], float] = field(default_factory=dict)
     expansion_stats: dict = field(default_factory=dict)
     non_beneficial: list[Vertex] = field(default_factory=list)
+    _graph: SharonGraph | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_workload(cls, workload: Workload, statistics: Statistics, *, expand: bool = True,
-                      subsets: str = "cause", comb: str = "both_required", max_options: int | None = 4096,
+                      subsets: str = "cause", comb: str = "both_required",
+                      max_options: int | None = DEFAULT_MAX_OPTIONS,
+                      max_vertices: int | None = DEFAULT_MAX_VERTICES,
                       weights: Mapping[tuple[str, ...], float] | None = None) -> SharonProblem:
         if subsets not in ("cause", "all"):
             raise CepoptError(f"params.subsets: expected 'cause' or 'all', got {subsets!r}")
@@ -97,9 +106,9 @@ class SharonProblem:
             raise CepoptError(f"params.comb: expected one of {', '.join(COMB_RULES)}, got {comb!r}")
         if subsets == "all" and not expand:
             raise CepoptError("params.subsets: subsets=all needs expand=true")
-        if max_options is not None and (isinstance(max_options, bool) or not isinstance(max_options, int)
-                                        or max_options < 1):
-            raise CepoptError(f"params.max_options: expected a positive integer, got {max_options!r}")
+        for key, value in (("max_options", max_options), ("max_vertices", max_vertices)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise CepoptError(f"params.{key}: expected a positive integer, got {value!r}")
         types = query_types(workload)
         classes = sharing_classes(workload)
         cost = CostModel(types, _rates(statistics, types), comb)
@@ -118,19 +127,40 @@ class SharonProblem:
             if p not in known:
                 raise CepoptError(f"params.weights: {','.join(p)} is not a sharable pattern of the workload")
         problem = cls(workload, statistics, types, classes, cost, candidates, dict(starts),
-                      SharonGraph([], {}), SharonGraph([], {}), expand, subsets, max_options, injected)
+                      SharonGraph([], {}), expand, subsets, max_options, max_vertices, injected)
         vertices, rest = [], []
         for (c, p), qs in candidates.items():
             v = Vertex(p, qs, problem.bvalue(p, qs), c)
             (vertices if v.weight > 0 else rest).append(v)
         problem.original = SharonGraph.build(vertices, problem.starts)
-        problem.graph = problem.original
         problem.non_beneficial = rest
-        if expand:
-            problem.graph, problem.expansion_stats = expand_graph(
-                problem.original, lambda p, qs, c: problem.bvalue(p, qs), max_options=max_options,
-                extra=rest, all_subsets=subsets == "all")
+        if not expand:
+            problem._graph = problem.original
         return problem
+
+    @property
+    def graph(self) -> SharonGraph:
+        """The graph the methods search: the original Sharon graph, or the expanded graph (built on
+        first use; the compact models never need it). Raises MethodLimitError when the expansion
+        would exceed ``max_vertices`` options."""
+        if self._graph is None:
+            from cepopt.sharon.expansion import expanded_size
+            from cepopt.solve import MethodLimitError
+
+            all_subsets = self.subsets == "all"
+            size = expanded_size(self.original, self.max_options, self.non_beneficial, all_subsets)
+            if self.max_vertices is not None and size > self.max_vertices:
+                raise MethodLimitError(
+                    f"the expanded graph would have {size} options (> max_vertices={self.max_vertices}); "
+                    "use cpsat-compact / milp-compact, or expand=false")
+            self._graph, self.expansion_stats = expand_graph(
+                self.original, lambda p, qs, c: self.bvalue(p, qs), max_options=self.max_options,
+                extra=self.non_beneficial, all_subsets=all_subsets)
+        return self._graph
+
+    def index_of(self, graph: SharonGraph) -> dict[tuple, int]:
+        """Vertex key -> index in ``graph``."""
+        return {v.key: i for i, v in enumerate(graph.vertices)}
 
     # ------------------------------------------------------------------ cost model
     def bvalue(self, pattern: tuple[str, ...], queries: frozenset[str]) -> float:
@@ -187,14 +217,27 @@ class SharonProblem:
         return SharonPlan.of((graph.vertices[i].pattern, graph.vertices[i].queries) for i in indices)
 
     def summary(self) -> dict:
-        return {"queries": len(self.types), "sharable_patterns": len(self.candidates),
-                "original_vertices": len(self.original), "vertices": len(self.graph),
-                "expand": self.expand, "subsets": self.subsets, **{
-                    k: v for k, v in self.expansion_stats.items() if k != "max_options"}}
+        out = {"queries": len(self.types), "sharable_patterns": len(self.candidates),
+               "original_vertices": len(self.original), "expand": self.expand, "subsets": self.subsets}
+        if self._graph is not None:
+            out["vertices"] = len(self._graph)
+        out.update({k: v for k, v in self.expansion_stats.items() if k != "max_options"})
+        return out
 
 
-def build(instance, expand: Any = None, subsets: Any = None, comb: Any = None, max_options: Any = None
-          ) -> SharonProblem:
+def _int_option(value: Any, key: str) -> int | None:
+    if isinstance(value, str):
+        if value.strip().lower() in ("none", "inf", "unlimited"):
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            raise CepoptError(f"params.{key}: expected an integer, got {value!r}") from None
+    return value
+
+
+def build(instance, expand: Any = None, subsets: Any = None, comb: Any = None, max_options: Any = None,
+          max_vertices: Any = None) -> SharonProblem:
     """Family.build: the problem of a Sharon instance; explicit options override ``instance.params``."""
     params = dict(instance.params or {})
     for key in params:
@@ -204,15 +247,10 @@ def build(instance, expand: Any = None, subsets: Any = None, comb: Any = None, m
     expand = parse_bool(params.get("expand", True) if expand is None else expand, "expand")
     subsets = params.get("subsets", "cause") if subsets is None else subsets
     comb = params.get("comb", "both_required") if comb is None else comb
-    max_options = params.get("max_options", 4096) if max_options is None else max_options
-    if isinstance(max_options, str):
-        if max_options.strip().lower() in ("none", "inf", "unlimited"):
-            max_options = None
-        else:
-            try:
-                max_options = int(max_options)
-            except ValueError:
-                raise CepoptError(f"params.max_options: expected an integer, got {max_options!r}") from None
+    max_options = _int_option(params.get("max_options", DEFAULT_MAX_OPTIONS) if max_options is None
+                              else max_options, "max_options")
+    max_vertices = _int_option(params.get("max_vertices", DEFAULT_MAX_VERTICES) if max_vertices is None
+                               else max_vertices, "max_vertices")
     weights_raw = params.get("weights", {})
     if not isinstance(weights_raw, Mapping):
         raise CepoptError("params.weights: expected an object {\"A,B\": weight}")
@@ -222,4 +260,5 @@ def build(instance, expand: Any = None, subsets: Any = None, comb: Any = None, m
             raise CepoptError(f"params.weights.{key}: expected a number, got {w!r}")
         weights[tuple(t.strip() for t in str(key).split(","))] = w
     return SharonProblem.from_workload(instance.workload, instance.statistics, expand=expand,
-                                       subsets=subsets, comb=comb, max_options=max_options, weights=weights)
+                                       subsets=subsets, comb=comb, max_options=max_options,
+                                       max_vertices=max_vertices, weights=weights)

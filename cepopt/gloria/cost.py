@@ -1,0 +1,262 @@
+"""Gloria's cost model: the one evaluator of any Gloria plan (paper Eqs 2-4, §3.2 edge weights, §6).
+
+Frequencies ``f(E)`` are the instance's ``statistics.rates`` (the paper's |E|). For an edge from a
+node of ``Pool(Ei, Ej)`` to a node of ``Pool(Ej, Eh)`` (the cost of processing Ej with predecessor Ei)
+and a block ``(S, mu)`` of the first node restricted to the edge's queries ``S'`` (specs/gloria.md §3.2):
+
+=============  ===================  ==========================================================
+block          fate in the next     cost
+non-shared     KEEP or MERGE_NS     ``f(Ei) f(Ej) |S'|``                                (Eq. 2)
+``(S)^X``      REUSE                ``f(Ei) len(X, Ei) g(Ej)``                          (Eq. 3)
+``(S)^X``      RESNAP / SPLIT       ``f(Ei) len(X, Ei) g(Ej) + f(Ej) f(X) |S'|``        (Eqs 3+4)
+=============  ===================  ==========================================================
+
+with ``len(X, Ei) = 1`` if X = Ei else ``f(X)``, and ``g(Ej) = 1`` (the paper's Eq. 3, no |E|
+factor: ``cost_model="paper"``, the default) or ``f(Ej)`` (``cost_model="physical"``, spec §10 A3).
+REUSE means the next node holds a block with the same snapshot type X that contains ``S'`` and no
+query outside ``S``. Start edges cost ``f(Es) |Q_start|``; end edges cost like a final evaluation
+(non-shared ``f(Ei) f(Ee) |S'|``, shared ``f(Ei) len(X,Ei) g(Ee) + f(Ee) f(X) |S'|``). Costs are
+charged per edge (fork accounting "per edge", A6).
+
+Kleene super-pools (§6): the cycle weight sums the internal edges between consecutive transitions of
+the cycle: non-shared ``f(Ei) f(Ej) |Q_K|``; shared with X: V1 ``f(Ei) len(X,Ei) g(Ej)`` on every
+edge; V2 the same except edges into X cost ``f(Ei) f(X) |Q_K|`` (``kleene_cycle_cost``, default V2,
+spec §5). Entering a super-pool prices every incoming block as KEEP/MERGE_NS or RESNAP/SPLIT (A7).
+
+Plan validity (derivability, §4.1 and §7.2): along a primary pair, a block of the next node whose
+snapshot type is not the shared transition's source must equal a restricted block of the previous
+node with that snapshot type (REUSE); a shared block of two or more queries is never split (Lemma 5.2):
+it is REUSEd or goes whole into a block with snapshot type Ej (RESNAP or merge); an unshared query, or
+a shared block cut to one query by a fork (SPLIT, A8), goes to an unshared block or into a block with
+snapshot type Ej (KEEP, MERGE_NS); a query that starts at Ei is unshared or in a block with
+snapshot Ei. Inside a Kleene group every transition carries the same plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cepopt.errors import CepoptError
+from cepopt.gloria.plan import Block, GloriaPlan, sort_blocks
+from cepopt.gloria.problem import GloriaProblem, PairTerm, Pool
+
+__all__ = ["evaluate", "pair_cost", "pair_derivable", "unary_cost", "option_problem", "plan_options",
+           "plan_from_options", "start_cost", "baseline_options", "total_cost", "edge_cost", "edge_derivable"]
+
+Option = tuple[Block, ...]
+
+
+def flen(problem: GloriaProblem, x: str, ei: str) -> float:
+    """Expression length at a predecessor of type Ei for snapshot type X (§3.2)."""
+    return 1 if x == ei else problem.freq[x]
+
+
+def _restricted(blocks: Sequence[Block], queries: frozenset[str]):
+    for block in blocks:
+        sub = queries.intersection(block.queries)
+        if sub:
+            yield block, sub
+
+
+def pair_cost(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blocks_b: Option) -> float:
+    """Weight of one pair term (cost of Ej with predecessor Ei) for the options of its two pools."""
+    ei, ej = term.t
+    f = problem.freq
+    cost = 0
+    where_b = None
+    for block, sub in _restricted(blocks_a, term.queries):
+        if block.snapshot is None:
+            cost += f[ei] * f[ej] * len(sub)
+            continue
+        x = block.snapshot
+        cost += f[ei] * flen(problem, x, ei) * problem.g(ej)
+        if not term.entry:
+            if where_b is None:
+                where_b = {q: b for b in blocks_b for q in b.queries}
+            first = where_b.get(next(iter(sub)))
+            if (first is not None and first.snapshot == x and sub.issubset(first.queries)
+                    and set(block.queries).issuperset(first.queries)):
+                continue  # REUSE
+        cost += f[ej] * f[x] * len(sub)
+    return cost
+
+
+def pair_derivable(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blocks_b: Option) -> bool:
+    """Can the option of pool b follow the option of pool a for the term's primary queries?"""
+    prim = term.primary
+    if not prim or term.entry:
+        return True
+    ej = term.t2[0]
+    where_b = {q: b for b in blocks_b for q in b.queries}
+    for block, sub in _restricted(blocks_a, prim):
+        if block.snapshot is not None and len(sub) >= 2:
+            # A Q-set is never split (Lemma 5.2): REUSE it, or re-snapshot it whole into a block of Ej.
+            target = where_b.get(next(iter(sub)))
+            if target is None:
+                return False
+            if target.snapshot == block.snapshot and set(target.queries) == sub:
+                continue  # REUSE
+            if target.snapshot != ej or not sub.issubset(target.queries):
+                return False
+            continue
+        for q in sub:  # unshared (KEEP / MERGE_NS) or a shared block cut to one query (SPLIT, A8)
+            tb = where_b.get(q)
+            if tb is None or not (tb.snapshot is None or tb.snapshot == ej):
+                return False
+    a_blocks = {q: b for b in blocks_a for q in b.queries}
+    for block in blocks_b:
+        if block.snapshot is None or block.snapshot == ej:
+            continue
+        inside = prim.intersection(block.queries)
+        if not inside:
+            continue
+        if len(inside) != len(block.queries):
+            return False
+        src = a_blocks.get(next(iter(inside)))
+        if src is None or src.snapshot != block.snapshot or not prim.intersection(src.queries) == inside:
+            return False
+    return True
+
+
+def edge_cost(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blocks_b: Option) -> float:
+    return sum(pair_cost(problem, term, blocks_a, blocks_b) for term in problem.edges[(a, b)])
+
+
+def edge_derivable(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blocks_b: Option) -> bool:
+    return all(pair_derivable(problem, term, blocks_a, blocks_b) for term in problem.edges[(a, b)])
+
+
+def start_cost(problem: GloriaProblem, pool: Pool) -> float:
+    """Start edges into the pool: f(Es) |Q_start| (independent of the option, §3.2)."""
+    return problem.freq[pool.source] * len(pool.start_queries)
+
+
+def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
+    f = problem.freq
+    cost = 0
+    for (ei, ee), ending in pool.ends:
+        for block, sub in _restricted(blocks, ending):
+            if block.snapshot is None:
+                cost += f[ei] * f[ee] * len(sub)
+            else:
+                x = block.snapshot
+                cost += f[ei] * flen(problem, x, ei) * problem.g(ee) + f[ee] * f[x] * len(sub)
+    return cost
+
+
+def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
+    """Internal weight P.w of a Kleene super-pool option (§6, V1/V2)."""
+    f = problem.freq
+    shared = blocks[0].snapshot if len(blocks) == 1 and blocks[0].snapshot is not None else None
+    n = len(pool.queries)
+    cost = 0
+    for (ei, ej), _t2 in pool.internal:
+        if shared is None:
+            cost += f[ei] * f[ej] * n
+        elif problem.kleene_cycle_cost == "V2" and ej == shared:
+            cost += f[ei] * f[shared] * n
+        else:
+            cost += f[ei] * flen(problem, shared, ei) * problem.g(ej)
+    return cost
+
+
+def unary_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> tuple[float, float]:
+    """(start + internal cycle weight, end-edge weight) of an option."""
+    inner = start_cost(problem, pool)
+    if pool.kind == "kleene":
+        inner += cycle_cost(problem, pool, blocks)
+    return inner, end_cost(problem, pool, blocks)
+
+
+def option_problem(problem: GloriaProblem, pool: Pool, blocks: Option) -> str | None:
+    """Why an option is not a valid partition of the pool's queries (None when it is valid)."""
+    seen = [q for b in blocks for q in b.queries]
+    if len(seen) != len(set(seen)) or set(seen) != set(pool.queries):
+        return f"{pool.label}: blocks do not partition the queries {sorted(pool.queries)}"
+    if pool.kind == "kleene":
+        if len(blocks) == 1 and blocks[0].snapshot is not None:
+            if blocks[0].snapshot not in pool.types:
+                return f"{pool.label}: snapshot type {blocks[0].snapshot} is not a type of the cycle"
+            return None
+        if all(b.snapshot is None for b in blocks):
+            return None
+        return f"{pool.label}: a Kleene cycle is shared by all its queries or by none (Lemma 6.1)"
+    for block in blocks:
+        if block.snapshot is None:
+            continue
+        if block.snapshot == pool.target:
+            return f"{pool.label}: snapshot type {block.snapshot} is the transition's target"
+        if block.snapshot != pool.source:
+            if block.snapshot not in problem.admissible_snapshots(pool, frozenset(block.queries)):
+                return f"{pool.label}: snapshot type {block.snapshot} is not upstream of {block.queries}"
+            if pool.start_queries.intersection(block.queries):
+                return f"{pool.label}: a starting query can only share with snapshot {pool.source}"
+    return None
+
+
+def total_cost(problem: GloriaProblem, options: Sequence[Option]) -> float:
+    """Cost of a choice of one option per pool (no validity check)."""
+    cost = 0
+    for pool in problem.pools:
+        inner, end = unary_cost(problem, pool, options[pool.index])
+        cost += inner + end
+    for term in problem.terms:
+        cost += pair_cost(problem, term, options[term.a], options[term.b])
+    return cost
+
+
+def plan_options(problem: GloriaProblem, plan: GloriaPlan) -> list[Option]:
+    """The option of every pool in ``plan``; raises CepoptError if the plan is not valid."""
+    options: list[Option] = []
+    covered: dict[tuple[str, str], set[str]] = {}
+    for pool in problem.pools:
+        per_transition = []
+        for t in pool.transitions:
+            tp = plan.transition(*t)
+            if tp is None:
+                raise CepoptError(f"plan: no partition for transition {t[0]}->{t[1]}")
+            blocks = []
+            for block in tp.blocks:
+                inside = pool.queries.intersection(block.queries)
+                if not inside:
+                    continue
+                if len(inside) != len(block.queries):
+                    raise CepoptError(f"plan: block {list(block.queries)} on {t[0]}->{t[1]} mixes queries "
+                                      "that cannot share (different sharing classes or Kleene groups)")
+                blocks.append(block)
+            covered.setdefault(t, set()).update(q for b in blocks for q in b.queries)
+            per_transition.append(sort_blocks(blocks))
+        if any(p != per_transition[0] for p in per_transition):
+            raise CepoptError(f"plan: {pool.label} must carry the same plan on every cycle transition")
+        option = per_transition[0]
+        why = option_problem(problem, pool, option)
+        if why:
+            raise CepoptError(f"plan: {why}")
+        options.append(option)
+    for tp in plan.transitions:
+        extra = tp.queries - covered.get(tp.transition, set())
+        if extra:
+            raise CepoptError(f"plan: transition {tp.source}->{tp.target} lists queries {sorted(extra)} "
+                              "that do not use it")
+    for (a, b), _terms in problem.edges.items():
+        if not edge_derivable(problem, a, b, options[a], options[b]):
+            raise CepoptError(f"plan: the option of {problem.pools[b].label} cannot be derived from the "
+                              f"option of {problem.pools[a].label} (§4.1)")
+    return options
+
+
+def plan_from_options(problem: GloriaProblem, options: Sequence[Option]) -> GloriaPlan:
+    blocks: dict[tuple[str, str], list[Block]] = {}
+    for pool in problem.pools:
+        for t in pool.transitions:
+            blocks.setdefault(t, []).extend(options[pool.index])
+    return GloriaPlan.from_blocks(blocks)
+
+
+def baseline_options(problem: GloriaProblem) -> list[Option]:
+    return [tuple(Block((q,)) for q in sorted(pool.queries)) for pool in problem.pools]
+
+
+def evaluate(problem: GloriaProblem, plan: GloriaPlan) -> float:
+    """The Gloria cost of ``plan`` (the family's single cost model)."""
+    return total_cost(problem, plan_options(problem, plan))

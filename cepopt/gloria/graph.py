@@ -1,0 +1,103 @@
+"""The GLORIA graph over candidate pools (paper §4, Defs 4.1 and 4.3; specs/gloria.md §3 and §7.2).
+
+A :class:`CandidateGraph` holds, for every pool of the problem, its candidate nodes (options: one
+annotated partition of the pool's queries), each node's unary weight (start edges + the internal cycle
+weight of a Kleene super-pool, and separately the end edges) and, for every pair of adjacent pools, the
+allowed node pairs with their exact edge weights (§3.2). A path picks one node per pool (Def. 4.3);
+its weight is the plan's cost (Lemma 4.4), i.e. :func:`cepopt.gloria.cost.total_cost`.
+
+Candidate sets come from node generation (nodes.py: NOPRUNE, GLORIA, safe pruning) or from the
+exhaustive space (exhaustive.py). Every method (path search, greedy, brute force, CP-SAT, MILP) reads the
+same graph, so their values are comparable on the same candidates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from cepopt.gloria.cost import Option, edge_cost, edge_derivable, plan_from_options, unary_cost
+from cepopt.gloria.plan import GloriaPlan
+from cepopt.gloria.problem import GloriaProblem
+
+__all__ = ["CandidateGraph", "complete_edges", "describe_option", "pool_graph_is_forest"]
+
+
+def describe_option(option) -> str:
+    """``(q1,q2)^A (q3)``: the notation of the paper and of the bundled instances' "expected"."""
+    return " ".join("(" + ",".join(b.queries) + ")" + (f"^{b.snapshot}" if b.snapshot else "") for b in option)
+
+
+@dataclass
+class CandidateGraph:
+    """Candidate nodes per pool and the allowed, weighted node pairs per adjacent pool pair."""
+
+    problem: GloriaProblem
+    space: str
+    options: list[list[Option]]
+    inner: list[list[float]] = field(default_factory=list)
+    end: list[list[float]] = field(default_factory=list)
+    allowed: dict[tuple[int, int], dict[tuple[int, int], float]] = field(default_factory=dict)
+    d_s: list[list[float]] | None = None
+    best_in: list[list[dict[int, int]]] | None = None
+    stats: dict = field(default_factory=dict)
+    #: every generated node as (pool, option, d_s, survived pruning); empty for non-generated spaces
+    trace: list = field(default_factory=list)
+
+    @property
+    def num_nodes(self) -> int:
+        return sum(len(o) for o in self.options)
+
+    @property
+    def num_edges(self) -> int:
+        return sum(len(t) for t in self.allowed.values())
+
+    def plan(self, choice: list[int]) -> GloriaPlan:
+        return plan_from_options(self.problem, [self.options[p][j] for p, j in enumerate(choice)])
+
+    def weight(self, choice: list[int]) -> float:
+        """Path weight of a choice of one node per pool (inf when some pair is not allowed)."""
+        total = sum(self.inner[p][j] + self.end[p][j] for p, j in enumerate(choice))
+        for (a, b), table in self.allowed.items():
+            w = table.get((choice[a], choice[b]))
+            if w is None:
+                return float("inf")
+            total += w
+        return total
+
+
+def fill_unary(graph: CandidateGraph) -> None:
+    problem = graph.problem
+    graph.inner, graph.end = [], []
+    for pool in problem.pools:
+        pairs = [unary_cost(problem, pool, o) for o in graph.options[pool.index]]
+        graph.inner.append([p[0] for p in pairs])
+        graph.end.append([p[1] for p in pairs])
+
+
+def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option],
+               opts_b: list[Option]) -> dict[tuple[int, int], float]:
+    """Allowed (derivable) node pairs between pools a and b with their §3.2 weights."""
+    table = {}
+    for i, oa in enumerate(opts_a):
+        for j, ob in enumerate(opts_b):
+            if edge_derivable(problem, a, b, oa, ob):
+                table[(i, j)] = edge_cost(problem, a, b, oa, ob)
+    return table
+
+
+def complete_edges(graph: CandidateGraph) -> None:
+    """Fill unary weights and every allowed pair of the graph's options."""
+    problem = graph.problem
+    fill_unary(graph)
+    graph.allowed = {(a, b): edge_table(problem, a, b, graph.options[a], graph.options[b])
+                     for (a, b) in problem.edges}
+
+
+def pool_graph_is_forest(problem: GloriaProblem) -> bool:
+    """Is the undirected pool graph (pools adjacent when they share a pair term) a forest (§4.3)?"""
+    g = nx.Graph()
+    g.add_nodes_from(range(len(problem.pools)))
+    g.add_edges_from(problem.edges)
+    return nx.is_forest(g)

@@ -1,0 +1,167 @@
+"""The Gloria family and its methods (registered under ``gloria``).
+
+=============  ==============================================================================
+gloria         GLORIA as published: node generation with the frequency test, progressive
+               pruning (paper node pruning), path search (§5, §6). Exact only on forest-shaped
+               pool graphs (stats ``pool_graph_is_forest``, ``search_value``).
+gloria-safe    the same with the safe node pruning of specs/gloria.md §4.2 and no frequency test
+noprune        the paper's NoPrune: the full graph (Figs 7a, 9b), then the path search
+greedy         the paper's Greedy baseline (§8.1); option ``tie`` = share | nonshare
+exhaustive     brute force over every set partition of each transition with every admissible
+               snapshot type (Eq. 1); small workloads only
+cpsat / milp   the pairwise labelling model of spec §7.2 over ``candidates`` = noprune (default) |
+               safe | gloria | exhaustive; milp takes ``backend`` = highs | scip | cbc
+=============  ==============================================================================
+
+Every plan is re-scored by :func:`cepopt.gloria.cost.evaluate`. CP-SAT and MILP report "optimal" when
+they prove the optimum *over their candidate space* (stats ``optimal_over``); only the exhaustive
+space is the true optimum of Def. 2.7 under the cost model.
+"""
+
+from __future__ import annotations
+
+import time
+
+from cepopt.gloria import cost
+from cepopt.gloria.exhaustive import brute_force, exhaustive_graph
+from cepopt.gloria.graph import CandidateGraph
+from cepopt.gloria.greedy import greedy as greedy_options
+from cepopt.gloria.nodes import generate
+from cepopt.gloria.path_search import search
+from cepopt.gloria.plan import plan_from_json, plan_to_json
+from cepopt.gloria.problem import PROBLEM_OPTIONS, GloriaProblem, build
+from cepopt.solution import MethodResult
+from cepopt.solve import Family, declare, register
+
+__all__ = ["FAMILY", "candidate_graph"]
+
+CANDIDATES = ("noprune", "safe", "gloria", "exhaustive")
+
+
+def _evaluate(problem: GloriaProblem, plan) -> float:
+    return float(cost.evaluate(problem, plan))
+
+
+def _baseline(problem: GloriaProblem):
+    return cost.plan_from_options(problem, cost.baseline_options(problem))
+
+
+FAMILY = declare(Family(
+    name="gloria",
+    description="Gloria shared trend aggregation: one annotated partition of the queries per transition",
+    sense="min",
+    objective="cost (Gloria cost model, Eqs 2-4 and §3.2 edge weights)",
+    build=build,
+    evaluate=_evaluate,
+    plan_to_json=plan_to_json,
+    plan_from_json=plan_from_json,
+    problem_options=PROBLEM_OPTIONS,
+    default_methods=("gloria", "gloria-safe", "noprune", "greedy", "cpsat", "milp"),
+    baseline_plan=_baseline,
+))
+
+
+def candidate_graph(problem: GloriaProblem, candidates: str, *, max_nodes: int = 20000,
+                    max_options: int = 2000) -> CandidateGraph:
+    """The candidate graph named ``candidates`` (noprune | safe | gloria | exhaustive)."""
+    if candidates not in CANDIDATES:
+        from cepopt.errors import CepoptError
+
+        raise CepoptError(f"params.candidates: must be one of {', '.join(CANDIDATES)}, got {candidates!r}")
+    if candidates == "exhaustive":
+        return exhaustive_graph(problem, max_options=max_options)
+    return generate(problem, candidates, max_nodes=max_nodes)
+
+
+def _searched(problem: GloriaProblem, mode: str, max_nodes: int) -> MethodResult:
+    start = time.perf_counter()
+    graph = generate(problem, mode, max_nodes=max_nodes)
+    options, stats = search(graph)
+    stats = {**graph.stats, **stats, "optimizer_time_s": time.perf_counter() - start}
+    return MethodResult(cost.plan_from_options(problem, options), status="feasible", stats=stats,
+                        message="GLORIA path search: exact only on forest-shaped pool graphs")
+
+
+@register("gloria", "gloria", "GLORIA as published: generation, progressive pruning, path search (§5-§6)")
+def gloria(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
+           max_nodes: int = 20000) -> MethodResult:
+    return _searched(problem, "gloria", max_nodes)
+
+
+@register("gloria", "gloria-safe", "GLORIA with the safe node pruning (spec §4.2), no frequency test")
+def gloria_safe(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
+                max_nodes: int = 20000) -> MethodResult:
+    return _searched(problem, "safe", max_nodes)
+
+
+@register("gloria", "noprune", "NoPrune: the full GLORIA graph, then the path search (§8.1)")
+def noprune(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
+            max_nodes: int = 20000) -> MethodResult:
+    return _searched(problem, "noprune", max_nodes)
+
+
+@register("gloria", "greedy", "Greedy: one node per pool, REUSE or not share (§8.1); tie=share|nonshare")
+def greedy(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
+           tie: str = "share") -> MethodResult:
+    if tie not in ("share", "nonshare"):
+        from cepopt.errors import CepoptError
+
+        raise CepoptError(f"params.tie: must be share or nonshare, got {tie!r}")
+    start = time.perf_counter()
+    options = greedy_options(problem, tie)
+    return MethodResult(cost.plan_from_options(problem, options), status="feasible",
+                        stats={"optimizer_time_s": time.perf_counter() - start, "tie": tie})
+
+
+@register("gloria", "exhaustive", "brute force over every partition and snapshot type (small workloads)",
+          exact=True)
+def exhaustive(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
+               max_options: int = 2000, max_plans: float = 5e6) -> MethodResult:
+    start = time.perf_counter()
+    graph = exhaustive_graph(problem, max_options=max_options)
+    choice, value, proven = brute_force(graph, max_plans=max_plans, time_limit=time_limit)
+    stats = {**graph.stats, "optimizer_time_s": time.perf_counter() - start}
+    if choice is None:
+        return MethodResult(None, status="timeout" if not proven else "infeasible", stats=stats)
+    return MethodResult(graph.plan(choice), status="optimal" if proven else "feasible",
+                        solver_objective=value, stats=stats)
+
+
+def _solved(problem: GloriaProblem, candidates: str, solver, max_nodes: int, max_options: int,
+            **kwargs) -> MethodResult:
+    start = time.perf_counter()
+    graph = candidate_graph(problem, candidates, max_nodes=max_nodes, max_options=max_options)
+    built = time.perf_counter() - start
+    choice, status, objective, bound, stats = solver(graph, **kwargs)
+    stats.update(candidates=candidates, optimal_over=f"{candidates} candidates", nodes=graph.num_nodes,
+                 edges=graph.num_edges, candidate_time_s=built,
+                 optimizer_time_s=time.perf_counter() - start)
+    if candidates != "exhaustive":
+        bound = None  # a bound over a candidate subset is no bound on the problem
+    if choice is None:
+        return MethodResult(None, status=status, bound=bound, stats=stats,
+                            message=f"no plan found ({status})")
+    return MethodResult(graph.plan(choice), status=status, bound=bound, solver_objective=objective,
+                        stats=stats, message=f"{status} over the {candidates} candidate space")
+
+
+@register("gloria", "cpsat", "CP-SAT pairwise labelling model (spec §7.2); candidates=noprune|safe|gloria|"
+          "exhaustive", exact=True)
+def cpsat(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
+          candidates: str = "noprune", workers: int = 2, lp_heavy: bool = True, max_nodes: int = 20000,
+          max_options: int = 2000) -> MethodResult:
+    from cepopt.formulations.gloria import solve_cpsat_gloria
+
+    return _solved(problem, candidates, solve_cpsat_gloria, max_nodes, max_options, time_limit=time_limit,
+                   seed=seed, workers=int(workers), lp_heavy=bool(lp_heavy))
+
+
+@register("gloria", "milp", "MILP pairwise labelling model (spec §7.2); candidates=..., backend=highs|scip|cbc",
+          exact=True)
+def milp(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
+         candidates: str = "noprune", backend: str = "highs", max_nodes: int = 20000,
+         max_options: int = 2000) -> MethodResult:
+    from cepopt.formulations.gloria import solve_milp_gloria
+
+    return _solved(problem, candidates, solve_milp_gloria, max_nodes, max_options, time_limit=time_limit,
+                   seed=seed, backend=backend)

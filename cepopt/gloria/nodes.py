@@ -1,0 +1,157 @@
+"""Node generation and GLORIA graph construction (paper §5.1, §6; specs/gloria.md §4.1 and §5).
+
+Pools are built in topological order of the pool graph; each pool is generated from the surviving
+nodes of its predecessor pools and pruned (pruning.py) before its successors are generated, so pruned
+nodes never spawn successors.
+
+SEQ pool ``(Ej, Eh)`` (spec "GENERATE_POOL"): for each designated predecessor pool and each of its
+nodes ``n_k``, the blocks of ``n_k`` restricted to the queries that come from that pool give per-block
+choices -- a shared block of >= 2 queries: REUSE (P1) or a local snapshot of Ej (P2; in ``gloria`` mode
+only when f(Ej) < f(X)); a shared block cut to one query by a fork: unshared (A8); the unshared
+queries: KEEP, or MERGE_NS into ``(..)^Ej`` when there are at least two. Every combination is a *part*;
+queries starting at Ej give a part (unshared, or merged when >= 2). Every combination of one part per
+source is a node, plus the merge-all node ``(Q)^Ej`` (P3). Lemma 5.2: no node splits or shuffles a
+Q-set. Edges are all derivable pairs from surviving predecessor nodes (cost.py), weighted per §3.2.
+
+Kleene super-pool: the candidates are "all unshared" and ``(Q_K)^X`` for every type X of the cycle
+(Lemmas 6.1, 6.4); its d_s is ``P'.w + P.w`` (Eq. 24).
+
+Modes: ``noprune`` (no frequency test, no node pruning: the paper's NoPrune and Fig. 7a), ``gloria``
+(frequency test of P2 and the paper's node pruning), ``safe`` (no frequency test, the safe node pruning
+of spec §4.2).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from cepopt.gloria.cost import Option, unary_cost
+from cepopt.gloria.graph import CandidateGraph, edge_table
+from cepopt.gloria.plan import Block, sort_blocks
+from cepopt.gloria.problem import GloriaProblem, Pool
+from cepopt.gloria.pruning import distances, prune_nodes
+from cepopt.solve import MethodLimitError
+
+__all__ = ["MODES", "generate", "kleene_options", "seq_nodes"]
+
+MODES = ("noprune", "gloria", "safe")
+
+
+def kleene_options(pool: Pool) -> list[Option]:
+    """Candidates of a Kleene super-pool: all unshared, then (Q_K)^X per cycle type X (sorted)."""
+    options: list[Option] = [sort_blocks(Block((q,)) for q in pool.queries)]
+    if len(pool.queries) >= 2:
+        options += [(Block(tuple(pool.queries), x),) for x in sorted(pool.types)]
+    return options
+
+
+def _singles(queries) -> tuple[Block, ...]:
+    return tuple(Block((q,)) for q in sorted(queries))
+
+
+def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], mode: str,
+              max_nodes: int) -> list[Option]:
+    """The §4.1 candidate nodes of a SEQ pool from the surviving nodes of its predecessor pools."""
+    ej = pool.source
+    f = problem.freq
+    parts_per_source: list[list[Option]] = []
+    covered: set[str] = set(pool.start_queries)
+    for a in problem.primary_preds(pool.index):
+        prim = frozenset().union(*(t.primary for t in problem.edges[(a, pool.index)]))
+        covered |= prim
+        parts: set[Option] = set()
+        for nk in options[a]:
+            choices: list[list[tuple[Block, ...]]] = []
+            unshared: list[str] = []
+            for block in nk:
+                sub = prim.intersection(block.queries)
+                if not sub:
+                    continue
+                if block.snapshot is None or len(sub) < 2:
+                    unshared.extend(sub)
+                    continue
+                x = block.snapshot
+                choice = [(Block(tuple(sub), x),)]
+                if x != ej and (mode != "gloria" or f[ej] < f[x]):
+                    choice.append((Block(tuple(sub), ej),))
+                choices.append(choice)
+            if unshared:
+                choice = [_singles(unshared)]
+                if len(unshared) >= 2:
+                    choice.append((Block(tuple(unshared), ej),))
+                choices.append(choice)
+            for combo in itertools.product(*choices):
+                parts.add(sort_blocks(itertools.chain.from_iterable(combo)))
+        parts_per_source.append(sorted(parts, key=lambda o: [(b.queries, b.snapshot or "") for b in o]))
+    if pool.start_queries:
+        start = [_singles(pool.start_queries)]
+        if len(pool.start_queries) >= 2:
+            start.append((Block(tuple(pool.start_queries), ej),))
+        parts_per_source.append(start)
+    if covered != set(pool.queries):  # pragma: no cover - a bug in the pool structure
+        raise AssertionError(f"{pool.label}: queries {sorted(set(pool.queries) - covered)} have no source")
+    count = math.prod(len(p) for p in parts_per_source)
+    if count > max_nodes:
+        raise MethodLimitError(f"pool {pool.label} would have {count} candidate nodes (max_nodes={max_nodes})")
+    nodes: dict[Option, None] = {}
+    for combo in itertools.product(*parts_per_source):
+        nodes.setdefault(sort_blocks(itertools.chain.from_iterable(combo)), None)
+    if len(pool.queries) >= 2:
+        nodes.setdefault((Block(tuple(pool.queries), ej),), None)
+    return list(nodes)
+
+
+def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 20000) -> CandidateGraph:
+    """Build the (pruned) GLORIA graph in ``mode``: candidates, edges, d_s and arg-min edges."""
+    if mode not in MODES:
+        raise ValueError(f"unknown generation mode {mode!r}")
+    if problem.order is None:
+        raise MethodLimitError("the pool graph has a directed cycle (a query order that contradicts "
+                               "another query's); GLORIA's pool-by-pool generation needs a DAG")
+    n = len(problem.pools)
+    options: list[list[Option]] = [[] for _ in range(n)]
+    inner: list[list[float]] = [[] for _ in range(n)]
+    end: list[list[float]] = [[] for _ in range(n)]
+    d_s: list[list[float]] = [[] for _ in range(n)]
+    d_full: list[list[float]] = [[] for _ in range(n)]
+    best_in: list[list[dict[int, int]]] = [[] for _ in range(n)]
+    allowed: dict[tuple[int, int], dict[tuple[int, int], float]] = {}
+    generated = pruned = 0
+    trace: list[tuple[int, Option, float, bool]] = []
+    for b in problem.order:
+        pool = problem.pools[b]
+        if pool.kind == "kleene":
+            cand = kleene_options(pool)
+        else:
+            cand = seq_nodes(problem, pool, options, mode, max_nodes)
+        generated += len(cand)
+        units = [unary_cost(problem, pool, o) for o in cand]
+        tables = {a: edge_table(problem, a, b, options[a], cand) for a in problem.preds.get(b, [])}
+        dist, best = distances({a: d_s[a] for a in tables}, tables, [u[0] for u in units])
+        # d_s with the end edges of every ancestor included (what the safe rule compares)
+        full, _ = distances({a: d_full[a] for a in tables}, tables, [u[0] + u[1] for u in units])
+        if mode == "noprune":
+            alive = [d < float("inf") for d in dist]
+        elif mode == "gloria":
+            alive = prune_nodes(problem, pool, cand, dist, "paper")
+        else:
+            alive = prune_nodes(problem, pool, cand, [f - u[1] for f, u in zip(full, units, strict=True)],
+                                "safe", tables, [u[0] for u in units])
+        keep = [j for j in range(len(cand)) if alive[j]]
+        trace.extend((b, cand[j], dist[j], alive[j]) for j in range(len(cand)))
+        pruned += len(cand) - len(keep)
+        index = {j: k for k, j in enumerate(keep)}
+        options[b] = [cand[j] for j in keep]
+        inner[b] = [units[j][0] for j in keep]
+        end[b] = [units[j][1] for j in keep]
+        d_s[b] = [dist[j] for j in keep]
+        d_full[b] = [full[j] for j in keep]
+        best_in[b] = [best[j] for j in keep]
+        for a, table in tables.items():
+            allowed[(a, b)] = {(i, index[j]): w for (i, j), w in table.items() if j in index}
+    graph = CandidateGraph(problem, mode, options, inner, end, allowed, d_s, best_in)
+    graph.trace = trace
+    graph.stats = {"nodes_generated": generated, "nodes_pruned": pruned, "nodes": graph.num_nodes,
+                   "edges": graph.num_edges}
+    return graph

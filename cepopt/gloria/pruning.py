@@ -1,0 +1,145 @@
+"""Progressive pruning (paper §5.2, specs/gloria.md §4.2): distances from the starts and node pruning.
+
+* Eq. 22: ``n.d_s = inner(n) + sum over predecessor pools of min_{n_k} (n_k.d_s + edge(n_k, n).w)``;
+  edge pruning keeps, per node and predecessor pool, only the arg-min edge (Lemma 5.8).
+* Node pruning (Def. 5.9, Lemma 5.11): among *comparable* nodes of one pool (identical partition,
+  identical unshared blocks, only snapshot types differ), ``n_m`` is pruned by ``n_k`` when every
+  shared block of ``n_k`` has a snapshot type no more frequent than in ``n_m`` and
+
+  - ``paper`` mode: ``n_k.d_s < n_m.d_s``;
+  - ``safe`` mode: ``n_k.d + Delta <= n_m.d`` (``d`` = d_s with the end edges of every ancestor
+    included, which Eq. 22 leaves out) with
+    ``Delta = sum over outgoing edges (successor pools and end edges) of sum over blocks b of n_m with
+    X_m(b) = Ei (the edge's predecessor type) of f(Ei) (f(X_k(b)) - 1) g(Ej)``: the one propagation
+    where n_m's fresh snapshot has length 1 (spec §4.2, the len = 1 case Lemma 5.11 ignores).
+
+The d_s comparison is sound only when the pool's ancestors form an in-tree (no ancestor pool forks to
+another branch); elsewhere the safe rule uses pointwise dominance over every predecessor node.
+A node is only pruned by a node that is itself kept, taken in order of increasing d_s, so two equal
+nodes never prune each other.
+"""
+
+from __future__ import annotations
+
+from cepopt.gloria.cost import Option
+from cepopt.gloria.problem import GloriaProblem, Pool
+
+__all__ = ["distances", "prune_nodes", "upstream_is_tree"]
+
+INF = float("inf")
+
+
+def distances(d_s_preds: dict[int, list[float]], tables: dict[int, dict[tuple[int, int], float]],
+              inner: list[float]) -> tuple[list[float], list[dict[int, int]]]:
+    """Eq. 22 for one pool: (d_s per node, arg-min predecessor node per predecessor pool)."""
+    n = len(inner)
+    d_s = list(inner)
+    best: list[dict[int, int]] = [{} for _ in range(n)]
+    for a, table in tables.items():
+        mins = [INF] * n
+        arg = [-1] * n
+        pred = d_s_preds[a]
+        for (i, j), w in table.items():
+            v = pred[i] + w
+            if v < mins[j] or (v == mins[j] and i < arg[j]):
+                mins[j], arg[j] = v, i
+        for j in range(n):
+            d_s[j] += mins[j]
+            if arg[j] >= 0:
+                best[j][a] = arg[j]
+    return d_s, best
+
+
+def _shape(option: Option) -> tuple:
+    return tuple((b.queries, b.snapshot is None) for b in option)
+
+
+def _delta(problem: GloriaProblem, pool: Pool, keep: Option, drop: Option) -> float:
+    f = problem.freq
+    x_keep = {b.queries: b.snapshot for b in keep}
+    outgoing = [(term.t, term.queries) for s in problem.succs.get(pool.index, [])
+                for term in problem.edges[(pool.index, s)]]
+    outgoing += [(t, ending) for t, ending in pool.ends]
+    delta = 0
+    for (ei, ej), queries in outgoing:
+        for block in drop:
+            if block.snapshot is not None and block.snapshot == ei and queries.intersection(block.queries):
+                delta += f[ei] * (f[x_keep[block.queries]] - 1) * problem.g(ej)
+    return delta
+
+
+def _dominates(problem: GloriaProblem, keep: Option, drop: Option) -> bool:
+    f = problem.freq
+    x_keep = {b.queries: b.snapshot for b in keep}
+    for block in drop:
+        if block.snapshot is not None and f[x_keep[block.queries]] > f[block.snapshot]:
+            return False
+    return keep != drop
+
+
+def upstream_is_tree(problem: GloriaProblem, b: int) -> bool:
+    """Do all ancestor pools of b have b's branch as their only successor (an in-tree rooted at b)?
+
+    Then d_s is the exact cheapest cost of the ancestors given b's node, and comparing d_s is sound."""
+    stack, seen = list(problem.preds.get(b, [])), set()
+    while stack:
+        a = stack.pop()
+        if a in seen:
+            return False  # two routes to one ancestor: not a tree
+        seen.add(a)
+        if len(problem.succs.get(a, [])) != 1:
+            return False
+        stack.extend(problem.preds.get(a, []))
+    return True
+
+
+def _pointwise(tables: dict[int, dict[tuple[int, int], float]], inner: list[float], k: int, m: int) -> float:
+    """Worst case, over every predecessor node n_m can follow, of the change from n_m to n_k."""
+    change = inner[k] - inner[m]
+    for table in tables.values():
+        worst = -INF
+        for (i, j), w in table.items():
+            if j == m:
+                worst = max(worst, table.get((i, k), INF) - w)
+        if worst > -INF:
+            change += worst
+    return change
+
+
+def prune_nodes(problem: GloriaProblem, pool: Pool, options: list[Option], d_s: list[float],
+                rule: str, tables: dict[int, dict[tuple[int, int], float]] | None = None,
+                inner: list[float] | None = None) -> list[bool]:
+    """Which nodes survive node pruning (rule "paper" or "safe"); unreachable nodes never survive.
+
+    The safe rule compares d_s only when the pool's ancestors form an in-tree (no fork above it);
+    otherwise it requires n_k to be no worse than n_m after *every* predecessor node n_m can follow
+    (pointwise dominance), since a fork above couples the pool's choice to its sibling branches."""
+    alive = [d < INF for d in d_s]
+    tree = rule == "paper" or upstream_is_tree(problem, pool.index)
+    groups: dict[tuple, list[int]] = {}
+    for j, option in enumerate(options):
+        if alive[j]:
+            groups.setdefault(_shape(option), []).append(j)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        kept: list[int] = []
+        for m in sorted(members, key=lambda j: (d_s[j], j)):
+            pruned = False
+            for k in kept:
+                if not _dominates(problem, options[k], options[m]):
+                    continue
+                if rule == "paper":
+                    pruned = d_s[k] < d_s[m]
+                elif tree:
+                    pruned = d_s[k] + _delta(problem, pool, options[k], options[m]) <= d_s[m]
+                else:
+                    pruned = _pointwise(tables or {}, inner or [0.0] * len(options), k, m) \
+                        + _delta(problem, pool, options[k], options[m]) <= 0
+                if pruned:
+                    break
+            if pruned:
+                alive[m] = False
+            else:
+                kept.append(m)
+    return alive

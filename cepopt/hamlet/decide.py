@@ -1,0 +1,63 @@
+"""Run a policy over bursts: the per-burst decisions and the Eq. 7 cost of the run (hamlet.md §4).
+
+>>> from cepopt.hamlet.graphlets import Burst
+>>> b1 = Burst("B", ("q1", "q2"), 4, 7)
+>>> decide(b1, t=2).benefit
+12
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from cepopt.hamlet.graphlets import Burst
+from cepopt.hamlet.policy import Decision, GroupState, Policy, get_policy, option_cost
+
+__all__ = ["decide", "run_policy"]
+
+
+def _t_fn(t: float | Callable[[Sequence[str]], float]) -> Callable[[Sequence[str]], float]:
+    return t if callable(t) else (lambda _qs: t)
+
+
+def decide(burst: Burst, state: GroupState | None = None, policy: str | Policy = "dynamic",
+           t: float | Callable[[Sequence[str]], float] = 2) -> Decision:
+    """The decision of ``policy`` for one burst in ``state`` (a fresh state by default); ``t`` is the
+    number of types per query of Eq. 7 (a number, or a function of the costed query set)."""
+    pol = get_policy(policy) if isinstance(policy, str) else policy
+    return pol.decide(burst, state or GroupState(), _t_fn(t))
+
+
+def run_policy(bursts: Iterable[Burst], policy: str | Policy,
+               t: float | Callable[[Sequence[str]], float] = 2,
+               decisions: Sequence[Decision] | None = None) -> tuple[list[Decision], float]:
+    """Decide every burst in order (state per scope and type) and sum the chosen options' costs.
+    With ``decisions`` the given shared sets are replayed and re-priced instead."""
+    pol = get_policy(policy) if isinstance(policy, str) else policy
+    tf = _t_fn(t)
+    states: dict[tuple[str, str], GroupState] = {}
+    out: list[Decision] = []
+    total = 0.0
+    bursts = list(bursts)
+    if decisions is not None and len(decisions) != len(bursts):
+        from cepopt.errors import CepoptError
+
+        raise CepoptError(f"plan.decisions: {len(decisions)} decisions for {len(bursts)} bursts")
+    for i, burst in enumerate(bursts):
+        state = states.setdefault((burst.scope, burst.type), GroupState())
+        if decisions is None:
+            d = pol.decide(burst, state, tf)
+        else:
+            qs = tuple(decisions[i].queries)
+            from cepopt.hamlet.policy import _decision
+
+            unknown = [q for q in qs if q not in burst.queries]
+            if unknown:
+                from cepopt.errors import CepoptError
+
+                raise CepoptError(f"plan.decisions[{i}]: query {unknown[0]!r} is not a candidate of the burst")
+            d = _decision(burst, state, qs, tf)
+        total += option_cost(burst, state, d.queries, tf)
+        state.after(burst, d.queries)
+        out.append(d)
+    return out, total

@@ -1,0 +1,213 @@
+"""Graphlets and bursts (hamlet.md §1.9, Def. 3.6, Def. 4.1).
+
+A *burst* B_E of a sharing group (Kleene type E, candidates Q_E, T = the types of Q_E's patterns) is a
+maximal run of type-E events inside one pane during which no event of another type of T is matched by
+a query of Q_E. The optimizer decides once per complete burst (§4.1). A *graphlet* is the same run
+without the pane cut: a burst that starts right after a pane boundary, with no other type of T in
+between, may extend the previous shared graphlet (``continues``).
+
+Events with equal time stamps are never predecessors of each other (§8.10). A tie group whose
+relevant events are all of type E belongs to a burst; a tie group that mixes E with another type of
+T closes the burst and its E events are processed without sharing (they cannot share one graphlet
+snapshot). This is the [DECISION] that keeps the snapshot rule of §3.7 exact under ties.
+
+Each event of a burst carries a *signature class* per candidate query (§4.3 step 1): events whose
+candidates all agree (class 0 everywhere) need no event-level snapshot; an event with two or more
+distinct classes among the shared queries needs one (Def. 3.11). Class 0 is the majority.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cepopt.errors import CepoptError
+
+__all__ = ["Burst", "Segment", "burst_from_json", "burst_to_json", "classes_of", "segment", "stream_bursts"]
+
+
+@dataclass(frozen=True)
+class Burst:
+    """One complete burst as the cost model sees it (hamlet.md §4.1).
+
+    ``type``: E; ``queries``: the candidates Q_E; ``b``: events in the burst; ``n``: events in the
+    graph at decision time including the burst (§8.7); ``classes``: per burst event, the signature
+    class of each candidate (empty = every event uniform); ``continues``: the previous burst of this
+    scope ended only at a pane boundary, so its shared graphlet is still active; ``scope``: the
+    (class, partition, window) the burst lives in (state does not carry across scopes).
+    """
+
+    type: str
+    queries: tuple[str, ...]
+    b: int
+    n: int
+    classes: tuple[tuple[int, ...], ...] = ()
+    continues: bool = False
+    scope: str = ""
+
+    def __post_init__(self) -> None:
+        if self.b < 1 or self.n < self.b:
+            raise CepoptError(f"burst of {self.type}: need 1 <= b <= n, got b={self.b}, n={self.n}")
+        if len(self.queries) < 2:
+            raise CepoptError(f"burst of {self.type}: a sharable burst needs at least two queries")
+        if self.classes and (len(self.classes) != self.b
+                             or any(len(c) != len(self.queries) for c in self.classes)):
+            raise CepoptError(f"burst of {self.type}: classes must give one class per query for each of "
+                              f"the {self.b} events")
+
+    def snapshot_events(self, queries: Iterable[str]) -> int:
+        """Burst events that need an event-level snapshot when ``queries`` share it (Def. 3.11)."""
+        idx = [self.queries.index(q) for q in queries]
+        return sum(1 for cls in self.classes if len({cls[i] for i in idx}) > 1)
+
+    def snapshot_queries(self) -> tuple[str, ...]:
+        """The queries that introduce snapshots: off the majority class for some event (§4.3, M)."""
+        out = [q for i, q in enumerate(self.queries) if any(cls[i] != 0 for cls in self.classes)]
+        return tuple(out)
+
+
+def burst_to_json(burst: Burst) -> dict:
+    out: dict = {"type": burst.type, "queries": list(burst.queries), "b": burst.b, "n": burst.n}
+    if burst.classes:
+        out["classes"] = [list(c) for c in burst.classes]
+    if burst.continues:
+        out["continues"] = True
+    if burst.scope:
+        out["scope"] = burst.scope
+    return out
+
+
+def burst_from_json(data: Mapping, where: str = "burst", names: set[str] | None = None) -> Burst:
+    """A Burst from its JSON form; errors name ``where``."""
+    if not isinstance(data, Mapping):
+        raise CepoptError(f"{where}: expected an object")
+    try:
+        queries = tuple(str(q) for q in data["queries"])
+        burst = Burst(str(data["type"]), queries, int(data["b"]), int(data["n"]),
+                      tuple(tuple(int(x) for x in c) for c in data.get("classes", ())),
+                      bool(data.get("continues", False)), str(data.get("scope", "")))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CepoptError(f"{where}: expected type, queries, b, n ({exc})") from None
+    except CepoptError as exc:
+        raise CepoptError(f"{where}: {exc}") from None
+    if names is not None:
+        unknown = [q for q in queries if q not in names]
+        if unknown:
+            raise CepoptError(f"{where}.queries: unknown query {unknown[0]!r}")
+    return burst
+
+
+def classes_of(signatures: Sequence[Sequence[Hashable]]) -> tuple[tuple[int, ...], ...]:
+    """Per event, map the candidates' signatures to class ids: 0 = the most frequent signature
+    (ties: the first candidate's), then by frequency. Returns () when every event is uniform."""
+    out = []
+    uniform = True
+    for sigs in signatures:
+        counts: dict[Hashable, int] = {}
+        for s in sigs:
+            counts[s] = counts.get(s, 0) + 1
+        order = sorted(counts, key=lambda s: (-counts[s], list(sigs).index(s)))
+        ids = {s: i for i, s in enumerate(order)}
+        row = tuple(ids[s] for s in sigs)
+        uniform = uniform and len(order) == 1
+        out.append(row)
+    return () if uniform else tuple(out)
+
+
+@dataclass
+class Segment:
+    """Positions (into the scope's event arrays) of one burst: its tie groups' event positions."""
+
+    positions: list[int]
+    continues: bool
+    n_before: int
+
+
+def segment(ts: np.ndarray, types: np.ndarray, relevant: np.ndarray, kleene: str, group_types: frozenset[str],
+            pane: float) -> tuple[list[Segment], np.ndarray]:
+    """Bursts of one sharing group in one scope.
+
+    ``ts``, ``types``: the scope's events sorted by time; ``relevant``: mask of events matched by some
+    candidate of the group; ``group_types``: T. Returns the bursts and a boolean mask of the E events
+    that must be processed without sharing (E events in mixed tie groups). ``n_before`` counts the
+    scope's events before the burst (the graph size at decision time minus b).
+    """
+    n = len(ts)
+    solo = np.zeros(n, dtype=bool)
+    out: list[Segment] = []
+    if n == 0:
+        return out, solo
+    in_t = np.isin(types, list(group_types)) & relevant
+    is_e = (types == kleene) & relevant
+    other = in_t & ~is_e
+    # tie groups: runs of equal ts
+    starts = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])
+    ends = np.r_[starts[1:], n]
+    cur: Segment | None = None
+    cur_pane = None
+    prev_open = False  # the last burst ended only at a pane boundary: its graphlet is still open
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        has_other = bool(other[s:e].any())
+        e_pos = [i for i in range(s, e) if is_e[i]]
+        if has_other:
+            solo[e_pos] = True
+            if cur is not None:
+                out.append(cur)
+                cur = None
+            prev_open = False
+            continue
+        if not e_pos:
+            continue
+        pane_id = int(ts[s] // pane) if pane else 0
+        if cur is not None and pane_id == cur_pane:
+            cur.positions.extend(e_pos)
+            continue
+        if cur is not None:
+            out.append(cur)
+            prev_open = True
+        cur = Segment(e_pos, continues=prev_open, n_before=s)
+        cur_pane = pane_id
+    if cur is not None:
+        out.append(cur)
+    return out, solo
+
+
+def stream_bursts(classes, stream: Sequence[Mapping]) -> list[Burst]:
+    """The bursts of an embedded stream, for the cost model (signatures from local filters only)."""
+    import pandas as pd
+
+    from cepopt.executor.greta import matched_mask, scopes  # local: the optimizer never needs Spark
+
+    df = pd.DataFrame(list(stream))
+    out: list[Burst] = []
+    for ci, cls in enumerate(classes):
+        if not cls.groups:
+            continue
+        for key, wk, part in scopes(cls, df):
+            ts = part["ts"].to_numpy()
+            types = part["type"].astype(str).to_numpy()
+            masks = {q.name: matched_mask(q, part) for q in cls.queries}
+            anyq = np.zeros(len(part), dtype=bool)
+            for m in masks.values():
+                anyq |= m
+            pane = pane_size([cls.length, cls.slide])
+            for e, cands in cls.groups:
+                relevant = np.zeros(len(part), dtype=bool)
+                for q in cands:
+                    relevant |= masks[q]
+                gtypes = frozenset().union(*(cls.query(q).types for q in cands))
+                segs, _ = segment(ts, types, relevant, e, gtypes, pane)
+                for seg in segs:
+                    sigs = [[bool(masks[q][i]) for q in cands] for i in seg.positions]
+                    n_before = int(anyq[:seg.n_before].sum())
+                    out.append(Burst(e, tuple(cands), len(seg.positions), n_before + len(seg.positions),
+                                     classes_of(sigs), seg.continues, f"{ci}|{key}|{wk}"))
+    return out
+
+
+def pane_size(values):
+    from cepopt.hamlet.problem import pane_size as _pane
+
+    return _pane(values)

@@ -1,0 +1,126 @@
+"""The ``hamlet`` family for solve(): per-burst sharing policies priced by the Hamlet cost model.
+
+The objective of a plan is the Eq. 7 cost (hamlet.md §4.1) of its decisions over the instance's
+bursts (``params.bursts``, or the bursts of the embedded stream), under the executor's state
+machine (§4.2): the sum over bursts of ``Shared(G_E, Q_E) + NonShared(rest)`` for the chosen set.
+
+Methods: ``dynamic`` (the paper's per-burst optimizer, §4.3), ``static`` (always share),
+``nonshared`` (GRETA), ``exhaustive`` (per burst, the cheapest of the 2^k - k plans), ``optimal``
+(the cheapest *sequence* of decisions, by enumeration: decisions interact through the open
+graphlet, so per-burst optimality is not global optimality).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+
+from cepopt.hamlet.decide import run_policy
+from cepopt.hamlet.plan import HamletPlan, plan_from_json, plan_to_json
+from cepopt.hamlet.policy import Decision, GroupState, _decision, option_cost
+from cepopt.hamlet.problem import HamletProblem, build
+from cepopt.solution import MethodResult
+from cepopt.solve import Family, MethodLimitError, declare, register
+
+__all__ = ["evaluate"]
+
+#: the optimal method enumerates at most this many decision sequences per scope
+OPTIMAL_MAX_SEQUENCES = 200_000
+
+
+def evaluate(problem: HamletProblem, plan: HamletPlan) -> float:
+    """Eq. 7 cost of the plan's decisions (replayed) or of its policy run on the bursts."""
+    _, total = run_policy(problem.bursts, plan.policy, problem.t_of, plan.decisions or None)
+    return float(total)
+
+
+def _build(instance, **_options) -> HamletProblem:
+    return build(instance)
+
+
+FAMILY = declare(Family(
+    name="hamlet",
+    description="Hamlet: share a Kleene burst or not, per burst, at run time (SIGMOD'21)",
+    sense="min",
+    objective="Eq. 7 cost of the per-burst decisions: b*n*s_p + s_c*k*g*t shared, k*b*n not",
+    build=_build,
+    evaluate=evaluate,
+    plan_to_json=plan_to_json,
+    plan_from_json=plan_from_json,
+    default_methods=("dynamic", "static", "nonshared", "exhaustive", "optimal"),
+    baseline_plan=lambda problem: HamletPlan("nonshared"),
+))
+
+
+def _result(problem: HamletProblem, policy: str, status: str = "feasible") -> MethodResult:
+    decisions, total = run_policy(problem.bursts, policy, problem.t_of)
+    actions = Counter(d.action for d in decisions)
+    return MethodResult(HamletPlan(policy, tuple(decisions)), status, solver_objective=float(total),
+                        stats={"bursts": len(decisions), "actions": dict(actions)})
+
+
+@register("hamlet", "dynamic", "Hamlet's runtime optimizer: O(m) query-set choice and Benefit > 0 per burst")
+def dynamic(problem: HamletProblem, *, time_limit=None, seed=0) -> MethodResult:
+    return _result(problem, "dynamic")
+
+
+@register("hamlet", "static", "static Hamlet: always share every burst among all candidates")
+def static(problem: HamletProblem, *, time_limit=None, seed=0) -> MethodResult:
+    return _result(problem, "static")
+
+
+@register("hamlet", "nonshared", "GRETA: never share")
+def nonshared(problem: HamletProblem, *, time_limit=None, seed=0) -> MethodResult:
+    return _result(problem, "nonshared")
+
+
+@register("hamlet", "exhaustive", "per burst, the cheapest of all 2^k - k sharing plans (oracle for §4.3)")
+def exhaustive(problem: HamletProblem, *, time_limit=None, seed=0) -> MethodResult:
+    return _result(problem, "exhaustive")
+
+
+def _options(burst) -> list[tuple[str, ...]]:
+    opts = [()]
+    for size in range(2, len(burst.queries) + 1):
+        opts.extend(itertools.combinations(burst.queries, size))
+    return opts
+
+
+@register("hamlet", "optimal", "the cheapest sequence of per-burst decisions, by enumeration (small)",
+          exact=True)
+def optimal(problem: HamletProblem, *, time_limit=None, seed=0) -> MethodResult:
+    """Enumerate every decision sequence per (scope, type); the plan replays the best one."""
+    by_key: dict[tuple, list[int]] = {}
+    for i, b in enumerate(problem.bursts):
+        by_key.setdefault((b.scope, b.type), []).append(i)
+    chosen: dict[int, tuple[str, ...]] = {}
+    for idx in by_key.values():
+        bursts = [problem.bursts[i] for i in idx]
+        count = 1
+        for b in bursts:
+            count *= len(_options(b))
+        if count > OPTIMAL_MAX_SEQUENCES:
+            raise MethodLimitError(f"optimal: {count} decision sequences exceed {OPTIMAL_MAX_SEQUENCES}")
+        best = None
+        for seq in itertools.product(*(_options(b) for b in bursts)):
+            state = GroupState()
+            total = 0.0
+            for b, qs in zip(bursts, seq, strict=True):
+                total += option_cost(b, state, qs, problem.t_of)
+                state.after(b, qs)
+            if best is None or total < best[0]:
+                best = (total, seq)
+        for i, qs in zip(idx, best[1], strict=True):
+            chosen[i] = qs
+    states: dict[tuple, GroupState] = {}
+    decisions: list[Decision] = []
+    total = 0.0
+    for i, b in enumerate(problem.bursts):
+        state = states.setdefault((b.scope, b.type), GroupState())
+        d = _decision(b, state, chosen[i], problem.t_of)
+        total += option_cost(b, state, d.queries, problem.t_of)
+        state.after(b, d.queries)
+        decisions.append(d)
+    return MethodResult(HamletPlan("exhaustive", tuple(decisions)), "optimal", solver_objective=float(total),
+                        stats={"bursts": len(decisions),
+                               "actions": dict(Counter(d.action for d in decisions))})

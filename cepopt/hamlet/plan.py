@@ -1,0 +1,52 @@
+"""The Hamlet plan: which sharing policy runs, and (for an instance's bursts) the decisions it made.
+
+The executor runs ``policy`` per burst on the real stream (hamlet.md §4.2); ``decisions`` records what
+the policy decided on the instance's burst statistics, in burst order, so that the cost model can
+re-price exactly that sequence and a report can show it (share +12, split -32, merge +44 on Fig. 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cepopt.errors import CepoptError
+from cepopt.hamlet.policy import POLICIES, Decision
+
+__all__ = ["HamletPlan", "plan_from_json", "plan_to_json"]
+
+
+@dataclass(frozen=True)
+class HamletPlan:
+    """``policy``: dynamic | static | nonshared | exhaustive; ``decisions``: one per burst (may be empty)."""
+
+    policy: str
+    decisions: tuple[Decision, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise CepoptError(f"unknown Hamlet policy {self.policy!r} (known: {', '.join(POLICIES)})")
+        object.__setattr__(self, "decisions", tuple(self.decisions))
+
+    def describe(self) -> str:
+        lines = [f"policy {self.policy}"]
+        for i, d in enumerate(self.decisions):
+            lines.append(f"burst {i} ({d.type}): {d.action} {list(d.queries)} benefit {d.benefit:+g}")
+        return "\n".join(lines)
+
+
+def plan_to_json(plan: HamletPlan) -> dict:
+    return {"policy": plan.policy, "decisions": [d.to_json() for d in plan.decisions]}
+
+
+def plan_from_json(problem: Any, value: Any) -> HamletPlan:
+    if isinstance(value, str):
+        return HamletPlan(value)
+    if not isinstance(value, Mapping) or "policy" not in value:
+        raise CepoptError("plan: expected an object with a 'policy' (dynamic, static, nonshared, exhaustive)")
+    try:
+        decisions = tuple(Decision.from_json(d) for d in value.get("decisions", ()))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CepoptError(f"plan.decisions: malformed decision ({exc})") from None
+    return HamletPlan(str(value["policy"]), decisions)

@@ -1,0 +1,219 @@
+"""Per-burst sharing policies (hamlet.md §4.2, §4.3): what the executor asks once per complete burst.
+
+A policy is stateless; the caller keeps one :class:`GroupState` per (scope, Kleene type) and passes
+it with each burst. :func:`option_cost` prices one option with Eq. 7 under the executor's state
+machine (§4.2): *extend* the active shared graphlet (same query set, graphlet still open), start a
+*new* shared graphlet (share / merge: one new graphlet-level snapshot), or process the burst
+per query (split / stay non-shared).
+
+Policies: ``dynamic`` (the paper: §4.3 choice of the query set, then the Benefit > 0 check),
+``static`` (always share all candidates), ``nonshared`` (never share, GRETA), ``exhaustive``
+(the cheapest option of the burst over every query subset: 2^k - k options).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from cepopt.errors import CepoptError
+from cepopt.hamlet.benefit import nonshared_cost, shared_cost
+from cepopt.hamlet.graphlets import Burst
+
+__all__ = ["POLICIES", "Decision", "GroupState", "Policy", "choose_query_set", "get_policy", "option_cost",
+           "plan_space"]
+
+#: the exhaustive policy enumerates 2^k subsets: refuse larger candidate sets
+EXHAUSTIVE_MAX_K = 16
+
+
+@dataclass
+class GroupState:
+    """State of one Kleene type in one scope (§4.2): the shared set of the open shared graphlet
+    (None when the last burst was not shared), its size g and its number of snapshots s."""
+
+    shared: tuple[str, ...] | None = None
+    g: int = 0
+    s: int = 0
+    seen: bool = False
+
+    def after(self, burst: Burst, queries: Sequence[str]) -> None:
+        """Apply the decision to share ``queries`` (empty: not shared) for ``burst``."""
+        self.seen = True
+        if len(queries) < 2:
+            self.shared, self.g, self.s = None, 0, 0
+            return
+        ev = burst.snapshot_events(queries)
+        if _extends(burst, self, queries):
+            self.g += burst.b
+            self.s += ev
+        else:
+            self.shared, self.g, self.s = tuple(sorted(queries)), burst.b, 1 + ev
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The decision for one burst: the shared set (empty = none), the action, the Eq. 7 cost of the
+    chosen option, and the benefit NonShared - Shared of the share option considered (the chosen set,
+    or all candidates when nothing is shared): +12 / -32 / +44 in Eqs. 8-10."""
+
+    type: str
+    queries: tuple[str, ...]
+    action: str
+    cost: float
+    benefit: float
+
+    @property
+    def shared(self) -> bool:
+        return len(self.queries) >= 2
+
+    def to_json(self) -> dict:
+        return {"type": self.type, "queries": list(self.queries), "action": self.action, "cost": self.cost,
+                "benefit": self.benefit}
+
+    @classmethod
+    def from_json(cls, data) -> Decision:
+        return cls(str(data["type"]), tuple(data.get("queries", ())), str(data.get("action", "")),
+                   float(data.get("cost", 0.0)), float(data.get("benefit", 0.0)))
+
+
+def _extends(burst: Burst, state: GroupState, queries: Iterable[str]) -> bool:
+    return burst.continues and state.shared is not None and set(state.shared) == set(queries)
+
+
+def option_cost(burst: Burst, state: GroupState, queries: Iterable[str], t: Callable[[Sequence[str]], float]) -> float:
+    """Eq. 7 cost of the burst when ``queries`` share it and the other candidates do not (§4.3)."""
+    queries = tuple(sorted(queries))
+    k_all = len(burst.queries)
+    if len(queries) < 2:
+        return nonshared_cost(k_all, burst.b, burst.n)
+    ev = burst.snapshot_events(queries)
+    if _extends(burst, state, queries):
+        s_c, s_p, g = ev, state.s + ev, state.g + burst.b
+    else:
+        s_c, s_p, g = 1 + ev, 1 + ev, burst.b
+    return (shared_cost(burst.b, burst.n, s_p, s_c, len(queries), g, t(queries))
+            + nonshared_cost(k_all - len(queries), burst.b, burst.n))
+
+
+def _action(burst: Burst, state: GroupState, queries: Sequence[str]) -> str:
+    if len(queries) >= 2:
+        if _extends(burst, state, queries):
+            return "extend"
+        if burst.continues and state.seen:
+            return "merge"
+        return "share"
+    if burst.continues and state.shared is not None:
+        return "split"
+    return "none"
+
+
+def _decision(burst: Burst, state: GroupState, queries: Sequence[str], t) -> Decision:
+    queries = tuple(sorted(queries)) if len(queries) >= 2 else ()
+    cost = option_cost(burst, state, queries, t)
+    none = nonshared_cost(len(burst.queries), burst.b, burst.n)
+    considered = queries or burst.queries
+    return Decision(burst.type, queries, _action(burst, state, queries), cost,
+                    none - option_cost(burst, state, considered, t))
+
+
+def plan_space(queries: Sequence[str], no_snapshots: Iterable[str] | None = None) -> list[tuple[frozenset, ...]]:
+    """The plans of §4.3 / Fig. 7: one shared group of >= 2 queries (others alone) or nothing shared,
+    2^k - k plans, most shared first. With ``no_snapshots`` (Thm 4.3 pruning) only the plans that
+    share every such query survive (Example 4.4)."""
+    qs = list(queries)
+    plans = []
+    for size in range(len(qs), 1, -1):
+        for group in itertools.combinations(qs, size):
+            rest = [frozenset([q]) for q in qs if q not in group]
+            plans.append((frozenset(group), *rest))
+    plans.append(tuple(frozenset([q]) for q in qs))
+    if no_snapshots is not None:
+        keep = frozenset(no_snapshots)
+        plans = [p for p in plans if any(len(g) >= 2 and keep <= g for g in p)]
+    return plans
+
+
+def choose_query_set(candidates: Sequence[str], introduce: Iterable[str],
+                     cost: Callable[[frozenset], float]) -> frozenset:
+    """§4.3 (Theorems 4.3, 4.5) in O(m): share every query that introduces no snapshot; share a
+    query of ``introduce`` iff removing it does not lower the cost; then keep the set only if it
+    beats no sharing (the final Benefit > 0 check, hamlet.md §8.11). ``cost(S)`` prices the plan that
+    shares S and runs the others alone (|S| < 2: nothing shared). Returns the shared set or {}."""
+    cands = frozenset(candidates)
+    m = [q for q in candidates if q in set(introduce)]
+    c0 = cost(cands)
+    chosen = (cands - set(m)) | {q for q in m if c0 <= cost(cands - {q})}
+    if len(chosen) >= 2 and cost(chosen) < cost(frozenset()):
+        return frozenset(chosen)
+    return frozenset()
+
+
+class Policy:
+    """Base: ``decide(burst, state, t) -> Decision``; ``name`` is the method name."""
+
+    name = "policy"
+
+    def choose(self, burst: Burst, state: GroupState, t) -> Sequence[str]:
+        raise NotImplementedError
+
+    def decide(self, burst: Burst, state: GroupState, t: Callable[[Sequence[str]], float]) -> Decision:
+        return _decision(burst, state, tuple(self.choose(burst, state, t)), t)
+
+
+class DynamicPolicy(Policy):
+    """The paper's optimizer: choose the query set (§4.3), share iff Benefit > 0 (Eq. 7)."""
+
+    name = "dynamic"
+
+    def choose(self, burst, state, t):
+        chosen = choose_query_set(burst.queries, burst.snapshot_queries(),
+                                  lambda s: option_cost(burst, state, s, t))
+        return sorted(chosen)
+
+
+class StaticPolicy(Policy):
+    """Static Hamlet (§6.4): always share the burst among all candidates."""
+
+    name = "static"
+
+    def choose(self, burst, state, t):
+        return burst.queries
+
+
+class NonSharedPolicy(Policy):
+    """GRETA: never share."""
+
+    name = "nonshared"
+
+    def choose(self, burst, state, t):
+        return ()
+
+
+class ExhaustivePolicy(Policy):
+    """The cheapest option of each burst over all 2^k - k plans (an oracle for the §4.3 pruning)."""
+
+    name = "exhaustive"
+
+    def choose(self, burst, state, t):
+        if len(burst.queries) > EXHAUSTIVE_MAX_K:
+            raise CepoptError(f"exhaustive policy: {len(burst.queries)} candidates exceed "
+                              f"{EXHAUSTIVE_MAX_K} (2^k plans)")
+        best, best_cost = (), option_cost(burst, state, (), t)
+        for size in range(len(burst.queries), 1, -1):
+            for group in itertools.combinations(burst.queries, size):
+                c = option_cost(burst, state, group, t)
+                if c < best_cost:
+                    best, best_cost = group, c
+        return best
+
+
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (DynamicPolicy, StaticPolicy, NonSharedPolicy,
+                                                         ExhaustivePolicy)}
+
+
+def get_policy(name: str) -> Policy:
+    if name not in POLICIES:
+        raise CepoptError(f"unknown Hamlet policy {name!r} (known: {', '.join(POLICIES)})")
+    return POLICIES[name]()

@@ -1,0 +1,336 @@
+"""The ``joinorder`` family: CEP plan generation as join ordering (Kolchinsky & Schuster, PVLDB 2018).
+
+Problem: one query (SEQ/AND/OR/NOT/KL) with rates per event type and selectivities per variable pair,
+reduced to pure conjunctions (§5; :mod:`cepopt.joinorder.reduce`, :mod:`cepopt.joinorder.problem`).
+Plans: :class:`~cepopt.joinorder.plans.Order` or :class:`~cepopt.joinorder.plans.Tree` (a
+:class:`~cepopt.joinorder.plans.Disjunction` of them for an OR pattern).
+
+**Objective: ``log_cost`` = ln(Cost(plan))**, natural log, minimised. The costs reach 2^(rW) with a
+Kleene event (rW >= 1200 in the paper's setting), far beyond a float, while their logs stay small.
+Cost is Cost_ord for an Order and Cost_tree for a Tree (``--param cost=ldj|bj|ord|tree`` chooses
+another, ``alpha`` adds latency), see :mod:`cepopt.joinorder.cost`. Because the objective is a log,
+a Solution's ``gap`` is a relative gap *of the logs*; methods with a proven bound also report
+``stats["cost_ratio"]`` = Cost(plan) / lower bound on the optimal cost (1.0 when optimal) and
+``stats["cost_gap"]`` = 1 - 1/cost_ratio, the usual relative gap of the costs.
+
+Methods (plan kind): trivial, efreq, greedy, ii-random, ii-greedy, dp-ld (order); zstream, zstream-ord,
+dp-b (tree); milp-order, cpsat-order (order); milp-tree (tree); bruteforce (``plan=order|tree``).
+Exact: dp-ld, dp-b, milp-order, milp-tree, bruteforce. An exact method reports "optimal" unless the
+pattern has several DNF conjuncts *and* a latency term (the max over conjuncts couples them).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cepopt.errors import CepoptError
+from cepopt.joinorder import bruteforce as _bf
+from cepopt.joinorder.cost import log_cost, logsumexp
+from cepopt.joinorder.dp import DpTimeout, dp_b, dp_ld
+from cepopt.joinorder.efreq import efreq
+from cepopt.joinorder.greedy import greedy
+from cepopt.joinorder.ii import ii
+from cepopt.joinorder.negation import order_plan, tree_plan
+from cepopt.joinorder.plans import Disjunction, plan_from_json, plan_to_json
+from cepopt.joinorder.problem import PROBLEM_OPTIONS, Conjunct, JoinOrderProblem, build
+from cepopt.joinorder.trivial import trivial
+from cepopt.joinorder.zstream import zstream
+from cepopt.solution import MethodResult
+from cepopt.solve import Family, MethodLimitError, declare, register
+
+__all__ = ["FAMILY", "baseline_plan", "evaluate"]
+
+NAME = "joinorder"
+
+
+def evaluate(problem: JoinOrderProblem, plan: Any) -> float:
+    """ln(Cost(plan)) under the problem's cost (the one cost model of the family)."""
+    return log_cost(problem, plan)
+
+
+def baseline_plan(problem: JoinOrderProblem):
+    """The TRIVIAL order (pattern order) of every conjunct."""
+    return _assemble([order_plan(c, trivial(c.n)) for c in problem.conjuncts])
+
+
+FAMILY = declare(Family(
+    name=NAME,
+    description="CEP evaluation plan (order or bushy tree) as join ordering (Kolchinsky & Schuster)",
+    sense="min",
+    objective="log_cost",
+    build=build,
+    evaluate=evaluate,
+    plan_to_json=plan_to_json,
+    plan_from_json=lambda problem, value: plan_from_json(value),
+    problem_options=PROBLEM_OPTIONS,
+    default_methods=("trivial", "efreq", "greedy", "ii-random", "ii-greedy", "dp-ld", "zstream",
+                     "zstream-ord", "dp-b", "milp-order", "cpsat-order", "milp-tree"),
+    baseline_plan=baseline_plan,
+))
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _assemble(plans: list):
+    return plans[0] if len(plans) == 1 else Disjunction(tuple(plans))
+
+
+def _deadline(time_limit: float | None) -> float | None:
+    return None if time_limit is None else time.perf_counter() + time_limit
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+
+
+def _order_method(problem: JoinOrderProblem, one: Callable[[Conjunct], list[int]], *, exact: bool = False,
+                  stats: dict | None = None) -> MethodResult:
+    """Run an order algorithm on every conjunct; the tree cost of the left-deep tree when the problem's
+    cost is tree/bj."""
+    plans = [order_plan(c, one(c)) for c in problem.conjuncts]
+    return _result(problem, plans, exact, stats)
+
+
+def _tree_method(problem: JoinOrderProblem, one: Callable[[Conjunct], Any], *, exact: bool = False,
+                 stats: dict | None = None) -> MethodResult:
+    problem.tree_cost("tree")  # raises for cost=ord/ldj
+    plans = [tree_plan(c, one(c)) for c in problem.conjuncts]
+    return _result(problem, plans, exact, stats)
+
+
+def _result(problem: JoinOrderProblem, plans: list, exact: bool, stats: dict | None,
+            solver_values: list[float] | None = None) -> MethodResult:
+    coupled = len(problem.conjuncts) > 1 and problem.alpha > 0
+    status = "optimal" if exact and not coupled else "feasible"
+    solver_objective = None
+    if solver_values is not None and not (len(problem.conjuncts) > 1 and problem.alpha > 0):
+        solver_objective = logsumexp(solver_values)
+    out = dict(stats or {})
+    if status == "optimal":
+        out.setdefault("cost_ratio", 1.0)
+        out.setdefault("cost_gap", 0.0)
+    return MethodResult(plan=_assemble(plans), status=status, solver_objective=solver_objective, stats=out)
+
+
+def _tree_ld(problem: JoinOrderProblem) -> bool:
+    return problem.tree_cost("order")
+
+
+# ---------------------------------------------------------------------------------------------
+# The paper's algorithms
+# ---------------------------------------------------------------------------------------------
+
+
+@register(NAME, "trivial", "TRIVIAL (§7.1): the pattern's declared order, as SASE/Cayuga")
+def _trivial(problem, *, time_limit=None, seed=0):
+    return _order_method(problem, lambda c: trivial(c.n))
+
+
+@register(NAME, "efreq", "EFREQ (§7.1): ascending arrival rate (Kleene: rewritten rate)")
+def _efreq(problem, *, time_limit=None, seed=0):
+    return _order_method(problem, lambda c: efreq(c.lc))
+
+
+@register(NAME, "greedy", "GREEDY (§7.1, Swami): next event minimising the next prefix's cost")
+def _greedy(problem, *, time_limit=None, seed=0):
+    return _order_method(problem, greedy)
+
+
+def _ii(problem, start: Callable[[Conjunct, Any], list[int]], time_limit, seed, restarts, max_evals,
+        neighbour_order, mode):
+    tree_ld = _tree_ld(problem)
+    deadline = _deadline(time_limit)
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+
+    def one(c: Conjunct) -> list[int]:
+        return ii(c, start(c, rng), seed=int(rng.integers(2**31)), neighbour_order=neighbour_order,
+                  restarts=restarts, max_evals=max_evals, time_limit=_remaining(deadline), mode=mode,
+                  tree_ld=tree_ld)
+
+    return _order_method(problem, one, stats={"restarts": restarts, "neighbour_order": neighbour_order,
+                                              "mode": mode})
+
+
+@register(NAME, "ii-random", "II-RANDOM (§7.1, Swami): swap/3-cycle local search from a random order")
+def _ii_random(problem, *, time_limit=None, seed=0, restarts=1, max_evals=None, neighbour_order="random",
+               mode="local_min"):
+    return _ii(problem, lambda c, rng: [int(x) for x in rng.permutation(c.n)], time_limit, seed,
+               int(restarts), None if max_evals is None else int(max_evals), neighbour_order, mode)
+
+
+@register(NAME, "ii-greedy", "II-GREEDY (§7.1, Swami): swap/3-cycle local search from GREEDY's order")
+def _ii_greedy(problem, *, time_limit=None, seed=0, restarts=1, max_evals=None, neighbour_order="random",
+               mode="local_min"):
+    return _ii(problem, lambda c, rng: greedy(c), time_limit, seed, int(restarts),
+               None if max_evals is None else int(max_evals), neighbour_order, mode)
+
+
+def _dp_limit(name: str, problem: JoinOrderProblem, max_n: int) -> None:
+    n = max(c.n for c in problem.conjuncts)
+    if n > int(max_n):
+        raise MethodLimitError(f"{name}: {n} events is beyond max_n={max_n} (memory/time grow like "
+                               f"{'2^n' if name == 'dp-ld' else '3^n'}; raise max_n to try)")
+
+
+@register(NAME, "dp-ld", "DP-LD (§7.1, Selinger): exact left-deep DP over subsets, O(n 2^n)", exact=True)
+def _dp_ld(problem, *, time_limit=None, seed=0, max_n=26):
+    _dp_limit("dp-ld", problem, max_n)
+    tree_ld = _tree_ld(problem)
+    deadline = _deadline(time_limit)
+    values: list[float] = []
+
+    def one(c: Conjunct) -> list[int]:
+        order, value = dp_ld(c, tree_ld=tree_ld, deadline=deadline)
+        values.append(value)
+        return order
+
+    try:
+        plans = [order_plan(c, one(c)) for c in problem.conjuncts]
+    except DpTimeout:
+        return MethodResult(plan=None, status="timeout", message="dp-ld: time limit reached")
+    return _result(problem, plans, True, None, values)
+
+
+@register(NAME, "dp-b", "DP-B (§7.1, Selinger): exact bushy-tree DP over subsets, O(3^n)", exact=True)
+def _dp_b(problem, *, time_limit=None, seed=0, max_n=20):
+    _dp_limit("dp-b", problem, max_n)
+    problem.tree_cost("tree")
+    deadline = _deadline(time_limit)
+    values: list[float] = []
+
+    def one(c: Conjunct):
+        tree, value = dp_b(c, deadline=deadline)
+        values.append(value)
+        return tree
+
+    try:
+        plans = [tree_plan(c, one(c)) for c in problem.conjuncts]
+    except DpTimeout:
+        return MethodResult(plan=None, status="timeout", message="dp-b: time limit reached")
+    solver = values if problem.cost != "bj" else None
+    return _result(problem, plans, True, None, solver)
+
+
+@register(NAME, "zstream", "ZSTREAM (§2.3, Mei & Madden): best tree over the pattern's leaf order, O(n^3)")
+def _zstream(problem, *, time_limit=None, seed=0):
+    return _tree_method(problem, lambda c: zstream(c, trivial(c.n))[0])
+
+
+@register(NAME, "zstream-ord", "ZSTREAM-ORD (§7.1): ZSTREAM over GREEDY's leaf order")
+def _zstream_ord(problem, *, time_limit=None, seed=0):
+    return _tree_method(problem, lambda c: zstream(c, greedy(c))[0])
+
+
+@register(NAME, "bruteforce", "every order (n <= 9) or every bushy tree (n <= 8); plan=order|tree",
+          exact=True)
+def _bruteforce(problem, *, time_limit=None, seed=0, plan="order"):
+    n = max(c.n for c in problem.conjuncts)
+    if plan not in ("order", "tree"):
+        raise CepoptError(f"bruteforce: plan must be 'order' or 'tree', got {plan!r}")
+    if plan == "order":
+        if n > _bf.MAX_ORDER_N:
+            raise MethodLimitError(f"bruteforce: {n}! orders is beyond the limit n <= {_bf.MAX_ORDER_N}")
+        tree_ld = _tree_ld(problem)
+        values: list[float] = []
+
+        def one(c):
+            order, value = _bf.best_order(c, tree_ld=tree_ld)
+            values.append(value)
+            return order
+
+        return _result(problem, [order_plan(c, one(c)) for c in problem.conjuncts], True, None,
+                       values if problem.cost not in ("ldj",) else None)
+    if n > _bf.MAX_TREE_N:
+        raise MethodLimitError(f"bruteforce: (2n-3)!! trees is beyond the limit n <= {_bf.MAX_TREE_N}")
+    problem.tree_cost("tree")
+    tvalues: list[float] = []
+
+    def one_tree(c):
+        tree, value = _bf.best_tree(c)
+        tvalues.append(value)
+        return tree
+
+    return _result(problem, [tree_plan(c, one_tree(c)) for c in problem.conjuncts], True, None,
+                   tvalues if problem.cost != "bj" else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Solver models (formulations/joinorder.py)
+# ---------------------------------------------------------------------------------------------
+
+
+def _model_method(problem, solve_one, kind: str, time_limit, name: str) -> MethodResult:
+    if kind == "tree":
+        problem.tree_cost("tree")
+    deadline = _deadline(time_limit)
+    plans, stats_all, statuses, ratios = [], [], [], []
+    for c in problem.conjuncts:
+        out = solve_one(c, _remaining(deadline))
+        if out.plan is None:
+            return MethodResult(plan=None, status=out.status, stats=out.stats, message=out.message)
+        plans.append(order_plan(c, out.plan) if kind == "order" else tree_plan(c, out.plan))
+        stats_all.append(out.stats)
+        statuses.append(out.status)
+        ratios.append(out.log_ratio)
+    stats = stats_all[0] if len(stats_all) == 1 else {"conjuncts": stats_all}
+    log_ratio = max(ratios)
+    stats["cost_ratio"] = math.exp(log_ratio) if log_ratio < 700 else math.inf
+    stats["cost_gap"] = -math.expm1(-log_ratio)
+    exact = all(s == "optimal" for s in statuses)
+    result = _result(problem, plans, exact, stats)
+    if not exact:
+        value = evaluate(problem, result.plan)
+        # A lower bound on the cost: each conjunct's cost divided by its proven ratio.
+        return MethodResult(plan=result.plan, status="feasible", bound=value - log_ratio, stats=stats,
+                            message=f"{name}: optimum not proven within the limits")
+    return result
+
+
+@register(NAME, "milp-order", "M-ORD (spec §7.1-7.2): prefix-set MILP with tangent (OA) cuts until the "
+          "optimum is proven; backend=highs|scip|cbc", exact=True)
+def _milp_order(problem, *, time_limit=None, seed=0, backend="highs", max_iters=50, tol=1e-7):
+    from cepopt.formulations.joinorder import solve_order_milp
+
+    if _tree_ld(problem):
+        raise MethodLimitError("milp-order: scores orders by Cost_ord; use dp-ld for cost=tree")
+    return _model_method(problem, lambda c, tl: solve_order_milp(
+        c, time_limit=tl, seed=seed, backend=backend, max_iters=int(max_iters), tol=float(tol)),
+        "order", time_limit, "milp-order")
+
+
+@register(NAME, "milp-tree", "M-BUSHY (spec §7.4): bushy-tree MILP with tangent (OA) cuts; "
+          "backend=highs|scip|cbc", exact=True)
+def _milp_tree(problem, *, time_limit=None, seed=0, backend="highs", max_iters=50, tol=1e-7):
+    from cepopt.formulations.joinorder import solve_tree_milp
+
+    return _model_method(problem, lambda c, tl: solve_tree_milp(
+        c, time_limit=tl, seed=seed, backend=backend, max_iters=int(max_iters), tol=float(tol)),
+        "tree", time_limit, "milp-tree")
+
+
+@register(NAME, "cpsat-order", "CP-SAT bottleneck surrogate (spec §7.3): min max_k ln PM(prefix k) "
+          "scaled to integers, then min Σ_k; an (n-1)-approximation of Cost_ord")
+def _cpsat_order(problem, *, time_limit=None, seed=0, workers=2, scale=1000):
+    from cepopt.formulations.joinorder import solve_order_cpsat
+
+    if _tree_ld(problem):
+        raise MethodLimitError("cpsat-order: scores orders by Cost_ord; use dp-ld for cost=tree")
+    deadline = _deadline(time_limit)
+    plans, stats_all = [], []
+    for c in problem.conjuncts:
+        out = solve_order_cpsat(c, time_limit=_remaining(deadline), seed=seed, workers=int(workers),
+                                scale=float(scale))
+        if out.plan is None:
+            return MethodResult(plan=None, status=out.status, stats=out.stats, message=out.message)
+        plans.append(order_plan(c, out.plan))
+        stats_all.append(out.stats)
+    stats = stats_all[0] if len(stats_all) == 1 else {"conjuncts": stats_all}
+    return MethodResult(plan=_assemble(plans), status="feasible", stats=stats)

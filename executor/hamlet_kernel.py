@@ -1,0 +1,434 @@
+"""Hamlet: shared online trend aggregation with graphlets, snapshots and per-burst decisions
+(hamlet.md §3.3-§3.7, §3.10, §4.2), one partition and window at a time.
+
+For each sharing group (Kleene type E, candidates Q_E) of a class, the events are walked in time
+order. At the first event of each complete burst (cepopt.hamlet.graphlets.segment) the policy decides
+which queries share it (hamlet.md §4.2 state machine):
+
+* *extend*: the burst joins the open shared graphlet (same query set, graphlet still active);
+* *share / merge*: the open graphlet, if any, is closed and a new shared graphlet starts; its
+  graphlet-level snapshot x gets, per query, ``start(E,q) + the sum of the values of ALL earlier
+  matched events of the types pt(E,q)`` -- the spec's correction of Alg. 1 line 13 (§3.7, §8.2), read
+  from per-type running sums that include every earlier graphlet;
+* *split / none*: the open graphlet is closed (its events are evaluated per query, §8.20) and the
+  burst is processed per query (GRETA).
+
+Inside a shared graphlet an event's value is a linear expression over snapshots, the same for all
+sharing queries: a coefficient map ``c`` (counts) and, for COUNT(E)/SUM(E.attr)/AVG, maps ``d`` per
+weight (§3.10). An event that is not matched by every sharing query, or whose in-graphlet
+predecessors or external edges differ between queries (edge predicates), gets an event-level
+snapshot z holding its per-query value (Def. 3.11, §3.7 identity test). When the graphlet closes its
+aggregated maps are evaluated once per query and folded into the per-query running sums and results.
+
+Operations counted (the quantities of Eqs. 4 and 6): ``propagations`` (non-shared: predecessor
+events added per query; shared: one snapshot term per event plus the expression terms of its
+in-graphlet predecessors), ``snapshots`` created and ``snapshot_reads`` (events whose values make up a
+snapshot's per-query values), ``evaluations`` (expression terms evaluated per query when a graphlet
+closes). ``operations`` is their sum.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from cepopt.executor.greta import QueryState, Scope, greta_scope, scopes
+from cepopt.executor.results import AggAccumulator, results_frame
+from cepopt.hamlet.graphlets import Burst, classes_of, segment
+from cepopt.hamlet.policy import GroupState, Policy, get_policy
+from cepopt.hamlet.problem import SharingClass, compile_workload, pane_size
+
+__all__ = ["hamlet_class", "run_local"]
+
+_COUNTERS = ("propagations", "values", "snapshots", "snapshot_reads", "evaluations", "bursts",
+             "shared_bursts", "graphlets")
+
+
+def _add_map(dst: dict, src: dict, factor=1) -> None:
+    for k, v in src.items():
+        dst[k] = dst.get(k, 0) + v * factor
+
+
+class _Graphlet:
+    """An open shared graphlet: sharing queries, external snapshot map, committed / pending maps."""
+
+    def __init__(self, queries: tuple[str, ...], weights: tuple):
+        self.queries = queries
+        self.weights = weights            # attr keys of the d maps (None = COUNT(E))
+        self.ext: dict | None = None      # {x: 1} once created
+        self.c_com: dict = {}             # sum of c over events of earlier tie groups
+        self.d_com: dict = {w: {} for w in weights}
+        self.c_pen: dict = {}
+        self.d_pen: dict = {w: {} for w in weights}
+        self.pen_ts = None
+        self.terms_com = 0                # sum of |c(e)| over committed events (faithful cost)
+        self.terms_pen = 0
+        self.events: list[tuple[int, dict, dict]] = []   # (pos, c, d) for the scan path
+        self.committed_upto = 0          # events[:committed_upto] have ts < current tie group
+
+    def advance(self, ts) -> None:
+        if self.pen_ts is not None and ts != self.pen_ts:
+            _add_map(self.c_com, self.c_pen)
+            for w in self.weights:
+                _add_map(self.d_com[w], self.d_pen[w])
+            self.c_pen = {}
+            self.d_pen = {w: {} for w in self.weights}
+            self.terms_com += self.terms_pen
+            self.terms_pen = 0
+            self.committed_upto = len(self.events)
+        self.pen_ts = ts
+
+    def add(self, pos: int, c: dict, d: dict) -> None:
+        _add_map(self.c_pen, c)
+        for w in self.weights:
+            _add_map(self.d_pen[w], d.get(w, {}))
+        self.terms_pen += len(c)
+        self.events.append((pos, c, d))
+
+    def totals(self) -> tuple[dict, dict]:
+        c = dict(self.c_com)
+        _add_map(c, self.c_pen)
+        d = {}
+        for w in self.weights:
+            d[w] = dict(self.d_com[w])
+            _add_map(d[w], self.d_pen[w])
+        return c, d
+
+
+class _Group:
+    """Shared execution of one sharing group (E, Q_E) over one scope."""
+
+    def __init__(self, cls: SharingClass, scope: Scope, kleene: str, cands: tuple[str, ...], policy: Policy,
+                 metrics: dict, decisions: list | None, trace: list | None = None):
+        self.trace = trace
+        self.cls = cls
+        self.scope = scope
+        self.E = kleene
+        self.cands = cands
+        self.policy = policy
+        self.metrics = metrics
+        self.decisions = decisions
+        self.cqs = {q: cls.query(q) for q in cands}
+        self.states = {q: QueryState(self.cqs[q], scope) for q in cands}
+        self.masks = {q: scope.masks[q] for q in cands}
+        self.types = frozenset().union(*(self.cqs[q].types for q in cands))
+        self.t = {q: len(self.cqs[q].types) for q in cands}
+        self.S: dict[int, dict[str, list]] = {}     # snapshot table: sid -> {q: value}
+        self.G: _Graphlet | None = None
+        self.gstate = GroupState()
+        self.edge_q = {q for q in cands if any(ep.dst == kleene for ep in self.cqs[q].edges)}
+        self.ee_edges = {q: [ep for ep in self.cqs[q].edges if ep.src == kleene and ep.dst == kleene]
+                         for q in cands}
+        self.ext_edges = {q: [ep for ep in self.cqs[q].edges if ep.dst == kleene] for q in cands}
+
+    # -- snapshots ---------------------------------------------------------------------------
+    def _new_snapshot(self, values: dict[str, list], kind: str) -> int:
+        sid = len(self.S)
+        if self.trace is not None:
+            self.trace.append((kind, self.E, {q: v[0] for q, v in values.items()}))
+        self.S[sid] = values
+        self.metrics["snapshots"] += 1
+        return sid
+
+    def _eval(self, q: str, c: dict, d: dict) -> list:
+        """A shared expression's value for query q (§3.10)."""
+        st = self.states[q]
+        m, width = st.m, st.width
+        vec = [0] * width
+        for sid, coef in c.items():
+            v = self.S[sid][q]
+            for j in range(width):
+                if v[j]:
+                    vec[j] += coef * v[j]
+        for j, ((_ref, attr), ttype) in enumerate(zip(st.cq.targets, st.cq.target_types, strict=True)):
+            if ttype != self.E:
+                continue
+            for sid, coef in d.get(None, {}).items():
+                vec[1 + j] += coef * self.S[sid][q][0]
+            if attr is not None:
+                for sid, coef in d.get(attr, {}).items():
+                    vec[1 + m + j] += coef * self.S[sid][q][0]
+        return vec
+
+    def _weights(self, queries: Sequence[str]) -> tuple:
+        ws: dict = {}
+        for q in queries:
+            cq = self.cqs[q]
+            for (_ref, attr), ttype in zip(cq.targets, cq.target_types, strict=True):
+                if ttype == self.E:
+                    ws[None] = None
+                    if attr is not None:
+                        ws[attr] = None
+        return tuple(ws)
+
+    # -- graphlet life cycle -----------------------------------------------------------------
+    def close(self) -> None:
+        """Evaluate the open graphlet once per query and fold it into the per-query sums (§4.2 split)."""
+        G = self.G
+        if G is None:
+            return
+        self.G = None
+        if not G.events:
+            return
+        c, d = G.totals()
+        for q in G.queries:
+            st = self.states[q]
+            mask = self.masks[q]
+            matched = sum(1 for pos, _, _ in G.events if mask[pos])
+            self.metrics["evaluations"] += len(c) + sum(len(v) for v in d.values())
+            vec = self._eval(q, c, d)
+            st.add_committed(self.E, vec, [None] * st.m, [None] * st.m, matched)
+            if self.E in st.cq.end and vec[0]:
+                st.add_result(vec, [None] * st.m, [None] * st.m)
+            if st.scan:
+                # the scan path needs every event's own value as a later predecessor
+                for pos, ce, de in G.events:
+                    if mask[pos]:
+                        st.stored.append((pos, self._eval(q, ce, de), [None] * st.m, [None] * st.m))
+
+    def _open(self, queries: tuple[str, ...]) -> None:
+        self.close()
+        self.G = _Graphlet(queries, self._weights(queries))
+        self.metrics["graphlets"] += 1
+
+    # -- burst decisions -----------------------------------------------------------------------
+    def _signatures(self, positions: list[int]) -> tuple:
+        sc = self.scope
+        if not self.edge_q:
+            return classes_of([[bool(self.masks[q][i]) for q in self.cands] for i in positions])
+        prior = [pos for pos, _, _ in self.G.events] if self.G is not None else []
+        sigs = []
+        seen = list(prior)
+        for i in positions:
+            row = []
+            for q in self.cands:
+                if not self.masks[q][i]:
+                    row.append((False,))
+                    continue
+                blocked = frozenset(p for p in seen if sc.ts[p] < sc.ts[i] and self.masks[q][p]
+                                    and not all(ep.holds(sc.record(p), sc.record(i)) for ep in self.ee_edges[q]))
+                row.append((True, blocked, self._ext_ok(q, i)))
+            sigs.append(row)
+            seen.append(i)
+        return classes_of(sigs)
+
+    def _ext_ok(self, q: str, i: int) -> bool:
+        eps = self.ext_edges[q]
+        if not eps:
+            return True
+        sc = self.scope
+        st = self.states[q]
+        rec = sc.record(i)
+        pts = st.pt.get(self.E, ())
+        for pos, *_ in st.stored:
+            tp = sc.types[pos]
+            if tp in pts and sc.ts[pos] < sc.ts[i]:
+                if not all(ep.holds(sc.record(pos), rec) for ep in eps if ep.src == tp):
+                    return False
+        return True
+
+    def decide(self, seg, n_graph: int) -> tuple[str, ...]:
+        burst = Burst(self.E, self.cands, len(seg.positions), n_graph, self._signatures(seg.positions),
+                      seg.continues)
+        dec = self.policy.decide(burst, self.gstate, lambda qs: sum(self.t[q] for q in qs) / len(qs))
+        self.metrics["bursts"] += 1
+        if self.decisions is not None:
+            self.decisions.append(dec)
+        queries = tuple(sorted(dec.queries))
+        if len(queries) >= 2:
+            self.metrics["shared_bursts"] += 1
+            extend = (burst.continues and self.gstate.shared is not None
+                      and set(self.gstate.shared) == set(queries) and self.G is not None)
+            if not extend:
+                self._open(queries)
+        else:
+            self.close()
+        self.gstate.after(burst, queries)
+        return queries
+
+    # -- one shared event ----------------------------------------------------------------------
+    def shared_event(self, i: int) -> None:
+        G = self.G
+        sc = self.scope
+        ts_i = sc.ts[i]
+        G.advance(ts_i)
+        queries = G.queries
+        if G.ext is None:
+            # graphlet-level snapshot x: start(E,q) + every earlier matched predecessor (§3.7 (b))
+            values = {}
+            for q in queries:
+                st = self.states[q]
+                tot = [0] * st.width
+                if self.E in st.cq.start:
+                    tot[0] = 1
+                if st.scan:
+                    for pos, val, _, _ in st.stored:
+                        if sc.types[pos] in st.pt.get(self.E, ()) and sc.ts[pos] < ts_i:
+                            self.metrics["snapshot_reads"] += 1
+                            for j in range(st.width):
+                                tot[j] += val[j]
+                else:
+                    for t in st.pt.get(self.E, ()):
+                        acc = st.acc.get(t)
+                        if acc is not None:
+                            self.metrics["snapshot_reads"] += st.acc_n[t]
+                            for j in range(st.width):
+                                tot[j] += acc[j]
+                values[q] = tot
+            G.ext = {self._new_snapshot(values, 'graphlet'): 1}
+        committed = G.events[:G.committed_upto]
+        uniform = all(self.masks[q][i] for q in queries)
+        common_blocked: frozenset | None = frozenset()
+        if uniform and any(q in self.edge_q for q in queries):
+            blocked_sets = set()
+            for q in queries:
+                eps = self.ee_edges[q]
+                blocked = frozenset(pos for pos, _, _ in committed if self.masks[q][pos] and eps
+                                    and not all(ep.holds(sc.record(pos), sc.record(i)) for ep in eps))
+                blocked_sets.add(blocked)
+                if not self._ext_ok(q, i):
+                    uniform = False
+            if len(blocked_sets) > 1:
+                uniform = False
+            else:
+                common_blocked = next(iter(blocked_sets))
+        if uniform:
+            c = dict(G.ext)
+            d = {w: {} for w in G.weights}
+            if not common_blocked:
+                _add_map(c, G.c_com)
+                for w in G.weights:
+                    _add_map(d[w], G.d_com[w])
+                self.metrics["propagations"] += 1 + G.terms_com
+            else:
+                terms = 1
+                for pos, ce, de in committed:
+                    if pos in common_blocked:
+                        continue
+                    _add_map(c, ce)
+                    terms += len(ce)
+                    for w in G.weights:
+                        _add_map(d[w], de.get(w, {}))
+                self.metrics["propagations"] += terms
+            for w in G.weights:
+                wv = 1 if w is None else sc.attr(i, w)
+                if wv:
+                    from cepopt.executor.greta import _num
+
+                    _add_map(d[w], c, _num(wv))
+        else:
+            # event-level snapshot z: Eq. 2 per query (Def. 3.11)
+            values = {}
+            for q in queries:
+                st = self.states[q]
+                if not self.masks[q][i]:
+                    values[q] = [0] * st.width
+                    continue
+                tot, mn, mx = st.predecessors(i)  # external part (running sums or scan)
+                self.metrics["snapshot_reads"] += 1
+                eps = self.ee_edges[q]
+                for pos, ce, de in committed:
+                    if not self.masks[q][pos]:
+                        continue
+                    if eps and not all(ep.holds(sc.record(pos), sc.record(i)) for ep in eps):
+                        continue
+                    self.metrics["snapshot_reads"] += 1
+                    v = self._eval(q, ce, de)
+                    for j in range(st.width):
+                        tot[j] += v[j]
+                values[q] = st.value(i, (tot, mn, mx))[0]
+            c = {self._new_snapshot(values, 'event'): 1}
+            d = {w: {} for w in G.weights}
+            self.metrics["propagations"] += 1
+        G.add(i, c, d)
+
+    # -- the walk -------------------------------------------------------------------------------
+    def run(self, n_before: np.ndarray) -> None:
+        sc = self.scope
+        relevant = np.zeros(sc.n, dtype=bool)
+        for q in self.cands:
+            relevant |= self.masks[q]
+        pane = pane_size([self.cls.length, self.cls.slide])
+        segs, solo = segment(sc.ts, sc.types, relevant, self.E, self.types, pane)
+        starts = {seg.positions[0]: seg for seg in segs}
+        in_burst = np.zeros(sc.n, dtype=bool)
+        for seg in segs:
+            in_burst[seg.positions] = True
+        closer = relevant & np.isin(sc.types, list(self.types - {self.E}))
+        shared: tuple[str, ...] = ()
+        for i in np.flatnonzero(relevant).tolist():
+            ts_i = sc.ts[i]
+            for st in self.states.values():
+                st.advance(ts_i)
+            if closer[i] or solo[i]:
+                self.close()
+                shared = ()
+            if i in starts:
+                seg = starts[i]
+                shared = self.decide(seg, int(n_before[seg.n_before]) + len(seg.positions))
+            if in_burst[i] and shared:
+                self.shared_event(i)
+                for q in self.cands:
+                    if q not in shared and self.masks[q][i]:
+                        self.states[q].process(i)
+            else:
+                for q in self.cands:
+                    if self.masks[q][i]:
+                        self.states[q].process(i)
+        self.close()
+        for st in self.states.values():
+            self.metrics["propagations"] += st.propagations
+            self.metrics["values"] += st.values
+
+
+def hamlet_class(cls: SharingClass, scope: Scope, policy: Policy, accs: dict[str, AggAccumulator],
+                 metrics: dict, decisions: list | None = None, trace: list | None = None) -> None:
+    """Hamlet on one scope of a class: groups shared per ``policy``, every other query by GRETA."""
+    for key in _COUNTERS:
+        metrics.setdefault(key, 0)
+    grouped = {q for _e, qs in cls.groups for q in qs}
+    for cq in cls.queries:
+        if cq.name not in grouped:
+            st = greta_scope(cq, scope)
+            st.emit(accs[cq.name])
+            metrics["propagations"] += st.propagations
+            metrics["values"] += st.values
+    if not cls.groups:
+        return
+    anyq = np.zeros(scope.n, dtype=bool)
+    for m in scope.masks.values():
+        anyq |= m
+    n_before = np.r_[0, np.cumsum(anyq)]
+    for e, cands in cls.groups:
+        grp = _Group(cls, scope, e, cands, policy, metrics, decisions, trace)
+        grp.run(n_before)
+        for q, st in grp.states.items():
+            st.emit(accs[q])
+
+
+def finish_metrics(metrics: dict) -> dict:
+    metrics["operations"] = (metrics.get("propagations", 0) + metrics.get("snapshot_reads", 0)
+                             + metrics.get("evaluations", 0))
+    return metrics
+
+
+def run_local(workload, events: pd.DataFrame, policy: str | Policy = "dynamic", params: dict | None = None,
+              decisions: list | None = None, trace: list | None = None) -> tuple[pd.DataFrame, dict]:
+    """Hamlet over a whole stream in-process (no Spark): results table and operation counters.
+    ``decisions`` collects the policy's Decision per burst, ``trace`` every snapshot created as
+    (kind, type, {query: count value})."""
+    start = time.perf_counter()
+    pol = get_policy(policy) if isinstance(policy, str) else policy
+    classes = compile_workload(workload, params)
+    accs = {cq.name: AggAccumulator(cq.query) for cls in classes for cq in cls.queries}
+    metrics: dict = dict.fromkeys(_COUNTERS, 0)
+    for cls in classes:
+        for key, k, part in scopes(cls, events):
+            hamlet_class(cls, Scope(cls, part, key, k), pol, accs, metrics, decisions, trace)
+    rows = [r for acc in accs.values() for r in acc.rows()]
+    finish_metrics(metrics)
+    metrics["time_s"] = time.perf_counter() - start
+    return results_frame(rows), metrics

@@ -1,0 +1,289 @@
+"""Evaluate a join tree (executor/join_plan.py) on a Spark DataFrame of events.
+
+Every plan node is a DataFrame of partial matches: one row per match of its leaf set, with columns
+``i<p>_id``, ``i<p>_ts`` and the attributes the checks need for each single-event item p, ``i<p>_set``
+(an array of event structs sorted by ts, id) with ``i<p>_lo``/``i<p>_hi`` for a Kleene item, and the
+match's first and last timestamps ``_lo``/``_hi``.
+
+- Leaves read one event type; its filters are pushed down there.
+- A join of two nodes is an equi-join on time buckets of width W: the first timestamps of two
+  partial matches that fit one window lie in the same or neighbouring buckets, so the right side is
+  exploded into its three candidate buckets. The window itself, the SEQ order, distinctness and the
+  pairwise conditions between the two sides are the join condition (equalities become join keys),
+  so no join is ever a cartesian product.
+- A Kleene leaf holds every non-empty set of its events that fits the window, grown one event at a
+  time by the same bucket join.
+- A NOT check is a left anti-join with the negated type's events at the node the plan puts it.
+
+Each counted node is persisted and counted by Spark: ``count`` is its number of partial matches and
+``active`` the sum over them of ``W - (last - first)``, their total lifetime in the window; divided
+by the stream's duration it is the time-averaged number of active partial matches, the quantity the
+cost model's PM(k) = W^k·∏r·∏sel predicts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from cepopt.errors import CepoptError
+from cepopt.executor.join_plan import CompiledPattern, JoinTree, Node, PairCheck
+
+__all__ = ["JoinRun", "NodeCount", "evaluate", "match_values", "prepare_events"]
+
+
+@dataclass
+class NodeCount:
+    """Measured partial matches of one plan node."""
+
+    label: str
+    leaves: tuple[int, ...]
+    counted: bool
+    count: int | None
+    active: float | None
+    negations: tuple[int, ...] = ()
+
+
+@dataclass
+class JoinRun:
+    """The outcome of one plan: the root DataFrame (the full matches), per-node counts, wall time."""
+
+    tree: JoinTree
+    matches: DataFrame
+    nodes: list[NodeCount]
+    time_s: float
+    _cached: list[DataFrame] = field(default_factory=list, repr=False)
+
+    @property
+    def operations(self) -> int:
+        """Partial matches summed over the nodes the plan's cost counts (Cost_ord / Cost_tree)."""
+        return sum(n.count or 0 for n in self.nodes if n.counted)
+
+    @property
+    def active(self) -> float:
+        """Summed lifetime ``W - span`` of the counted partial matches (divide by the duration)."""
+        return sum(n.active or 0.0 for n in self.nodes if n.counted)
+
+    @property
+    def match_count(self) -> int:
+        return int(self.nodes[-1].count) if self.nodes[-1].count is not None else self.matches.count()
+
+    def release(self) -> None:
+        """Unpersist the node DataFrames."""
+        for df in self._cached:
+            df.unpersist()
+        self._cached.clear()
+
+
+_OPS: dict[str, Callable[[Column, Column], Column]] = {
+    "=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}
+
+
+def prepare_events(events: DataFrame) -> DataFrame:
+    """``events`` with ``ts`` and ``id`` as longs; an ``id`` is added (in input order) when absent."""
+    for col in ("ts", "type"):
+        if col not in events.columns:
+            raise CepoptError(f"the stream has no column {col!r} (columns: {', '.join(events.columns)})")
+    if "id" not in events.columns:
+        events = events.withColumn("id", F.monotonically_increasing_id())
+    return events.withColumn("ts", F.col("ts").cast("long")).withColumn("id", F.col("id").cast("long"))
+
+
+class _Evaluator:
+    def __init__(self, pattern: CompiledPattern, events: DataFrame):
+        self.p = pattern
+        self.ev = events
+        self.w = float(pattern.window)
+        self.cached: list[DataFrame] = []
+        self.counted: list[tuple[int, DataFrame]] = []
+        missing = {a for it in pattern.items for a in pattern.attrs_of(it.position)} - set(events.columns)
+        if missing:
+            raise CepoptError(f"the stream has no attribute {sorted(missing)[0]!r} used by the pattern")
+
+    # -- column accessors ---------------------------------------------------------------------
+
+    def _attr(self, pos: int, attr: str) -> Column:
+        return F.col(f"i{pos}_{attr}")
+
+    def _lo(self, pos: int) -> Column:
+        return F.col(f"i{pos}_lo") if self.p.items[pos].kleene else F.col(f"i{pos}_ts")
+
+    def _hi(self, pos: int) -> Column:
+        return F.col(f"i{pos}_hi") if self.p.items[pos].kleene else F.col(f"i{pos}_ts")
+
+    def _over(self, pos: int, fn: Callable[[Callable[[str], Column]], Column]) -> Column:
+        """``fn(get)`` for the event of item ``pos``, or for every event of its Kleene set."""
+        if self.p.items[pos].kleene:
+            return F.forall(F.col(f"i{pos}_set"), lambda x: fn(lambda attr: x[attr]))
+        return fn(lambda attr: self._attr(pos, attr))
+
+    def _check(self, c: PairCheck) -> Column:
+        if c.kind == "order":
+            return self._hi(c.a) <= self._lo(c.b)
+        if c.kind == "distinct":
+            return self._over(c.a, lambda ga: self._over(c.b, lambda gb: ga("id") != gb("id")))
+        op = _OPS[c.op]
+        return self._over(c.a, lambda ga: self._over(c.b, lambda gb: op(ga(c.attr), gb(c.battr))))
+
+    def _checks(self, xs: Sequence[int], ys: Sequence[int]) -> Column | None:
+        out = None
+        for c in self.p.checks_between(xs, ys):
+            e = self._check(c)
+            out = e if out is None else out & e
+        return out
+
+    # -- leaves -------------------------------------------------------------------------------
+
+    def _events_of(self, pos: int) -> DataFrame:
+        df = self.ev.where(F.col("type") == self.p.items[pos].type)
+        for f in self.p.filters_of(pos):
+            df = df.where(_OPS[f.op](F.col(f.attr), F.lit(f.value)))
+        return df
+
+    def _single(self, pos: int) -> DataFrame:
+        cols = [F.col("id").alias(f"i{pos}_id"), F.col("ts").alias(f"i{pos}_ts")]
+        cols += [F.col(a).alias(f"i{pos}_{a}") for a in self.p.attrs_of(pos)]
+        return self._events_of(pos).select(*cols)
+
+    def _leaf(self, leaf: int) -> DataFrame:
+        pos = self.p.leaves[leaf]
+        if self.p.items[pos].kleene:
+            return self._kleene(pos)
+        return self._single(pos).withColumn("_lo", F.col(f"i{pos}_ts")).withColumn("_hi", F.col(f"i{pos}_ts"))
+
+    def _kleene(self, pos: int) -> DataFrame:
+        """Every non-empty set of the item's events within the window, as a sorted array of structs."""
+        attrs = self.p.attrs_of(pos)
+        base = self._events_of(pos).select(
+            "id", "ts", F.struct(F.col("id"), F.col("ts"), *[F.col(a) for a in attrs]).alias("_e"),
+            *[F.col(a).alias(f"_q_{a}") for a in self.p.equivalences])
+        level = base.select(F.array("_e").alias("_set"), F.col("ts").alias("_lo"), F.col("ts").alias("_hi"),
+                            F.col("id").alias("_lid"), *[f"_q_{a}" for a in self.p.equivalences])
+        level = level.persist()
+        self.cached.append(level)
+        levels = [level]
+        b = F.floor(F.col("ts") / self.w).cast("long")
+        nxt_base = base.withColumn("_nb", F.explode(F.array(b - 1, b, b + 1)))
+        while level.limit(1).count():
+            lv = level.withColumn("_b", F.floor(F.col("_lo") / self.w).cast("long"))
+            nb = nxt_base.select("_e", F.col("id").alias("_nid"), F.col("ts").alias("_nts"), "_nb",
+                                 *[F.col(f"_q_{a}").alias(f"_r_{a}") for a in self.p.equivalences])
+            cond = ((F.col("_b") == F.col("_nb")) & (F.col("_nts") - F.col("_lo") <= self.w)
+                    & ((F.col("_nts") > F.col("_hi"))
+                       | ((F.col("_nts") == F.col("_hi")) & (F.col("_nid") > F.col("_lid")))))
+            for a in self.p.equivalences:
+                cond = cond & (F.col(f"_q_{a}") == F.col(f"_r_{a}"))
+            level = lv.join(nb, cond, "inner").select(
+                F.concat(F.col("_set"), F.array("_e")).alias("_set"), "_lo", F.col("_nts").alias("_hi"),
+                F.col("_nid").alias("_lid"), *[f"_q_{a}" for a in self.p.equivalences]).persist()
+            self.cached.append(level)
+            levels.append(level)
+        sets = levels[0]
+        for lv in levels[1:-1]:  # the last level is empty
+            sets = sets.unionByName(lv)
+        return sets.select(F.col("_set").alias(f"i{pos}_set"), F.col("_lo").alias(f"i{pos}_lo"),
+                           F.col("_hi").alias(f"i{pos}_hi"), "_lo", "_hi")
+
+    # -- joins and negation -------------------------------------------------------------------
+
+    def _join(self, left: DataFrame, right: DataFrame, lpos: Sequence[int], rpos: Sequence[int]) -> DataFrame:
+        w = self.w
+        lb = left.withColumn("_b", F.floor(F.col("_lo") / w).cast("long"))
+        rr = right.withColumnRenamed("_lo", "_rlo").withColumnRenamed("_hi", "_rhi")
+        b = F.floor(F.col("_rlo") / w).cast("long")
+        rr = rr.withColumn("_rb", F.explode(F.array(b - 1, b, b + 1)))
+        cond = ((F.col("_b") == F.col("_rb"))
+                & (F.greatest("_hi", "_rhi") - F.least("_lo", "_rlo") <= w))
+        extra = self._checks(lpos, rpos)
+        if extra is not None:
+            cond = cond & extra
+        return (lb.join(rr, cond, "inner")
+                .withColumn("_lo", F.least("_lo", "_rlo")).withColumn("_hi", F.greatest("_hi", "_rhi"))
+                .drop("_b", "_rb", "_rlo", "_rhi"))
+
+    def _negate(self, df: DataFrame, pos: int, positions: Sequence[int]) -> DataFrame:
+        neg = self._single(pos)
+        ts = F.col(f"i{pos}_ts")
+        b = F.floor(ts / self.w).cast("long")
+        neg = neg.withColumn("_nb", F.explode(F.array(b - 1, b, b + 1)))
+        cond = ((F.floor(F.col("_lo") / self.w).cast("long") == F.col("_nb"))
+                & (F.greatest(F.col("_hi"), ts) - F.least(F.col("_lo"), ts) <= self.w))
+        extra = self._checks([pos], positions)
+        if extra is not None:
+            cond = cond & extra
+        return df.join(neg, cond, "left_anti")
+
+    # -- the tree -----------------------------------------------------------------------------
+
+    def node(self, node: Node, out: list[NodeCount], names: Sequence[str]) -> DataFrame:
+        if node.leaf is not None:
+            df = self._leaf(node.leaf)
+        else:
+            left = self.node(node.left, out, names)  # type: ignore[arg-type]
+            right = self.node(node.right, out, names)  # type: ignore[arg-type]
+            df = self._join(left, right, self._positions(node.left.leaves),  # type: ignore[union-attr]
+                            self._positions(node.right.leaves))  # type: ignore[union-attr]
+        for pos in node.negations:
+            df = self._negate(df, pos, self._positions(node.leaves))
+        if node.counted:
+            # Persisted without an action: the single counting job of evaluate() materialises every
+            # node once, and the parents read their children from the cache.
+            df = df.persist()
+            self.cached.append(df)
+            self.counted.append((len(out), df))
+        out.append(NodeCount(node.label(names), tuple(sorted(node.leaves)), node.counted, None, None,
+                             node.negations))
+        return df
+
+    def count(self, out: list[NodeCount]) -> None:
+        """Count every persisted node in one Spark job."""
+        aggs = [df.agg(F.lit(k).alias("k"), F.count(F.lit(1)).alias("n"),
+                       F.sum(F.lit(self.w) - (F.col("_hi") - F.col("_lo"))).alias("a"))
+                for k, df in self.counted]
+        union = aggs[0]
+        for a in aggs[1:]:
+            union = union.unionByName(a)
+        for row in union.collect():
+            out[row["k"]].count = int(row["n"])
+            out[row["k"]].active = float(row["a"] or 0.0)
+
+    def _positions(self, leaves) -> list[int]:
+        return [self.p.leaves[i] for i in sorted(leaves)]
+
+
+def evaluate(tree: JoinTree, events: DataFrame) -> JoinRun:
+    """Run ``tree`` on ``events`` (a DataFrame with id, ts, type and attributes; see prepare_events).
+
+    Returns the root's DataFrame of full matches (persisted; call ``release()`` when done) and the
+    measured partial matches of every node, in post-order (the order of ``tree.nodes``).
+    """
+    ev = _Evaluator(tree.pattern, events)
+    start = time.perf_counter()
+    nodes: list[NodeCount] = []
+    root = ev.node(tree.root, nodes, tree.pattern.leaf_names())
+    ev.count(nodes)
+    elapsed = time.perf_counter() - start
+    return JoinRun(tree, root, nodes, elapsed, ev.cached)
+
+
+def match_values(pattern: CompiledPattern, matches: DataFrame) -> DataFrame:
+    """One ``value`` column: the canonical text of each match (``ref=id,...``; a Kleene item
+    ``ref=[id;id]`` with ascending ids), the same text as join_reference.match_text."""
+    parts = []
+    for k, pos in enumerate(pattern.leaves):
+        item = pattern.items[pos]
+        sep = "," if k else ""
+        if item.kleene:
+            ids = F.array_sort(F.transform(F.col(f"i{pos}_set"), lambda x: x["id"]))
+            text = F.concat(F.lit(f"{sep}{item.ref}=["),
+                            F.array_join(F.transform(ids, lambda i: i.cast("string")), ";"), F.lit("]"))
+        else:
+            text = F.concat(F.lit(f"{sep}{item.ref}="), F.col(f"i{pos}_id").cast("string"))
+        parts.append(text)
+    return matches.select(F.concat(*parts).alias("value"))

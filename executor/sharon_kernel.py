@@ -1,0 +1,251 @@
+"""Sharon shared execution of a sharing plan over one partition (sharon.md §7).
+
+Every query is split by the plan into segments (:meth:`SharonPlan.segments`): each shared pattern is
+one segment served by one :class:`~cepopt.executor.aseq.SegmentInstance` for all the queries of its
+plan entry (computed once), every gap is a private segment. Segment k+1's START records carry, per
+query and open window, the aggregate of the query's matches of Seg_1..Seg_k that end before them
+(the boundary map H, §7.4), snapshotted when the START arrives, before any update at its time stamp:
+
+    H^(k)[d][w] = sum over START c of Seg_k with c.time >= wS of H^(k-1)[c][w] (x) Full(c)
+
+with H^(0) = ONE. Window w's result is the same sum over Seg_r at its close. (x) is the product of
+the aggregate semiring of §7.2 (counts multiply, sums cross-multiply with counts, min/max combine).
+The empty plan gives A-Seq (one private segment per query).
+
+Operation counts (``ops``): "update" = count updates inside instances (one per event x live START
+record, one per START event), the quantity Eq. 2/4/7 predict; "combine" = START records read when
+snapshotting boundary maps and closing windows (Eq. 5's combination, indexed by window here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from cepopt.errors import CepoptError
+from cepopt.executor.aseq import (
+    Frame,
+    PartitionEvents,
+    SegmentInstance,
+    Target,
+    _py,
+    acc_targets,
+    cells_to_acc,
+    choose_int_dtype,
+    combine,
+    group_of,
+    int_attr_map,
+    position_filters,
+    query_leaves,
+    query_targets,
+    query_types,
+)
+from cepopt.executor.results import AggAccumulator
+from cepopt.model import Query
+
+__all__ = ["sharon_partition", "plan_segments"]
+
+
+def plan_segments(queries: Sequence[Query], plan) -> dict[str, list[tuple[int, int, tuple | None]]]:
+    """Per query name, its segments (start, end, instance key) under ``plan``.
+
+    The key of a shared segment is ("shared", pattern, sorted query names of the plan entry); a
+    private segment's key is ("private", query name, start). Plan entries naming queries that are not
+    in ``queries`` are restricted to the present ones (an entry left with one query is private).
+    """
+    names = {q.name for q in queries}
+    out = {}
+    for q in queries:
+        types = query_types(q)
+        spans = []
+        if plan is not None:
+            for pattern, qs in plan.shared:
+                if q.name not in qs:
+                    continue
+                members = tuple(sorted(qs & names))
+                if len(members) < 2:
+                    continue
+                start = plan.position(types, pattern)
+                spans.append((start, start + len(pattern), ("shared", tuple(pattern), members)))
+        spans.sort()
+        segs = []
+        cur = 0
+        for s, e, key in spans:
+            if s < cur:
+                raise CepoptError(f"plan is invalid: two shared patterns overlap in query {q.name!r}")
+            if s > cur:
+                segs.append((cur, s, ("private", q.name, cur)))
+            segs.append((s, e, key))
+            cur = e
+        if cur < len(types):
+            segs.append((cur, len(types), ("private", q.name, cur)))
+        out[q.name] = segs
+    return out
+
+
+def _filter_sig(filters) -> tuple:
+    return tuple(sorted((f.attr, f.op, repr(f.value)) for f in filters))
+
+
+def sharon_partition(queries: Sequence[Query], plan, events: pd.DataFrame, key: dict | None = None
+                     ) -> tuple[dict[str, AggAccumulator], dict[str, int]]:
+    """Execute ``plan`` (a SharonPlan, or None for Non-Shared) for ``queries`` over one partition.
+
+    ``events``: the partition's events (any order); ``key``: its GROUP-BY/equivalence values.
+    Returns per query name an :class:`AggAccumulator` and the operation counts
+    {"update": ..., "combine": ...}.
+    """
+    ev = PartitionEvents(events)
+    key = key or {}
+    idt = choose_int_dtype(queries, ev)
+    int_attrs = int_attr_map(queries, ev)
+    by_name = {q.name: q for q in queries}
+    segs = plan_segments(queries, plan)
+    frames = {q.name: Frame.of(q, ev) for q in queries}
+
+    # ---- instances: one per distinct segment key; targets merged across the queries using it
+    inst_spec: dict[tuple, dict] = {}
+    q_tids: dict[str, list[list[int]]] = {}
+    for q in queries:
+        types, leaves = query_types(q), query_leaves(q)
+        pf = position_filters(q)
+        tids_q = []
+        for s, e, k in segs[q.name]:
+            spec = inst_spec.get(k)
+            sig = [_filter_sig(f) for f in pf[s:e]]
+            if spec is None:
+                spec = {"types": types[s:e], "filters": pf[s:e], "sig": sig, "targets": [],
+                        "window": q.window, "frame": frames[q.name], "queries": []}
+                inst_spec[k] = spec
+            elif spec["sig"] != sig:
+                raise CepoptError(f"queries sharing {','.join(types[s:e])} have different filters on it")
+            elif spec["window"] != q.window:
+                raise CepoptError(f"queries sharing {','.join(types[s:e])} have different windows")
+            spec["queries"].append(q.name)
+            tl = []
+            for ref, attr in query_targets(q):
+                tgt = Target(frozenset(j - s for j in range(s, e) if ref in (leaves[j].var, leaves[j].name)),
+                             attr)
+                if tgt not in spec["targets"]:
+                    spec["targets"].append(tgt)
+                tl.append(spec["targets"].index(tgt))
+            tids_q.append(tl)
+        q_tids[q.name] = tids_q
+    insts = {k: SegmentInstance(sp["types"], sp["filters"], sp["targets"], sp["frame"], ev, idt)
+             for k, sp in inst_spec.items()}
+
+    # ---- boundary maps H^(k) of query q live in the instance of its segment k+1
+    for q in queries:
+        chain = segs[q.name]
+        dts = [np.float64 if attr is not None and not int_attrs.get(attr, False) else idt
+               for _, attr in query_targets(q)]
+        for k in range(1, len(chain)):
+            insts[chain[k][2]].attach((q.name, k), len(dts), dts)
+
+    accs = {q.name: AggAccumulator(q) for q in queries}
+    groups = {q.name: group_of(q, key) for q in queries}
+    next_k = {q.name: 0 for q in queries}
+    ops = {"update": 0, "combine": 0}
+
+    def boundary(qname: str, k: int, w: int):
+        """Sum over Seg_k START rows (time >= start of w) of H^(k-1) (x) Full: (cnt, per)."""
+        chain = segs[qname]
+        inst = insts[chain[k - 1][2]]
+        frame = frames[qname]
+        rows = inst.rows_from(frame.start(w))
+        if rows.start >= rows.stop:
+            return None
+        ops["combine"] += rows.stop - rows.start
+        prev = inst.attachments[(qname, k - 1)] if k > 1 else None
+        return combine(inst, rows, q_tids[qname][k - 1], prev, w % frame.slots)
+
+    def close(qname: str, limit_k: int) -> None:
+        """Close windows next_k..limit_k of query qname."""
+        chain = segs[qname]
+        last = insts[chain[-1][2]]
+        frame = frames[qname]
+        first = next_k[qname]
+        if last.n > last.head:
+            first = max(first, frame.k_lo(int(last.time[last.head])))
+            for w in range(first, limit_k + 1):
+                res = boundary(qname, len(chain), w)
+                if res is None:
+                    break
+                cnt, per = res
+                cnt = _py(cnt)
+                if cnt:
+                    q = by_name[qname]
+                    cells_to_acc(accs[qname], groups[qname], w, cnt, acc_targets(q, per, int_attrs))
+        next_k[qname] = max(next_k[qname], limit_k + 1)
+
+    def expire() -> None:
+        for k, sp in inst_spec.items():
+            frame = sp["frame"]
+            oldest = min(next_k[n] for n in sp["queries"])
+            insts[k].expire_before(frame.start(oldest))
+
+    # which (query, boundary) snapshots each instance's STARTs need
+    snap_for: dict[tuple, list[tuple[str, int]]] = {k: [] for k in insts}
+    for q in queries:
+        chain = segs[q.name]
+        for k in range(1, len(chain)):
+            snap_for[chain[k][2]].append((q.name, k))
+
+    all_batches = sorted(set().union(*(i.active_batches for i in insts.values()))) if insts else []
+    for b in all_batches:
+        t = int(ev.batch_ts[b])
+        # 1. close the windows that end at or before t
+        closed = False
+        for q in queries:
+            limit = frames[q.name].k_lo(t) - 1
+            if limit >= next_k[q.name]:
+                close(q.name, limit)
+                closed = True
+        if closed:
+            expire()
+        # 2. snapshots for the new START records of boundary segments (state before time t)
+        pending: dict[tuple, list] = {}
+        for ik, inst in insts.items():
+            if b not in inst.start_batches:
+                continue
+            for qname, k in snap_for[ik]:
+                frame = frames[qname]
+                vals = []
+                for w in range(frame.k_lo(t), frame.k_hi(t) + 1):
+                    res = boundary(qname, k, w)
+                    if res is not None:
+                        vals.append((w, res))
+                pending[(ik, qname, k)] = vals
+        # 3. updates of every instance active at t, each once
+        for inst in insts.values():
+            if b in inst.active_batches:
+                inst.update(b)
+        # 4. new START records and their boundary maps
+        for ik, inst in insts.items():
+            if b not in inst.start_batches:
+                continue
+            r = inst.add_start(b)
+            for qname, k in snap_for[ik]:
+                arrs = inst.attachments[(qname, k)]
+                arrs[0][r] = 0
+                for i in range(1, len(arrs), 3):
+                    arrs[i][r] = 0
+                    arrs[i + 1][r] = np.inf
+                    arrs[i + 2][r] = -np.inf
+                m = frames[qname].slots
+                for w, (cnt, per) in pending[(ik, qname, k)]:
+                    slot = w % m
+                    arrs[0][r, slot] = cnt
+                    for i, (s, lo, hi) in enumerate(per):
+                        arrs[1 + 3 * i][r, slot] = s
+                        arrs[2 + 3 * i][r, slot] = lo
+                        arrs[3 + 3 * i][r, slot] = hi
+    # flush: close every remaining window
+    for q in queries:
+        last = insts[segs[q.name][-1][2]]
+        if last.n > last.head:
+            close(q.name, frames[q.name].k_hi(int(last.time[last.n - 1])))
+    ops["update"] += sum(i.ops_update for i in insts.values())
+    return accs, ops

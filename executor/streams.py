@@ -1,0 +1,207 @@
+"""Event streams as Spark DataFrames: CSV, Parquet, a generator, or an instance's embedded stream.
+
+Every stream has ``ts`` (long), ``type`` (string) and attribute columns. Reading checks the schema:
+a missing ``ts``/``type`` column, or a null or non-integer time stamp, is a
+:class:`~cepopt.errors.CepoptError` naming the file and (for CSV) the line.
+
+Stream specs (``--stream``):
+
+* a path: ``*.csv`` (header row), ``*.parquet`` / ``*.pq`` or a Parquet directory;
+* ``gen:NAME[:key=value,...]``: a generator of :data:`cepopt.instances.streams.GENERATORS`, e.g.
+  ``gen:ecommerce:events=200000,seed=1`` (values parse as int, float, true/false or text);
+* None: the instance's embedded stream.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cepopt.errors import CepoptError
+
+# Spark's Python workers must run this interpreter (the one with cepopt, pandas and pyarrow), not
+# whatever "python3" is on PATH; the variable is read when the SparkContext starts.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+__all__ = ["parse_generator_spec", "read_stream", "read_stream_pandas", "resolve_stream",
+           "resolve_stream_pandas", "to_spark"]
+
+
+def _parse_value(text: str) -> Any:
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def parse_generator_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``gen:NAME[:k=v,...]`` -> (NAME, {k: v})."""
+    body = spec[len("gen:"):] if spec.startswith("gen:") else spec
+    name, _, rest = body.partition(":")
+    if not name:
+        raise CepoptError(f"stream {spec!r}: expected gen:NAME[:key=value,...]")
+    params: dict[str, Any] = {}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise CepoptError(f"stream {spec!r}: expected key=value, got {item!r}")
+        params[key.strip()] = _parse_value(value)
+    return name, params
+
+
+# ---------------------------------------------------------------------------------------------
+# pandas side (small streams, tests, in-process kernels)
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_pandas(df: pd.DataFrame, where: str, line_offset: int | None) -> pd.DataFrame:
+    for col in ("ts", "type"):
+        if col not in df.columns:
+            raise CepoptError(f"{where}: no column {col!r} (columns: {', '.join(map(str, df.columns))})")
+    ts = pd.to_numeric(df["ts"], errors="coerce")
+    bad = ts.isna() | (ts.notna() & (ts != ts.round()))
+    if bad.any():
+        i = int(bad.to_numpy().nonzero()[0][0])
+        place = f"line {i + line_offset}" if line_offset is not None else f"row {i}"
+        raw = df["ts"].iloc[i]
+        what = "missing" if pd.isna(raw) else f"not an integer: {raw!r}"
+        raise CepoptError(f"{where}, {place}: time stamp ts is {what}")
+    if df["type"].isna().any():
+        i = int(df["type"].isna().to_numpy().nonzero()[0][0])
+        place = f"line {i + line_offset}" if line_offset is not None else f"row {i}"
+        raise CepoptError(f"{where}, {place}: event type is missing")
+    df = df.copy()
+    df["ts"] = ts.astype("int64")
+    df["type"] = df["type"].astype(str)
+    if not df["ts"].is_monotonic_increasing:
+        df = df.sort_values("ts", kind="stable").reset_index(drop=True)
+    return df
+
+
+def read_stream_pandas(path: str | Path) -> pd.DataFrame:
+    """Read a CSV or Parquet stream into pandas, with the schema checks."""
+    path = Path(path)
+    if not path.exists():
+        raise CepoptError(f"{path}: no such stream file")
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        try:
+            df = pd.read_csv(path)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise CepoptError(f"{path}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
+        return _check_pandas(df, str(path), 2)
+    if suffix in (".parquet", ".pq") or path.is_dir():
+        try:
+            df = pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises many types for a bad file
+            raise CepoptError(f"{path}: not a readable Parquet stream ({exc})") from None
+        return _check_pandas(df, str(path), None)
+    raise CepoptError(f"{path}: unknown stream format (use .csv or .parquet)")
+
+
+def resolve_stream_pandas(spec: str | None, instance: Any = None) -> pd.DataFrame:
+    """A stream spec (see the module docstring) as a pandas DataFrame."""
+    if spec is None:
+        if instance is None or instance.stream is None:
+            name = getattr(instance, "name", None) or "the instance"
+            raise CepoptError(f"{name} has no embedded stream: give one with --stream FILE|gen:NAME")
+        return _check_pandas(pd.DataFrame(list(instance.stream)), f"{instance.name or 'instance'}.stream", None)
+    if spec.startswith("gen:"):
+        from cepopt.instances.streams import generate
+
+        name, params = parse_generator_spec(spec)
+        seed = params.pop("seed", 0)
+        return generate(name, seed=seed, instance=instance, **params)
+    return read_stream_pandas(spec)
+
+
+# ---------------------------------------------------------------------------------------------
+# Spark side
+# ---------------------------------------------------------------------------------------------
+
+
+def to_spark(df: pd.DataFrame, spark):
+    """A pandas stream as a Spark DataFrame (ts long, type string, attributes as inferred)."""
+    from pyspark.sql import functions as F
+
+    if len(df) == 0:
+        from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+        fields = [StructField("ts", LongType()), StructField("type", StringType())]
+        return spark.createDataFrame([], StructType(fields))
+    sdf = spark.createDataFrame(df)
+    return sdf.withColumn("ts", F.col("ts").cast("long")).withColumn("type", F.col("type").cast("string"))
+
+
+def _csv_bad_line(path: Path, column: str) -> tuple[int, str] | None:
+    """Line number and value of the first row whose ``column`` is empty or not an integer."""
+    with path.open(newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, [])
+        if column not in header:
+            return None
+        i = header.index(column)
+        for lineno, row in enumerate(reader, start=2):
+            value = row[i].strip() if i < len(row) else ""
+            try:
+                if value == "" or float(value) != int(float(value)):
+                    return lineno, value
+            except (ValueError, OverflowError):
+                return lineno, value
+    return None
+
+
+def read_stream(path: str | Path, spark):
+    """Read a CSV or Parquet stream with Spark, with the schema checks (see module docstring)."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    p = Path(path)
+    if not p.exists():
+        raise CepoptError(f"{p}: no such stream file")
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".csv":
+            sdf = spark.read.csv(str(p), header=True, inferSchema=True)
+        elif suffix in (".parquet", ".pq") or p.is_dir():
+            sdf = spark.read.parquet(str(p))
+        else:
+            raise CepoptError(f"{p}: unknown stream format (use .csv or .parquet)")
+    except AnalysisException as exc:
+        raise CepoptError(f"{p}: not a readable stream ({str(exc).splitlines()[0]})") from None
+    for col in ("ts", "type"):
+        if col not in sdf.columns:
+            raise CepoptError(f"{p}: no column {col!r} (columns: {', '.join(sdf.columns)})")
+    ts_long = F.expr("try_cast(ts as bigint)")
+    ts_num = F.expr("try_cast(ts as double)")
+    bad = sdf.filter(ts_long.isNull() | (ts_num != ts_long.cast("double")) | F.col("type").isNull())
+    if bad.limit(1).count():
+        if suffix == ".csv":
+            found = _csv_bad_line(p, "ts")
+            if found:
+                lineno, value = found
+                what = "missing" if value == "" else f"not an integer: {value!r}"
+                raise CepoptError(f"{p}, line {lineno}: time stamp ts is {what}")
+            raise CepoptError(f"{p}: an event has no type")
+        row = bad.limit(1).collect()[0]
+        raise CepoptError(f"{p}: an event has a missing or non-integer time stamp or no type "
+                          f"(ts={row['ts']!r}, type={row['type']!r})")
+    return sdf.withColumn("ts", ts_long).withColumn("type", F.col("type").cast("string"))
+
+
+def resolve_stream(spec: str | None, instance: Any, spark):
+    """A stream spec -> Spark DataFrame: a file path, ``gen:NAME[:k=v,...]``, or None for the
+    instance's embedded stream."""
+    if spec is not None and not spec.startswith("gen:"):
+        return read_stream(spec, spark)
+    return to_spark(resolve_stream_pandas(spec, instance), spark)

@@ -1,0 +1,51 @@
+"""Dispatch to a family's instance generator (``cepopt.instances.<family>_generator``).
+
+A generator module defines ``configure(parser)`` (its argparse flags) and ``generate(args) -> Instance``;
+``--seed`` and ``-o/--output`` are common to all and added here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Sequence
+
+from cepopt.errors import CepoptError, NotBuiltError
+
+__all__ = ["generate", "generator_module", "generator_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise CepoptError(f"{self.prog.removeprefix('cepopt').strip()}: {message}")
+
+
+def generator_module(family: str):
+    from cepopt.solve import FAMILY_MODULES
+
+    if family not in FAMILY_MODULES:
+        raise CepoptError(f"unknown problem family {family!r} (known: {', '.join(FAMILY_MODULES)})")
+    name = f"cepopt.instances.{family}_generator"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and name.startswith(exc.name):
+            raise NotBuiltError(f"`cepopt generate {family}` is not built yet") from None
+        raise
+
+
+def generator_parser(family: str, *, output_required: bool = True) -> tuple[argparse.ArgumentParser, object]:
+    module = generator_module(family)
+    summary = (module.__doc__ or "").strip().splitlines()
+    parser = _Parser(prog=f"cepopt generate {family}", description=summary[0] if summary else None)
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("-o", "--output", required=output_required, metavar="FILE", help="instance file to write")
+    module.configure(parser)
+    return parser, module
+
+
+def generate(family: str, argv: Sequence[str] = ()):
+    """Generate an instance from command-line style options, e.g.
+    ``generate("joinorder", ["--size", "8", "--seed", "3"])``."""
+    parser, module = generator_parser(family, output_required=False)
+    return module.generate(parser.parse_args(list(argv)))

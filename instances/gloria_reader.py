@@ -1,0 +1,97 @@
+"""Readers for the GLORIA authors' published workloads and event-type frequency table.
+
+The published files (paper ref [9]; specs/gloria.md §8.1) are
+
+* ``workloads/{stock,bus,taxi}/**/workload_N.txt``: queries in the papers' text syntax, one block per
+  query (``q0`` / ``RETURN ...`` / ``PATTERN ...`` / ``WHERE ...`` / ``GROUP-BY ...`` /
+  ``WITHIN 10 min SLIDE 5 min``), parsed with :func:`cepopt.syntax.parse_queries`;
+* ``event_type_frequencies.csv`` with columns ``dataset,class,event_type,frequency``.
+
+:func:`import_workload` turns one workload into a ``gloria`` instance whose ``statistics.rates`` are the
+frequencies of the data set (the paper's f(E)); ``cepopt import gloria WORKLOAD.txt --frequencies
+FREQ.csv --dataset stock|bus|taxi -o INSTANCE.json`` calls it.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from cepopt.errors import CepoptError
+from cepopt.model import Statistics
+
+__all__ = ["DATASETS", "import_workload", "read_frequencies", "read_workload"]
+
+DATASETS = ("stock", "bus", "taxi")
+
+
+def read_frequencies(path: str | Path, dataset: str) -> dict[str, float]:
+    """Event type -> frequency for one data set of ``event_type_frequencies.csv``."""
+    if dataset not in DATASETS:
+        raise CepoptError(f"--dataset: must be one of {', '.join(DATASETS)}, got {dataset!r}")
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise CepoptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    rows = csv.DictReader(text.splitlines())
+    missing = {"dataset", "event_type", "frequency"} - set(rows.fieldnames or ())
+    if missing:
+        raise CepoptError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    out: dict[str, float] = {}
+    for line, row in enumerate(rows, start=2):
+        if row["dataset"].strip() != dataset:
+            continue
+        try:
+            value = float(row["frequency"])
+        except ValueError:
+            raise CepoptError(f"{path}:{line}: frequency {row['frequency']!r} is not a number") from None
+        if value < 0:
+            raise CepoptError(f"{path}:{line}: frequency must be >= 0")
+        out[row["event_type"].strip()] = int(value) if value.is_integer() else value
+    if not out:
+        raise CepoptError(f"{path}: no frequencies for data set {dataset!r}")
+    return out
+
+
+def read_workload(path: str | Path):
+    """The Workload of one published workload file."""
+    from cepopt.syntax import parse_queries
+
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise CepoptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return parse_queries(text)
+    except CepoptError as exc:
+        raise CepoptError(f"{path.name}: {exc}") from None
+
+
+def import_workload(workload_path: str | Path, frequencies_path: str | Path, dataset: str, *,
+                    max_missing: int = 3):
+    """One published workload as a ``gloria`` Instance (rates = the data set's frequencies).
+
+    The published table lacks a few types the workloads use (stock: ``AAL``); up to ``max_missing``
+    such types get the data set's smallest frequency, which the instance description records.
+    """
+    from cepopt.instance import Instance
+
+    workload_path = Path(workload_path)
+    freq = read_frequencies(frequencies_path, dataset)
+    workload = read_workload(workload_path)
+    types = workload.event_types()
+    unknown = sorted(t for t in types if t not in freq)
+    if len(unknown) > max_missing:
+        raise CepoptError(f"{workload_path.name}: event type(s) {', '.join(unknown[:5])} have no frequency "
+                          f"for data set {dataset!r} in {Path(frequencies_path).name}")
+    low = min(freq.values())
+    rates = {t: freq.get(t, low) for t in types}
+    rel = "/".join(workload_path.parts[-4:])
+    name = f"gloria-{dataset}-" + "-".join(p.removesuffix(".txt") for p in workload_path.parts[-3:])
+    note = (f"; no published frequency for {', '.join(unknown)}: set to the data set's minimum {low}"
+            if unknown else "")
+    return Instance(problem="gloria", workload=workload, statistics=Statistics(rates=rates), name=name,
+                    description=f"GLORIA authors' published workload {rel} ({len(workload)} queries, "
+                                f"{dataset} frequencies{note})")

@@ -1,0 +1,153 @@
+"""Sharon shared execution = brute force under every plan (non-shared, greedy, optimal, random
+valid plans), for every aggregate; Example 3 = 7."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cepopt.errors import CepoptError
+from cepopt.executor.reference import reference_results
+from cepopt.executor.results import compare_results, results_frame
+from cepopt.executor.sharon_kernel import plan_segments, sharon_partition
+from cepopt.model import Aggregate, Filter, Query, Seq, Statistics, Type, Window, Workload
+from cepopt.sharon.plan import SharonPlan
+
+from .test_aseq import aggregates, streams
+
+TYPES = "ABCD"
+
+
+def run(queries, plan, events):
+    accs, ops = sharon_partition(queries, plan, events)
+    return results_frame([r for a in accs.values() for r in a.rows()]), ops
+
+
+def candidates(workload):
+    out = {}
+    for q in workload:
+        types = tuple(leaf.name for leaf in q.pattern.items)
+        for s in range(len(types)):
+            for e in range(s + 2, len(types) + 1):
+                p = types[s:e]
+                hits = sum(1 for i in range(len(types) - len(p) + 1) if types[i:i + len(p)] == p)
+                if hits == 1:
+                    out.setdefault(p, set()).add(q.name)
+    return {p: qs for p, qs in out.items() if len(qs) > 1}
+
+
+@st.composite
+def workloads(draw):
+    k = draw(st.integers(2, 5))
+    w = draw(st.integers(1, 14))
+    s = draw(st.integers(1, w))
+    window = Window(w, s)
+    base = draw(st.lists(st.sampled_from(TYPES), min_size=2, max_size=3))
+    queries = []
+    for i in range(k):
+        pre = draw(st.lists(st.sampled_from(TYPES), max_size=2))
+        post = draw(st.lists(st.sampled_from(TYPES), max_size=2))
+        types = pre + base + post if draw(st.booleans()) else draw(
+            st.lists(st.sampled_from(TYPES), min_size=1, max_size=4))
+        where = tuple(Filter("A", "v", ">", -3) for _ in range(1) if "A" in types)
+        queries.append(Query(Seq(tuple(Type(t) for t in types)), window, aggregates(types), where,
+                             name=f"q{i + 1}"))
+    return Workload(tuple(queries))
+
+
+@st.composite
+def plans(draw, workload):
+    cands = sorted((p, tuple(sorted(qs))) for p, qs in candidates(workload).items())
+    entries = []
+    for p, qs in draw(st.lists(st.sampled_from(cands), max_size=4, unique=True)) if cands else []:
+        members = draw(st.sets(st.sampled_from(qs), min_size=2, max_size=len(qs)))
+        used = {q for _, m in entries for q in m if _ == p}
+        members = members - used
+        if len(members) < 2:
+            continue
+        trial = SharonPlan.of(entries + [(p, members)])
+        try:
+            plan_segments(workload.queries, trial)
+        except CepoptError:
+            continue
+        entries.append((p, members))
+    return SharonPlan.of(entries)
+
+
+@given(st.data())
+def test_every_random_plan_equals_brute_force(data):
+    workload = data.draw(workloads())
+    events = data.draw(streams(max_events=11))
+    plan = data.draw(plans(workload))
+    expected = reference_results(workload, events)
+    got, _ = run(workload.queries, plan, events)
+    assert compare_results(expected, got) == [], str(plan)
+    nonshared, _ = run(workload.queries, SharonPlan.empty(), events)
+    assert compare_results(expected, nonshared) == []
+
+
+def test_example3_shared_and_windows():
+    ev = pd.DataFrame([{"ts": t, "type": ty, "v": 10 * t}
+                       for ty, t in [("A", 1), ("A", 2), ("B", 2), ("C", 3), ("B", 4), ("D", 5), ("B", 6),
+                                     ("C", 7), ("D", 8)]])
+    for window in (Window(1000), Window(100, 100), Window(4, 1), Window(6, 2)):
+        w = Workload((Query(Seq(tuple(Type(t) for t in "ABCD")), window, name="q1"),
+                      Query(Seq(tuple(Type(t) for t in "AB")), window, name="q2"),
+                      Query(Seq(tuple(Type(t) for t in "ABC")), window, name="q3")))
+        for plan in (SharonPlan.empty(), SharonPlan.of([(("A", "B"), {"q1", "q2", "q3"})]),
+                     SharonPlan.of([(("A", "B", "C"), {"q1", "q3"})])):
+            got, ops = run(w.queries, plan, ev)
+            assert compare_results(reference_results(w, ev), got) == []
+            if window.length >= 100:
+                assert got[(got["query"] == "q1")]["value"].tolist() == [7]
+
+
+def test_bundled_instance_stream_if_present():
+    from cepopt.instances import load
+
+    try:
+        inst = load("sharon-example3")
+    except CepoptError:
+        pytest.skip("sharon-example3 is not bundled")
+    ev = pd.DataFrame(list(inst.stream))
+    expected = reference_results(inst.workload, ev)
+    for plan in (SharonPlan.empty(), SharonPlan.of([(("A", "B"), set(inst.workload.names))])):
+        got, _ = run(inst.workload.queries, plan, ev)
+        assert compare_results(expected, got) == []
+    q1 = got[(got["query"] == "q1") & (got["aggregate"] == "COUNT(*)")]
+    assert q1["value"].tolist() == [7]
+
+
+def test_greedy_and_optimal_plans_equal_brute_force():
+    from cepopt.sharon.methods import greedy, sharon
+    from cepopt.sharon.problem import SharonProblem
+
+    rows = [("A", "B", "C", "D"), ("A", "B", "C"), ("B", "C", "D"), ("A", "B", "D"), ("C", "A", "B"),
+            ("B", "C", "A")]
+    window = Window(6, 2)
+    w = Workload(tuple(Query(Seq(tuple(Type(t) for t in r)), window, aggregates(r), name=f"q{i + 1}")
+                       for i, r in enumerate(rows)))
+    stats = Statistics(rates={t: 1 for t in TYPES})
+    problem = SharonProblem.from_workload(w, stats)
+    import random
+
+    rnd = random.Random(3)
+    ev = pd.DataFrame({"ts": sorted(rnd.randrange(30) for _ in range(40)),
+                       "type": [rnd.choice(TYPES) for _ in range(40)],
+                       "v": [rnd.randrange(-4, 9) for _ in range(40)],
+                       "f": [rnd.choice([0.5, 2.25]) for _ in range(40)]})
+    expected = reference_results(w, ev)
+    plans = [SharonPlan.empty(), greedy(problem).plan, sharon(problem).plan]
+    for plan in plans:
+        got, _ = run(w.queries, plan, ev)
+        assert compare_results(expected, got) == [], str(plan)
+
+
+def test_different_filters_on_a_shared_pattern_are_refused():
+    w = Workload((Query(Seq((Type("A"), Type("B"))), Window(5, 5), where=(Filter("A", "v", ">", 1),), name="q1"),
+                  Query(Seq((Type("A"), Type("B"), Type("C"))), Window(5, 5), name="q2")))
+    ev = pd.DataFrame({"ts": [1, 2], "type": ["A", "B"], "v": [3, 3]})
+    with pytest.raises(CepoptError, match="different filters"):
+        run(w.queries, SharonPlan.of([(("A", "B"), {"q1", "q2"})]), ev)

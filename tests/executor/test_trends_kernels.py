@@ -1,0 +1,178 @@
+"""GRETA and Hamlet kernels (every policy) against brute-force trend enumeration (hamlet.md §7 T10)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cepopt.executor import greta, hamlet_kernel
+from cepopt.executor.reference import reference_results
+from cepopt.executor.results import compare_results
+from cepopt.model import Aggregate, AttrRef, Condition, Filter, Kleene, Query, Seq, Type, Window, Workload
+
+TYPES = "ABCD"
+POLICIES = ("dynamic", "static", "nonshared", "exhaustive")
+
+
+@st.composite
+def streams(draw, max_events=11):
+    n = draw(st.integers(0, max_events))
+    ts = sorted(draw(st.lists(st.integers(0, 12), min_size=n, max_size=n)))
+    rows = []
+    for t in ts:
+        rows.append({"ts": t, "type": draw(st.sampled_from(TYPES)), "v": draw(st.integers(0, 4)),
+                     "g": draw(st.sampled_from([0, 0, 1]))})
+    return pd.DataFrame(rows, columns=["ts", "type", "v", "g"]).astype({"ts": "int64"})
+
+
+@st.composite
+def workloads(draw, conditions=True):
+    window = draw(st.sampled_from([Window(20, 20), Window(6, 3), Window(8, 4)]))
+    group = draw(st.sampled_from([(), (AttrRef("g"),)]))
+    k = draw(st.integers(2, 4))
+    kleene = draw(st.sampled_from("AB"))
+    queries = []
+    for i in range(k):
+        others = [t for t in TYPES if t != kleene]
+        x = draw(st.sampled_from(others))
+        y = draw(st.sampled_from([None] + [t for t in others if t != x]))
+        items = [Type(x), Kleene(Type(kleene))] + ([Type(y)] if y else [])
+        if draw(st.booleans()):
+            items = items[1:] if draw(st.booleans()) else items
+        where = []
+        if draw(st.integers(0, 3)) == 0:
+            where.append(Filter(kleene, "v", draw(st.sampled_from(["<", ">="])), draw(st.integers(1, 3))))
+        if draw(st.integers(0, 4)) == 0:
+            where.append(Filter(x, "v", "!=", draw(st.integers(0, 4))))
+        if conditions and items[0] == Type(x) and draw(st.integers(0, 4)) == 0:
+            where.append(Condition(AttrRef("v", x), draw(st.sampled_from(["<=", ">"])), AttrRef("v", kleene)))
+        aggs = [Aggregate("COUNT")]
+        if draw(st.booleans()):
+            aggs.append(draw(st.sampled_from([Aggregate("COUNT", kleene), Aggregate("SUM", kleene, "v"),
+                                              Aggregate("AVG", kleene, "v"), Aggregate("SUM", x, "v")])))
+        if draw(st.integers(0, 5)) == 0:
+            aggs.append(draw(st.sampled_from([Aggregate("MIN", kleene, "v"), Aggregate("MAX", kleene, "v")])))
+        if x not in [it.name for it in items if isinstance(it, Type)]:
+            aggs = [a for a in aggs if a.ref != x]
+            where = [w for w in where if not (isinstance(w, Filter) and w.ref == x)
+                     and not isinstance(w, Condition)]
+        queries.append(Query(Seq(tuple(items)), window, tuple(aggs), tuple(where), group))
+    return Workload(tuple(queries))
+
+
+def _check(wl, events, params=None, truth=None):
+    truth = reference_results(wl, events, conditions="adjacent") if truth is None else truth
+    got, _ = greta.run_local(wl, events, params)
+    assert compare_results(got, truth) == []
+    for pol in POLICIES:
+        got, _ = hamlet_kernel.run_local(wl, events, pol, params)
+        assert compare_results(got, truth) == [], pol
+
+
+@settings(max_examples=120)
+@given(workloads(), streams())
+def test_kernels_equal_brute_force(wl, events):
+    _check(wl, events)
+
+
+def _brute(wl, events, edges):
+    """Tiny brute force with extra B->B edge predicates (params.edge_predicates), COUNT(*) only."""
+    rows = []
+    recs = events.to_dict("records")
+    for q in wl:
+        types = [it.inner.name + "+" if isinstance(it, Kleene) else it.name for it in q.pattern.items]
+        rx = re.compile("".join(f"(?:{t[0]})+" if t.endswith("+") else t for t in types))
+        w, s = q.window.length, q.window.slide
+        counts = {}
+        idx = range(len(recs))
+        for size in range(1, len(recs) + 1):
+            for comb in itertools.combinations(idx, size):
+                evs = [recs[i] for i in comb]
+                if any(not a["ts"] < b["ts"] for a, b in itertools.pairwise(evs)):
+                    continue
+                if not rx.fullmatch("".join(e["type"] for e in evs)):
+                    continue
+                if not all(f(a, b) for a, b in itertools.pairwise(evs) for f in edges.get(q.name, ())
+                           if a["type"] == b["type"]):
+                    continue
+                t0, t1 = evs[0]["ts"], evs[-1]["ts"]
+                for k in range(max(0, (t1 - w) // s + 1), t0 // s + 1):
+                    counts[k] = counts.get(k, 0) + 1
+        rows += [(q.name, "", k, "COUNT(*)", c) for k, c in counts.items()]
+    from cepopt.executor.results import results_frame
+
+    return results_frame(rows)
+
+
+@settings(max_examples=60)
+@given(streams(max_events=9), st.sampled_from(["<=", ">", "!="]), st.integers(0, 2))
+def test_kleene_edge_predicates(events, op, which):
+    w = Window(20, 20)
+    wl = Workload((Query(Seq((Type("A"), Kleene(Type("B")))), w), Query(Seq((Type("C"), Kleene(Type("B")))), w),
+                   Query(Seq((Type("D"), Kleene(Type("B")))), w)))
+    name = f"q{which + 1}"
+    params = {"edge_predicates": [{"query": name, "from": "B", "to": "B", "left": "v", "op": op, "right": "v"}]}
+    from cepopt.hamlet.problem import EdgePredicate
+
+    pred = EdgePredicate("B", "B", "v", op, "v")
+    truth = _brute(wl, events.drop(columns=["g"]), {name: [pred.holds]})
+    _check(wl, events.drop(columns=["g"]), params, truth)
+
+
+def test_big_integers_t11():
+    """T11: a burst of 200 B events after one A: the last b counts 2^199; the total 2^200 - 1."""
+    w = Window(1000, 1000)
+    wl = Workload((Query(Seq((Type("A"), Kleene(Type("B")))), w), Query(Seq((Type("A"), Kleene(Type("B")))), w)))
+    events = pd.DataFrame([{"ts": 0, "type": "A"}] + [{"ts": i + 1, "type": "B"} for i in range(200)])
+    for run in (greta.run_local(wl, events)[0], hamlet_kernel.run_local(wl, events, "static")[0]):
+        assert set(run["value"]) == {2 ** 200 - 1}
+
+
+def test_other_aggregates_t9():
+    """T9: SEQ(A,B+,C) with B values 3, 1, 2: COUNT(*) 10, COUNT(B) 16, SUM 32, AVG 2, MIN 1, MAX 3."""
+    q = Query(Seq((Type("A"), Kleene(Type("B")), Type("C"))), Window(10, 10),
+              (Aggregate("COUNT"), Aggregate("COUNT", "B"), Aggregate("SUM", "B", "v"), Aggregate("AVG", "B", "v"),
+               Aggregate("MIN", "B", "v"), Aggregate("MAX", "B", "v")))
+    events = pd.DataFrame([{"ts": 1, "type": "A"}, {"ts": 2, "type": "B", "v": 3}, {"ts": 3, "type": "B", "v": 1},
+                           {"ts": 4, "type": "C"}, {"ts": 5, "type": "B", "v": 2}, {"ts": 6, "type": "C"}])
+    got, _ = greta.run_local(Workload((q,)), events)
+    values = dict(zip(got["aggregate"], got["value"], strict=True))
+    assert values == {"COUNT(*)": 10, "COUNT(B)": 16, "SUM(B.v)": 32, "AVG(B.v)": 2, "MIN(B.v)": 1, "MAX(B.v)": 3}
+
+
+def test_shared_sum_matches_greta():
+    """§3.10: SUM/COUNT(E)/AVG shared through coefficient maps give GRETA's values."""
+    w = Window(50, 50)
+    aggs = (Aggregate("COUNT"), Aggregate("SUM", "B", "v"), Aggregate("AVG", "B", "v"), Aggregate("COUNT", "B"))
+    wl = Workload((Query(Seq((Type("A"), Kleene(Type("B")))), w, aggs),
+                   Query(Seq((Type("C"), Kleene(Type("B")))), w, aggs)))
+    kinds = "A A C B B B B A A C C C B B".split()
+    events = pd.DataFrame([{"ts": i + 1, "type": t, "v": (i * 7) % 5 + 0.5} for i, t in enumerate(kinds)])
+    truth, _ = greta.run_local(wl, events)
+    for pol in POLICIES:
+        got, metrics = hamlet_kernel.run_local(wl, events, pol)
+        assert compare_results(got, truth) == []
+    assert metrics["shared_bursts"] == 2
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_policies_change_cost_not_results(policy):
+    """T10: results do not depend on the decisions; only the measured operations do."""
+    w = Window(100, 25)
+    wl = Workload(tuple(Query(Seq((Type(x), Kleene(Type("B")))), w, where=(Filter("B", "v", "<", lim),))
+                        for x, lim in (("A", 9), ("C", 9), ("A", 3))))
+    rows = []
+    for i in range(120):
+        kind = "B" if (i // 6) % 3 else "AC"[i % 2]
+        rows.append({"ts": i, "type": kind, "v": i % 10})
+    events = pd.DataFrame(rows)
+    truth, base = greta.run_local(wl, events)
+    got, metrics = hamlet_kernel.run_local(wl, events, policy)
+    assert compare_results(got, truth) == []
+    if policy == "nonshared":
+        assert metrics["operations"] == base["operations"]

@@ -1,0 +1,81 @@
+"""Property tests on random small workloads: the models are exact over their candidate pools.
+
+cpsat = milp = brute force over the same candidates (NOPRUNE, safe, GLORIA-pruned, exhaustive);
+safe pruning loses nothing (= NOPRUNE); the exhaustive space is never worse; CP-SAT over NOPRUNE is
+never worse than the published search; the path search is exact on forest-shaped pool graphs.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cepopt.formulations.gloria import solve_cpsat_gloria, solve_milp_gloria
+from cepopt.gloria.cost import evaluate, total_cost
+from cepopt.gloria.exhaustive import brute_force
+from cepopt.gloria.graph import pool_graph_is_forest
+from cepopt.gloria.methods import candidate_graph
+from cepopt.gloria.path_search import search
+from cepopt.gloria.problem import build
+from cepopt.instances.gloria_generator import random_instance
+from cepopt.solve import MethodLimitError, solve
+
+workloads = st.builds(
+    lambda n, seed, kleene, nested, cost_model, cycle: (random_instance(n, seed, kleene=kleene, nested=nested,
+                                                                        types=max(4, n - 1)),
+                                                        cost_model, cycle),
+    st.integers(2, 6), st.integers(0, 10**6), st.sampled_from([0.0, 0.4, 0.8]), st.sampled_from([0.0, 0.5]),
+    st.sampled_from(["paper", "physical"]), st.sampled_from(["V1", "V2"]))
+
+
+@settings(max_examples=40)
+@given(workloads)
+def test_models_equal_brute_force(case):
+    inst, cost_model, cycle = case
+    problem = build(inst, cost_model=cost_model, kleene_cycle_cost=cycle)
+    values = {}
+    for candidates in ("noprune", "safe", "gloria", "exhaustive"):
+        try:
+            graph = candidate_graph(problem, candidates, max_options=300)
+            choice, value, proven = brute_force(graph, max_plans=3e5)
+        except MethodLimitError:
+            continue
+        assert proven and choice is not None
+        options = [graph.options[p][j] for p, j in enumerate(choice)]
+        assert total_cost(problem, options) == pytest.approx(value)
+        assert evaluate(problem, graph.plan(choice)) == pytest.approx(value)
+        for solver in (solve_cpsat_gloria, solve_milp_gloria):
+            got, status, objective, _, _ = solver(graph, time_limit=20, seed=0)
+            assert status == "optimal"
+            assert objective == pytest.approx(value, rel=1e-9)
+            assert graph.weight(got) == pytest.approx(value, rel=1e-9)
+        values[candidates] = value
+        if candidates != "exhaustive":
+            options, stats = search(graph)
+            found = total_cost(problem, options)
+            assert found >= value - 1e-9
+            if pool_graph_is_forest(problem):
+                assert found == pytest.approx(value)
+    if "noprune" in values:
+        assert values.get("safe", values["noprune"]) == pytest.approx(values["noprune"])
+        assert values.get("gloria", values["noprune"]) >= values["noprune"] - 1e-9
+        assert values.get("exhaustive", values["noprune"]) <= values["noprune"] + 1e-9
+
+
+@settings(max_examples=15)
+@given(st.integers(3, 12), st.integers(0, 10**6))
+def test_cpsat_never_worse_than_published_search(n, seed):
+    inst = random_instance(n, seed, kleene=0.3)
+    cp = solve(inst, "cpsat", time_limit=20)
+    assert cp.status == "optimal"
+    for method in ("gloria", "gloria-safe", "noprune", "greedy"):
+        assert cp.objective <= solve(inst, method).objective + 1e-9
+    assert solve(inst, "milp", time_limit=20).objective == pytest.approx(cp.objective)
+
+
+def test_generator_is_seeded():
+    from cepopt.instance import to_json
+
+    assert to_json(random_instance(7, 3)) == to_json(random_instance(7, 3))
+    assert to_json(random_instance(7, 3)) != to_json(random_instance(7, 4))

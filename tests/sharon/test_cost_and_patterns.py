@@ -1,0 +1,171 @@
+"""Cost model (Eq. 1-8, spec §9.4 and the closed form of §2.6), detection (Alg. 7), decisions
+(repeated types, sharing classes, non-SEQ patterns), plans."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from cepopt.errors import CepoptError
+from cepopt.instance import Instance
+from cepopt.model import Kleene, Query, Seq, Statistics, Type, Window, Workload
+from cepopt.sharon.cost import CostModel
+from cepopt.sharon.patterns import detect, detect_sharable_patterns, query_types
+from cepopt.sharon.plan import SharonPlan
+from cepopt.sharon.problem import SharonProblem
+from cepopt.solve import solve
+from cepopt.syntax import parse_queries
+
+
+WINDOW = Window(10)
+
+
+def workload(*patterns: str, window: Window = WINDOW) -> Workload:
+    return Workload(tuple(Query(Seq(tuple(Type(t) for t in p.split())), window) for p in patterns))
+
+
+SPEC94 = workload("A B C", "A B D", "E A B C")
+RATES94 = Statistics(rates={"A": 2, "B": 3, "C": 1, "D": 1, "E": 1})
+
+
+def test_spec_9_4_both_required():
+    pr = SharonProblem.from_workload(SPEC94, RATES94, expand=False)
+    assert detect_sharable_patterns(SPEC94) == {
+        ("A", "B"): frozenset({"q1", "q2", "q3"}), ("A", "B", "C"): frozenset({"q1", "q3"}),
+        ("B", "C"): frozenset({"q1", "q3"})}
+    c = pr.cost
+    assert [c.nonshared(q) for q in ("q1", "q2", "q3")] == [12, 12, 7]
+    ab = [("q1", 0), ("q2", 0), ("q3", 1)]
+    assert c.shared(("A", "B"), ab) == 16 and c.bvalue(("A", "B"), ab) == 15
+    assert c.bvalue(("A", "B", "C"), [("q1", 0), ("q3", 1)]) == 6
+    assert c.bvalue(("B", "C"), [("q1", 1), ("q3", 2)]) == 0  # non-beneficial: pruned (R1)
+    assert [(v.pattern, v.weight) for v in pr.original.vertices] == [(("A", "B"), 15), (("A", "B", "C"), 6)]
+    assert pr.original.edges() == [(0, 1)]
+    sol = solve(Instance("sharon", SPEC94, RATES94), "sharon", params={"expand": False})
+    assert sol.objective == 15 and sol.plan == SharonPlan.of([(("A", "B"), {"q1", "q2", "q3"})])
+    assert sol.stats["pruned"] == 1 and sol.stats["conflict_free"] == 1
+
+
+def test_spec_9_4_missing_as_one():
+    pr = SharonProblem.from_workload(SPEC94, RATES94, expand=False, comb="missing_as_one")
+    c = pr.cost
+    assert c.bvalue(("A", "B"), [("q1", 0), ("q2", 0), ("q3", 1)]) == 11
+    assert c.bvalue(("A", "B", "C"), [("q1", 0), ("q3", 1)]) == 4
+    assert c.bvalue(("B", "C"), [("q1", 1), ("q3", 2)]) == -9
+
+
+@pytest.mark.parametrize("r,k,n,L", [(1, 3, 4, 2), (2, 4, 6, 3), (3, 2, 7, 2), (1, 5, 5, 3)])
+def test_closed_form_interior(r, k, n, L):
+    """All rates r, k queries of length n, p of length L interior in all: BValue = r^2((k-1)L - k r)."""
+    types = {f"q{i}": tuple(f"X{i}_{j}" for j in range(1)) + tuple(f"P{j}" for j in range(L)) +
+             tuple(f"Y{i}_{j}" for j in range(n - L - 1)) for i in range(k)}
+    rates = {t: r for seq in types.values() for t in seq}
+    c = CostModel(types, rates)
+    p = tuple(f"P{j}" for j in range(L))
+    assert c.bvalue(p, [(q, 1) for q in types]) == r * r * ((k - 1) * L - k * r)
+    # p as a prefix of every query: no Comb (both_required) so BValue = (k-1) L r^2 > 0
+    types2 = {q: p + seq[L + 1:] + ("Z",) for q, seq in types.items()}
+    c2 = CostModel(types2, {**rates, "Z": r})
+    assert c2.bvalue(p, [(q, 0) for q in types2]) == (k - 1) * L * r * r
+
+
+def test_rates_per_window_preferred():
+    st = Statistics(rates={"A": 100, "B": 100, "C": 100}, events_per_window={"A": 1, "B": 2, "C": 3})
+    pr = SharonProblem.from_workload(workload("A B C", "A B C"), st, expand=False)
+    assert pr.cost.rates == {"A": 1, "B": 2, "C": 3}
+
+
+def test_missing_rate_and_non_seq_are_errors():
+    with pytest.raises(CepoptError, match="no rate"):
+        SharonProblem.from_workload(workload("A B", "A B"), Statistics(rates={"A": 1}))
+    w = Workload((Query(Seq((Type("A"), Kleene(Type("B")))), Window(5)),))
+    with pytest.raises(CepoptError, match="SEQ patterns of plain event types"):
+        query_types(w)
+
+
+def test_repeated_event_type_decision():
+    """§7.3/§6.3: a query may repeat a type (costs count each position); a sub-pattern occurring
+    twice in one query is not shared by that query."""
+    w = workload("A B A B C", "A B C", "X A B C", "A B A D")
+    found = detect_sharable_patterns(w)
+    assert found[("A", "B")] == frozenset({"q2", "q3", "q4"})  # not q1: (A,B) occurs twice there
+    assert found[("B", "C")] == frozenset({"q1", "q2", "q3"})
+    assert found[("A", "B", "A")] == frozenset({"q1", "q4"})
+    st = Statistics(rates={t: 1 for t in "ABCDX"})
+    pr = SharonProblem.from_workload(w, st, expand=True)
+    assert pr.cost.nonshared("q1") == 1 * 5
+    with pytest.raises(CepoptError, match="does not occur exactly once"):
+        pr.score(SharonPlan.of([(("A", "B"), {"q1", "q2"})]))
+    inst = Instance("sharon", w, st)
+    for method in ("bruteforce", "sharon", "cpsat-compact"):
+        sol = solve(inst, method)
+        assert sol.status == "optimal"
+    assert SharonPlan.position(("A", "B", "A", "B", "C"), ("B", "C")) == 3
+
+
+def test_sharing_classes_do_not_mix():
+    text = """
+    q1: PATTERN SEQ(A, B, C) WITHIN 10
+    q2: PATTERN SEQ(A, B, D) WITHIN 10
+    q3: PATTERN SEQ(A, B, C) WITHIN 20
+    q4: PATTERN SEQ(A, B, E) WITHIN 20
+    """
+    w = parse_queries(text)
+    found = detect(query_types(w), {q.name: int(q.window.length) for q in w})
+    assert found[(10, ("A", "B"))] == frozenset({"q1", "q2"})
+    assert found[(20, ("A", "B"))] == frozenset({"q3", "q4"})
+    with pytest.raises(CepoptError, match="per class"):
+        detect_sharable_patterns(w)
+    st = Statistics(rates={t: 1 for t in "ABCDE"})
+    pr = SharonProblem.from_workload(w, st, expand=False)
+    with pytest.raises(CepoptError, match="different windows"):
+        pr.score(SharonPlan.of([(("A", "B"), {"q1", "q3"})]))
+    sol = solve(Instance("sharon", w, st), "cpsat")
+    assert len(sol.plan) == 2 and sol.objective == 2 * pr.original.vertices[0].weight
+
+
+def test_detection_is_fast():
+    import random
+
+    rng = random.Random(1)
+    types = {f"q{i}": tuple(rng.choice("ABCDEFGHIJKLMNOP") for _ in range(10)) for i in range(500)}
+    start = time.perf_counter()
+    found = detect(types)
+    assert time.perf_counter() - start < 1.0
+    assert found and all(len(qs) >= 2 for qs in found.values())
+
+
+def test_plan_json_round_trip_and_segments():
+    plan = SharonPlan.of([(("C", "D"), ["q2", "q1"]), (("A", "B"), ["q1", "q3"])])
+    assert SharonPlan.from_json(plan.to_json()) == plan
+    assert plan.shared[0][0] == ("A", "B")
+    assert plan.segments("q1", ("A", "B", "X", "C", "D", "Y")) == [
+        (0, 2, ("A", "B")), (2, 3, None), (3, 5, ("C", "D")), (5, 6, None)]
+    assert SharonPlan.empty().to_json() == [] and not SharonPlan.empty()
+    with pytest.raises(CepoptError):
+        SharonPlan.from_json([{"pattern": 3}])
+
+
+def test_predicted_cost_and_baseline():
+    from cepopt.solve import family
+
+    fam = family("sharon")
+    pr = SharonProblem.from_workload(SPEC94, RATES94, expand=False)
+    base = fam.baseline_plan(pr)
+    assert pr.predicted_cost(base) == pr.cost.total_nonshared() == 12 + 12 + 7
+    plan = SharonPlan.of([(("A", "B"), {"q1", "q2", "q3"})])
+    assert pr.predicted_cost(plan) == pr.cost.total_nonshared() - 15
+    assert fam.evaluate(pr, plan) == 15 and fam.sense == "max" and "expand" in fam.problem_options
+    assert fam.plan_from_json(pr, fam.plan_to_json(plan)) == plan
+
+
+def test_bad_params():
+    inst = Instance("sharon", SPEC94, RATES94, params={"nope": 1})
+    with pytest.raises(CepoptError, match="params.nope"):
+        solve(inst, "greedy")
+    inst = Instance("sharon", SPEC94, RATES94)
+    with pytest.raises(CepoptError, match="subsets=all needs expand"):
+        solve(inst, "greedy", params={"expand": False, "subsets": "all"})
+    with pytest.raises(CepoptError, match="params.comb"):
+        solve(inst, "greedy", params={"comb": "x"})
