@@ -64,9 +64,36 @@ class PartitionEvents:
         #: batch index of every event
         self.batch_of = np.repeat(np.arange(len(self.starts)), np.diff(np.append(self.starts, n)))
         self._num: dict[str, np.ndarray] = {}
+        self._type_idx: dict[str, np.ndarray] = {}
+        self._levels: dict[tuple, tuple] = {}
 
     def __len__(self) -> int:
         return len(self.ts)
+
+    def level(self, type_name: str, filters: Sequence[Filter], ntargets: int):
+        """Events of ``type_name`` passing ``filters``: (indices, batch ids, first index of each batch
+        in indices, counts per batch, {batch: (count, (None,) * ntargets)}), cached."""
+        key = (type_name, tuple(sorted((f.attr, f.op, repr(f.value)) for f in filters)), ntargets)
+        hit = self._levels.get(key)
+        if hit is None:
+            if type_name not in self._type_idx:
+                self._type_idx[type_name] = np.flatnonzero(self.type == type_name)
+            idx = self._type_idx[type_name]
+            if filters:
+                idx = idx[filter_mask(self, filters)[idx]]
+            b = self.batch_of[idx]
+            if len(b):
+                # events are sorted by time, so batch ids are non-decreasing
+                first = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+                ub = b[first]
+                counts = np.diff(np.r_[first, len(b)])
+            else:
+                first = ub = counts = np.zeros(0, dtype=np.int64)
+            none = (None,) * ntargets
+            plain = dict(zip(ub.tolist(), ((c, none) for c in counts.tolist()), strict=True))
+            hit = (idx, ub, first, counts, plain)
+            self._levels[key] = hit
+        return hit
 
     def numeric(self, attr: str) -> np.ndarray:
         """Attribute as float64 or int64 (missing values NaN; absent column all NaN)."""
@@ -199,57 +226,43 @@ class SegmentInstance:
         self.cnt = np.zeros((cap, self.h), dtype=int_dtype)
         self.tdt = []
         self.sum, self.min, self.max = [], [], []
-        nb = len(ev.starts)
-        # per level: batch ids with events, counts, per-target sums/min/max
+        # per level: {batch: (number of events, per-target (sum, min, max) or None)}
         self.level_batches: list[dict[int, tuple]] = []
-        masks = [(ev.type == t) & filter_mask(ev, f) for t, f in zip(self.types, filters, strict=True)]
         tvals = []
         for tg in self.targets:
-            if tg.attr is None:
-                vals = np.ones(len(ev), dtype=np.int64)
-            else:
-                vals = ev.numeric(tg.attr)
+            vals = np.ones(len(ev), dtype=np.int64) if tg.attr is None else ev.numeric(tg.attr)
             dt = np.float64 if vals.dtype.kind == "f" else int_dtype
             self.tdt.append(dt)
             tvals.append(vals)
             self.sum.append(np.zeros((cap, self.h), dtype=dt))
             self.min.append(np.full((cap, self.h), np.inf))
             self.max.append(np.full((cap, self.h), -np.inf))
-        self.batch_levels: dict[int, list[int]] = {}
-        for j, mask in enumerate(masks):
-            idx = np.flatnonzero(mask)
-            info: dict[int, tuple] = {}
-            if len(idx):
-                b = ev.batch_of[idx]
-                ub, first, counts = np.unique(b, return_index=True, return_counts=True)
-                per_t = []
-                for tg, vals in zip(self.targets, tvals, strict=True):
-                    if j in tg.levels:
-                        v = vals[idx]
-                        if v.dtype.kind == "f":
-                            vz = np.where(np.isnan(v), 0.0, v)
-                            vlo = np.where(np.isnan(v), np.inf, v)
-                            vhi = np.where(np.isnan(v), -np.inf, v)
-                        else:
-                            vz, vlo, vhi = v, v.astype(np.float64), v.astype(np.float64)
-                        s = np.add.reduceat(vz, first)
-                        lo = np.minimum.reduceat(vlo, first)
-                        hi = np.maximum.reduceat(vhi, first)
-                        per_t.append((s, lo, hi))
+        nt = len(self.targets)
+        for j, (t, f) in enumerate(zip(self.types, filters, strict=True)):
+            idx, ub, first, counts, plain = ev.level(t, f, nt)
+            if not any(j in tg.levels for tg in self.targets) or len(idx) == 0:
+                self.level_batches.append(plain)
+                continue
+            per_t = []
+            for tg, vals in zip(self.targets, tvals, strict=True):
+                if j in tg.levels:
+                    v = vals[idx]
+                    if v.dtype.kind == "f":
+                        vz = np.where(np.isnan(v), 0.0, v)
+                        vlo = np.where(np.isnan(v), np.inf, v)
+                        vhi = np.where(np.isnan(v), -np.inf, v)
                     else:
-                        per_t.append(None)
-                for i, bi in enumerate(ub.tolist()):
-                    tv = tuple(None if p is None else (p[0][i].item(), float(p[1][i]), float(p[2][i]))
-                               for p in per_t)
-                    info[bi] = (int(counts[i]), tv)
-                    self.batch_levels.setdefault(bi, []).append(j)
-            self.level_batches.append(info)
-        for lv in self.batch_levels.values():
-            lv.sort(reverse=True)
-        self.active_batches = set(self.batch_levels)
+                        vz, vlo, vhi = v, v.astype(np.float64), v.astype(np.float64)
+                    per_t.append((np.add.reduceat(vz, first).tolist(), np.minimum.reduceat(vlo, first).tolist(),
+                                  np.maximum.reduceat(vhi, first).tolist()))
+                else:
+                    per_t.append(None)
+            tv = [tuple(None if p is None else (p[0][i], p[1][i], p[2][i]) for p in per_t)
+                  for i in range(len(ub))]
+            self.level_batches.append(dict(zip(ub.tolist(), zip(counts.tolist(), tv, strict=True), strict=True)))
+        self.active_batches = set().union(*self.level_batches)
         self.start_batches = set(self.level_batches[0])
         self.attachments: dict[tuple, list] = {}
-        del nb
 
     # ------------------------------------------------------------------ storage
     def _grow(self) -> None:
@@ -286,10 +299,13 @@ class SegmentInstance:
         """Apply batch ``b`` to the existing START records (levels >= 2, last level first)."""
         live = slice(self.head, self.n)
         nlive = self.n - self.head
-        for j in self.batch_levels.get(b, ()):
-            if j == 0 or nlive == 0:
+        if nlive == 0:
+            return
+        for j in range(self.h - 1, 0, -1):
+            info = self.level_batches[j].get(b)
+            if info is None:
                 continue
-            k, tv = self.level_batches[j][b]
+            k, tv = info
             self.ops_update += k * nlive
             prev = self.cnt[live, j - 1]
             for ti in range(len(self.targets)):
@@ -388,20 +404,32 @@ def position_filters(query: Query) -> list[list[Filter]]:
 
 
 def choose_int_dtype(queries: Sequence[Query], ev: PartitionEvents) -> Any:
-    """int64 when no count or integer sum can reach 2^62 in this partition, else Python ints."""
+    """int64 when no count or integer sum can reach 2^62 in this partition, else Python ints.
+
+    Every count the kernels hold is at most the number of matches of some prefix inside one
+    window, so C(n_w, L) bounds them (n_w = most events inside one window span, L = longest pattern);
+    sums are at most that times the largest absolute integer attribute value.
+    """
     if len(ev) == 0:
         return np.int64
     longest = max(len(query_types(q)) for q in queries)
-    n = len(ev)
-    bound = math.comb(n, min(longest, n)) * max(1, n)
+    n_w = 0
+    for q in queries:
+        w = q.window
+        if w.slide is None:
+            n_w = len(ev)
+            break
+        ends = np.searchsorted(ev.ts, ev.ts + math.ceil(w.length), side="left")
+        n_w = max(n_w, int((ends - np.arange(len(ev))).max()))
+    bound = math.comb(n_w, min(longest, n_w)) * (n_w + 1)
     scale = 1
     for q in queries:
-        for ref, attr in query_targets(q):
+        for _, attr in query_targets(q):
             if attr is not None:
                 vals = ev.numeric(attr)
                 if vals.dtype.kind == "i" and len(vals):
                     scale = max(scale, int(np.abs(vals).max()))
-    return np.int64 if bound * scale * n < _INT64_SAFE else object
+    return np.int64 if bound * scale < _INT64_SAFE else object
 
 
 def cells_to_acc(acc: AggAccumulator, group: str, window: int, cnt, per: dict) -> None:

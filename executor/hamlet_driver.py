@@ -39,7 +39,7 @@ def _partition_fn(cls, policy, kernel: str):
     """The pandas function applied to one (partition, window) group of events."""
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        from cepopt.executor.greta import Scope, greta_class, _norm_key
+        from cepopt.executor.greta import Scope, _norm_key, greta_class
         from cepopt.executor.hamlet_kernel import hamlet_class
 
         pdf = pdf.sort_values("ts", kind="stable").reset_index(drop=True)
@@ -52,6 +52,11 @@ def _partition_fn(cls, policy, kernel: str):
         start = time.perf_counter()
         if kernel == "greta":
             greta_class(cls, scope, accs, metrics)
+        elif kernel == "gloria":
+            from cepopt.executor.gloria_kernel import gloria_class
+
+            gloria_class(cls, scope, policy, accs, metrics)
+            metrics["greta_queries"] = len(metrics.get("greta_queries", ()))
         else:
             hamlet_class(cls, scope, policy, accs, metrics, decisions)
         metrics["kernel_s"] = time.perf_counter() - start
@@ -71,7 +76,8 @@ def _partition_fn(cls, policy, kernel: str):
 
 
 def run_classes(classes, policy, events, spark, kernel: str = "hamlet") -> tuple[pd.DataFrame, dict]:
-    """Run every class on Spark; returns the results table and the summed counters."""
+    """Run every class on Spark; returns the results table and the summed counters. ``kernel``:
+    "hamlet" (``policy`` a Hamlet policy), "greta", or "gloria" (``policy`` a GloriaPlan)."""
     from pyspark.sql import functions as F
 
     accs = {cq.name: AggAccumulator(cq.query) for cls in classes for cq in cls.queries}

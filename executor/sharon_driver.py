@@ -184,8 +184,12 @@ def execute(problem, plan, events, spark, *, windows_per_block: int | None = 64)
             out = sdf.repartition(1).mapInPandas(lambda it, fn=fn: _single(it, fn), OUT_SCHEMA)
         frames.append(out)
     rows = []
-    for out in frames:
-        rows.extend((r["query"], r["grp"], r["window"], r["payload"]) for r in out.collect())
+    if frames:
+        union = frames[0]
+        for out in frames[1:]:
+            union = union.unionByName(out)
+        # one job: only the partial aggregates and the operation counts reach the driver
+        rows = [(r["query"], r["grp"], r["window"], r["payload"]) for r in union.collect()]
     results, metrics = _merge(queries, rows)
     elapsed = time.perf_counter() - start
     ops = int(metrics["update"] + metrics["combine"])

@@ -149,17 +149,31 @@ def sharon_partition(queries: Sequence[Query], plan, events: pd.DataFrame, key: 
     next_k = {q.name: 0 for q in queries}
     ops = {"update": 0, "combine": 0}
 
+    cache: dict[tuple, object] = {}
+
     def boundary(qname: str, k: int, w: int):
         """Sum over Seg_k START rows (time >= start of w) of H^(k-1) (x) Full: (cnt, per)."""
         chain = segs[qname]
-        inst = insts[chain[k - 1][2]]
+        ik = chain[k - 1][2]
+        tids = q_tids[qname][k - 1]
+        if k == 1:
+            # H^(0) = ONE: the sum depends only on the instance, targets and window, so queries whose
+            # first segment is one shared instance read it once per batch (spec §7.4)
+            ckey = (ik, tuple(tids), w)
+            if ckey in cache:
+                return cache[ckey]
+        inst = insts[ik]
         frame = frames[qname]
         rows = inst.rows_from(frame.start(w))
         if rows.start >= rows.stop:
-            return None
-        ops["combine"] += rows.stop - rows.start
-        prev = inst.attachments[(qname, k - 1)] if k > 1 else None
-        return combine(inst, rows, q_tids[qname][k - 1], prev, w % frame.slots)
+            res = None
+        else:
+            ops["combine"] += rows.stop - rows.start
+            prev = inst.attachments[(qname, k - 1)] if k > 1 else None
+            res = combine(inst, rows, tids, prev, w % frame.slots)
+        if k == 1:
+            cache[ckey] = res
+        return res
 
     def close(qname: str, limit_k: int) -> None:
         """Close windows next_k..limit_k of query qname."""
@@ -193,23 +207,39 @@ def sharon_partition(queries: Sequence[Query], plan, events: pd.DataFrame, key: 
         for k in range(1, len(chain)):
             snap_for[chain[k][2]].append((q.name, k))
 
-    all_batches = sorted(set().union(*(i.active_batches for i in insts.values()))) if insts else []
-    for b in all_batches:
+    # queries grouped by window frame: windows close for all of them at the same time stamps
+    frame_groups: dict[tuple, list[str]] = {}
+    for q in queries:
+        f = frames[q.name]
+        frame_groups.setdefault((f.length, f.slide, f.offset), []).append(q.name)
+    close_at = {fk: frames[names[0]].end(0) for fk, names in frame_groups.items()}
+    by_batch: dict[int, list[tuple]] = {}
+    for ik, inst in insts.items():
+        for b in inst.active_batches:
+            by_batch.setdefault(b, []).append(ik)
+    for b in sorted(by_batch):
         t = int(ev.batch_ts[b])
+        active = by_batch[b]
+        cache.clear()
         # 1. close the windows that end at or before t
         closed = False
-        for q in queries:
-            limit = frames[q.name].k_lo(t) - 1
-            if limit >= next_k[q.name]:
-                close(q.name, limit)
-                closed = True
+        for fk, names in frame_groups.items():
+            if t < close_at[fk]:
+                continue
+            frame = frames[names[0]]
+            limit = frame.k_lo(t) - 1
+            for qname in names:
+                if limit >= next_k[qname]:
+                    close(qname, limit)
+            close_at[fk] = frame.end(limit + 1)
+            closed = True
         if closed:
             expire()
+            cache.clear()
         # 2. snapshots for the new START records of boundary segments (state before time t)
         pending: dict[tuple, list] = {}
-        for ik, inst in insts.items():
-            if b not in inst.start_batches:
-                continue
+        starting = [ik for ik in active if b in insts[ik].start_batches]
+        for ik in starting:
             for qname, k in snap_for[ik]:
                 frame = frames[qname]
                 vals = []
@@ -219,13 +249,11 @@ def sharon_partition(queries: Sequence[Query], plan, events: pd.DataFrame, key: 
                         vals.append((w, res))
                 pending[(ik, qname, k)] = vals
         # 3. updates of every instance active at t, each once
-        for inst in insts.values():
-            if b in inst.active_batches:
-                inst.update(b)
+        for ik in active:
+            insts[ik].update(b)
         # 4. new START records and their boundary maps
-        for ik, inst in insts.items():
-            if b not in inst.start_batches:
-                continue
+        for ik in starting:
+            inst = insts[ik]
             r = inst.add_start(b)
             for qname, k in snap_for[ik]:
                 arrs = inst.attachments[(qname, k)]

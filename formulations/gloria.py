@@ -82,10 +82,14 @@ def solve_cpsat_gloria(graph: CandidateGraph, *, time_limit: float | None, seed:
     scale = _scale(lm)
     model = cp_model.CpModel()
     x = [[model.NewBoolVar(f"x{p}_{j}") for j in range(len(row))] for p, row in enumerate(lm.unary)]
-    terms = []
+    coeffs: list[int] = []
+    variables: list = []
     for p, row in enumerate(lm.unary):
         model.AddExactlyOne(x[p])
-        terms += [(round(w * scale), x[p][j]) for j, w in enumerate(row)]
+        for j, w in enumerate(row):
+            if round(w * scale):
+                coeffs.append(round(w * scale))
+                variables.append(x[p][j])
     n_y = 0
     for (a, b), table in lm.pairs.items():
         out: dict[int, list] = {}
@@ -95,13 +99,14 @@ def solve_cpsat_gloria(graph: CandidateGraph, *, time_limit: float | None, seed:
             n_y += 1
             out.setdefault(i, []).append(y)
             inc.setdefault(j, []).append(y)
-            if w:
-                terms.append((round(w * scale), y))
+            if round(w * scale):
+                coeffs.append(round(w * scale))
+                variables.append(y)
         for i in range(len(lm.unary[a])):
-            model.Add(sum(out.get(i, [])) == x[a][i])
+            model.Add(cp_model.LinearExpr.Sum(out.get(i, [])) == x[a][i])
         for j in range(len(lm.unary[b])):
-            model.Add(sum(inc.get(j, [])) == x[b][j])
-    model.Minimize(sum(c * v for c, v in terms if c))
+            model.Add(cp_model.LinearExpr.Sum(inc.get(j, [])) == x[b][j])
+    model.Minimize(cp_model.LinearExpr.WeightedSum(variables, coeffs))
     hints = None
     if hint is not None:
         hints = [(x[p][j], int(j == hint[p])) for p in range(len(x)) for j in range(len(x[p]))]

@@ -62,6 +62,8 @@ class ModelOutcome:
     stats: dict = field(default_factory=dict)
     message: str = ""
     log_ratio: float = 0.0
+    #: ln of the cost the MILP itself assigns at the end (surrogate + constants), for solve()'s cross-check
+    solver_log: float | None = None
 
 
 def _edges(conj: Conjunct) -> list[tuple[int, int]]:
@@ -118,6 +120,7 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
     stats: dict = {"backend": backend, "iterations": 0, "binaries": n * (n - 1),
                    "continuous_y": len(edges) * (n - 1), "cuts": 0}
     lb_log = -math.inf
+    last_obj_log = -math.inf
     status = "feasible"
     for it in range(1, int(max_iters) + 1):
         left = _remaining(deadline)
@@ -125,9 +128,9 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
             break
         sigma = best_log
         prob = pulp.LpProblem("m_ord", pulp.LpMinimize)
-        x = {(i, k): pulp.LpVariable(f"x_{i}_{k}", cat="Binary") for i in range(n) for k in range(1, n)}
-        y = {(e, k): pulp.LpVariable(f"y_{e}_{k}", 0, 1) for e in range(len(edges)) for k in range(1, n)}
-        u = {k: pulp.LpVariable(f"u_{k}", 0) for k in range(1, n)}
+        x = {(i, k): prob.add_variable(f"x_{i}_{k}", cat="Binary") for i in range(n) for k in range(1, n)}
+        y = {(e, k): prob.add_variable(f"y_{e}_{k}", 0, 1) for e in range(len(edges)) for k in range(1, n)}
+        u = {k: prob.add_variable(f"u_{k}", 0) for k in range(1, n)}
         objective = pulp.lpSum(u.values())
         for k in range(1, n):
             prob += pulp.lpSum(x[i, k] for i in range(n)) == k, f"size_{k}"
@@ -151,7 +154,7 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
             for i in range(n):
                 if i == t:
                     continue
-                d = pulp.LpVariable(f"d_{i}", 0, 1)
+                d = prob.add_variable(f"d_{i}", 0, 1)
                 for k in range(1, n):
                     prob += d >= x[t, k] - x[i, k], f"lat_{i}_{k}"
                 weight = la + float(conj.lc[i]) - sigma
@@ -174,6 +177,8 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
             best, best_log = order, val
         if res.bound is not None and res.bound > 0:
             lb_log = max(lb_log, sigma + math.log(res.bound))
+        if res.objective is not None and res.objective > 0:
+            last_obj_log = sigma + math.log(res.objective)
         if res.status == "optimal" and best_log - lb_log <= -math.log1p(-tol):
             status = "optimal"
             break
@@ -188,7 +193,9 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
     lb_total = float(np.logaddexp(lb_log, const)) if lb_log > -math.inf else const
     stats["lower_bound_log_cost"] = lb_total
     ratio = 0.0 if status == "optimal" else max(ub_total - lb_total, 0.0)
-    return ModelOutcome(best, status, stats, "" if status == "optimal" else "optimum not proven", ratio)
+    solver_log = float(np.logaddexp(last_obj_log, const)) if status == "optimal" else None
+    return ModelOutcome(best, status, stats, "" if status == "optimal" else "optimum not proven", ratio,
+                        solver_log)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,6 +245,7 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
     cuts = {j: _initial_cuts(best_log) for j in range(root)}
     stats: dict = {"backend": backend, "iterations": 0, "cuts": 0}
     lb_log = -math.inf
+    last_obj_log = -math.inf
     status = "feasible"
     for it in range(1, int(max_iters) + 1):
         left = _remaining(deadline)
@@ -245,12 +253,12 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
             break
         sigma = best_log
         prob = pulp.LpProblem("m_bushy", pulp.LpMinimize)
-        lv = {(i, j): pulp.LpVariable(f"l_{i}_{j}", cat="Binary") for i in range(n) for j in range(J)}
-        mv = {(p, j): pulp.LpVariable(f"m_{p}_{j}", cat="Binary") for j in range(J) for p in range(j)}
-        sv = {(i, j): pulp.LpVariable(f"s_{i}_{j}", 0, 1) for i in range(n) for j in range(J)}
-        wv = {(i, p, j): pulp.LpVariable(f"w_{i}_{p}_{j}", 0, 1)
+        lv = {(i, j): prob.add_variable(f"l_{i}_{j}", cat="Binary") for i in range(n) for j in range(J)}
+        mv = {(p, j): prob.add_variable(f"m_{p}_{j}", cat="Binary") for j in range(J) for p in range(j)}
+        sv = {(i, j): prob.add_variable(f"s_{i}_{j}", 0, 1) for i in range(n) for j in range(J)}
+        wv = {(i, p, j): prob.add_variable(f"w_{i}_{p}_{j}", 0, 1)
               for i in range(n) for j in range(J) for p in range(j)}
-        u = {j: pulp.LpVariable(f"u_{j}", 0) for j in range(root)}
+        u = {j: prob.add_variable(f"u_{j}", 0) for j in range(root)}
         for i in range(n):
             prob += pulp.lpSum(lv[i, j] for j in range(J)) == 1, f"leaf_{i}"
         for p in range(root):
@@ -271,7 +279,7 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
                 prob += (pulp.lpSum(sv[i, j] for i in range(n))
                          <= pulp.lpSum(sv[i, j + 1] for i in range(n))), f"sym_{j}"
         for j in range(root):
-            yv = {e: pulp.LpVariable(f"y_{e}_{j}", 0, 1) for e in range(len(edges))}
+            yv = {e: prob.add_variable(f"y_{e}_{j}", 0, 1) for e in range(len(edges))}
             for e, (i, k2) in enumerate(edges):
                 prob += yv[e] <= sv[i, j], f"ya_{e}_{j}"
                 prob += yv[e] <= sv[k2, j], f"yb_{e}_{j}"
@@ -296,6 +304,8 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
             best, best_log = tree, val
         if res.bound is not None and res.bound > 0:
             lb_log = max(lb_log, sigma + math.log(res.bound))
+        if res.objective is not None and res.objective > 0:
+            last_obj_log = sigma + math.log(res.objective)
         if res.status == "optimal" and best_log - lb_log <= -math.log1p(-tol):
             status = "optimal"
             break
@@ -311,7 +321,9 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
     lb_total = float(np.logaddexp(lb_log, const)) if lb_log > -math.inf else const
     stats["lower_bound_log_cost"] = lb_total
     ratio = 0.0 if status == "optimal" else max(ub_total - lb_total, 0.0)
-    return ModelOutcome(best, status, stats, "" if status == "optimal" else "optimum not proven", ratio)
+    solver_log = float(np.logaddexp(last_obj_log, const)) if status == "optimal" else None
+    return ModelOutcome(best, status, stats, "" if status == "optimal" else "optimum not proven", ratio,
+                        solver_log)
 
 
 def _min_leaf(t: Any) -> int:

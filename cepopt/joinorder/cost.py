@@ -42,7 +42,8 @@ from cepopt.joinorder.plans import Disjunction, Order, Tree, left_deep
 from cepopt.joinorder.problem import Conjunct, JoinOrderProblem
 
 __all__ = [
-    "all_node_logs", "log_order_objective", "cost_bj", "cost_ldj", "cost_ord", "cost_tree", "lat_ord", "lat_tree", "leaf_log",
+    "all_node_logs", "cost_bj", "cost_ldj", "cost_ord", "cost_tree", "lat_ord", "lat_tree", "leaf_log",
+    "log_order_objective", "log_trpt_lat_tree",
     "log_cost", "log_cost_bj", "log_cost_ldj", "log_cost_ord", "log_cost_tree", "log_lat_ord",
     "log_lat_tree", "log_node", "logsumexp", "next_ord", "next_tree", "order_logs", "plan_indices",
     "to_jqpg", "from_jqpg", "combine",

@@ -271,7 +271,7 @@ def _model_method(problem, solve_one, kind: str, time_limit, name: str) -> Metho
     if kind == "tree":
         problem.tree_cost("tree")
     deadline = _deadline(time_limit)
-    plans, stats_all, statuses, ratios = [], [], [], []
+    plans, stats_all, statuses, ratios, solver = [], [], [], [], []
     for c in problem.conjuncts:
         out = solve_one(c, _remaining(deadline))
         if out.plan is None:
@@ -280,12 +280,18 @@ def _model_method(problem, solve_one, kind: str, time_limit, name: str) -> Metho
         stats_all.append(out.stats)
         statuses.append(out.status)
         ratios.append(out.log_ratio)
+        solver.append(out.solver_log)
     stats = stats_all[0] if len(stats_all) == 1 else {"conjuncts": stats_all}
     log_ratio = max(ratios)
     stats["cost_ratio"] = math.exp(log_ratio) if log_ratio < 700 else math.inf
     stats["cost_gap"] = -math.expm1(-log_ratio)
     exact = all(s == "optimal" for s in statuses)
-    result = _result(problem, plans, exact, stats)
+    if all(v is not None for v in solver):
+        # The MILP's own objective (tangent surrogate + constants) is cross-checked by solve().
+        stats["objective_tolerance"] = 1e-6
+    result = _result(problem, plans, exact, stats,
+                     solver if all(v is not None for v in solver) and problem.cost in ("auto", "ord", "tree")
+                     else None)
     if not exact:
         value = evaluate(problem, result.plan)
         # A lower bound on the cost: each conjunct's cost divided by its proven ratio.

@@ -37,7 +37,7 @@ def workloads(draw, conditions=True):
     k = draw(st.integers(2, 4))
     kleene = draw(st.sampled_from("AB"))
     queries = []
-    for i in range(k):
+    for _ in range(k):
         others = [t for t in TYPES if t != kleene]
         x = draw(st.sampled_from(others))
         y = draw(st.sampled_from([None] + [t for t in others if t != x]))

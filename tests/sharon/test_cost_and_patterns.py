@@ -17,7 +17,6 @@ from cepopt.sharon.problem import SharonProblem
 from cepopt.solve import solve
 from cepopt.syntax import parse_queries
 
-
 WINDOW = Window(10)
 
 

@@ -165,10 +165,11 @@ def test_examples_13_15_expansion(fig4, fig4_problem, expected, labels):
     # with rates instead of the injected weights the expansion enumerates 17 options
     params = {k: val for k, val in fig4.params.items() if k != "weights"}
     expanded = build(fig4.replace(params={**params, "expand": True}))
+    assert len(expanded.graph) <= exp["vertices_before_filter"]
     assert expanded.expansion_stats["options"] == exp["vertices_before_filter"]
     # injected weights exist only for full candidates: expanding them is a clear error
     with pytest.raises(CepoptError, match="expand=false"):
-        build(fig4, expand=True)
+        _ = build(fig4, expand=True).graph
 
 
 def test_solve_with_param_expand_strings(fig4):

@@ -1,0 +1,149 @@
+"""Random join-order instances: one pattern with rates and selectivities in the paper's ranges.
+
+Kolchinsky & Schuster §7.2 (synthetic regeneration, spec §5.2 [R]): n distinct event types, rates
+``r_i ~ U[1, 45]`` events/s, ⌊n/2⌋ distinct random pairs carrying a predicate (``e_i.v < e_j.v``)
+with selectivity log-uniform in [0.002, 0.88] [R-SEL-DIST], window W = 20 min = 1200 s, no filters.
+
+Presets (explicit flags override them):
+
+* ``paper``: the distributions above, W = 1200 s.
+* ``small-window``: the same with W = 0.1 s (W r < 5: the intermediate terms, not the final PM(n),
+  dominate the cost, so plans differ more).
+* ``dense``: a quarter of all pairs carry predicates, selectivity uniform in [0.5, 0.95].
+
+Pattern kinds: ``seq`` (pure sequence, default), ``and`` (conjunction), ``nested``
+(``SEQ(e1, .., AND(.., en))``: the second half is unordered), ``or`` (a disjunction of three
+sequences splitting the n events as evenly as possible [R-DISJ]). ``--kleene K`` puts K events under
+KL and ``--negation K`` adds K negated events (extra types, not counted in n).
+
+>>> inst = make_instance(5, seed=1)
+>>> inst.problem, len(inst.workload[0].pattern.items), inst.params
+('joinorder', 5, {})
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+
+from cepopt.errors import CepoptError
+from cepopt.instance import Instance
+from cepopt.model import (
+    And,
+    AttrRef,
+    Condition,
+    Kleene,
+    Not,
+    Or,
+    Query,
+    Seq,
+    Statistics,
+    Type,
+    Window,
+    Workload,
+)
+
+__all__ = ["PRESETS", "configure", "generate", "make_instance"]
+
+PRESETS: dict[str, dict] = {
+    "paper": {"window": 1200.0, "rate_min": 1.0, "rate_max": 45.0, "sel_min": 0.002, "sel_max": 0.88,
+              "sel_dist": "loguniform", "pairs": "half"},
+    "small-window": {"window": 0.1, "rate_min": 1.0, "rate_max": 45.0, "sel_min": 0.002, "sel_max": 0.88,
+                     "sel_dist": "loguniform", "pairs": "half"},
+    "dense": {"window": 1200.0, "rate_min": 1.0, "rate_max": 45.0, "sel_min": 0.5, "sel_max": 0.95,
+              "sel_dist": "uniform", "pairs": "quarter"},
+}
+KINDS = ("seq", "and", "nested", "or")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--size", type=int, default=6, help="number of positive events n (default 6)")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="paper",
+                        help="paper (default), small-window (W = 0.1 s) or dense (1/4 of pairs, sel 0.5-0.95)")
+    parser.add_argument("--kind", choices=KINDS, default="seq", help="pattern kind (default seq)")
+    parser.add_argument("--kleene", type=int, default=0, help="events under KL (default 0)")
+    parser.add_argument("--negation", type=int, default=0, help="extra negated events (default 0)")
+    parser.add_argument("--window", type=float, default=None, help="window W in seconds")
+    parser.add_argument("--rate-min", type=float, default=None, help="smallest rate (events/s)")
+    parser.add_argument("--rate-max", type=float, default=None, help="largest rate (events/s)")
+    parser.add_argument("--sel-min", type=float, default=None, help="smallest predicate selectivity")
+    parser.add_argument("--sel-max", type=float, default=None, help="largest predicate selectivity")
+    parser.add_argument("--sel-dist", choices=("loguniform", "uniform"), default=None,
+                        help="selectivity distribution")
+    parser.add_argument("--predicates", type=int, default=None,
+                        help="number of predicate pairs (default: preset, n/2 or n(n-1)/8)")
+
+
+def generate(args: argparse.Namespace) -> Instance:
+    opts = {k: getattr(args, k.replace("-", "_"), None) for k in
+            ("window", "rate_min", "rate_max", "sel_min", "sel_max", "sel_dist", "predicates")}
+    return make_instance(args.size, seed=args.seed if args.seed is not None else 0, preset=args.preset,
+                         kind=args.kind, kleene=args.kleene, negation=args.negation,
+                         **{k: v for k, v in opts.items() if v is not None})
+
+
+def make_instance(n: int, *, seed: int = 0, preset: str = "paper", kind: str = "seq", kleene: int = 0,
+                  negation: int = 0, window: float | None = None, rate_min: float | None = None,
+                  rate_max: float | None = None, sel_min: float | None = None, sel_max: float | None = None,
+                  sel_dist: str | None = None, predicates: int | None = None) -> Instance:
+    """A random instance (see the module docstring); every draw comes from ``random.Random(seed)``."""
+    if preset not in PRESETS:
+        raise CepoptError(f"--preset: unknown preset {preset!r} (use one of {', '.join(PRESETS)})")
+    if kind not in KINDS:
+        raise CepoptError(f"--kind: unknown pattern kind {kind!r} (use one of {', '.join(KINDS)})")
+    cfg = dict(PRESETS[preset])
+    for key, value in (("window", window), ("rate_min", rate_min), ("rate_max", rate_max),
+                       ("sel_min", sel_min), ("sel_max", sel_max), ("sel_dist", sel_dist)):
+        if value is not None:
+            cfg[key] = value
+    if n < 1:
+        raise CepoptError(f"--size: must be >= 1, got {n}")
+    if kind == "or" and n < 3:
+        raise CepoptError("--size: a disjunction of three sequences needs n >= 3")
+    if not 0 <= kleene <= n or negation < 0:
+        raise CepoptError(f"--kleene must be in 0..n and --negation >= 0, got {kleene}, {negation}")
+    if not (cfg["window"] > 0 and 0 < cfg["rate_min"] <= cfg["rate_max"]):
+        raise CepoptError("--window must be > 0 and 0 < --rate-min <= --rate-max")
+    if not 0 < cfg["sel_min"] <= cfg["sel_max"] <= 1:
+        raise CepoptError("selectivities must satisfy 0 < --sel-min <= --sel-max <= 1")
+    rng = random.Random(seed)
+    names = [f"e{i + 1}" for i in range(n)]
+    types = [f"T{i + 1}" for i in range(n)]
+    rates = {t: round(rng.uniform(cfg["rate_min"], cfg["rate_max"]), 4) for t in types}
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    if predicates is None:
+        predicates = n // 2 if cfg["pairs"] == "half" else max(1, len(pairs) // 4) if pairs else 0
+    predicates = min(max(predicates, 0), len(pairs))
+    chosen = sorted(rng.sample(pairs, predicates))
+    sels = {}
+    for i, j in chosen:
+        if cfg["sel_dist"] == "loguniform":
+            s = math.exp(rng.uniform(math.log(cfg["sel_min"]), math.log(cfg["sel_max"])))
+        else:
+            s = rng.uniform(cfg["sel_min"], cfg["sel_max"])
+        sels[f"{names[i]},{names[j]}"] = round(s, 6)
+    kl = set(rng.sample(range(n), kleene))
+    leaves: list = [Kleene(Type(t, v)) if i in kl else Type(t, v) for i, (t, v) in enumerate(zip(types, names,
+                                                                                               strict=True))]
+    for k in range(negation):
+        t, v = f"N{k + 1}", f"n{k + 1}"
+        rates[t] = round(rng.uniform(cfg["rate_min"], cfg["rate_max"]), 4)
+        leaves.insert(rng.randint(0, len(leaves)), Not(Type(t, v)))
+    if kind == "seq":
+        pattern = Seq(tuple(leaves))
+    elif kind == "and":
+        pattern = And(tuple(leaves))
+    elif kind == "nested":
+        half = max(1, len(leaves) // 2)
+        pattern = Seq((*leaves[:half], And(tuple(leaves[half:])))) if len(leaves) > half + 1 else Seq(
+            tuple(leaves))
+    else:
+        cuts = [round(len(leaves) * k / 3) for k in range(4)]
+        pattern = Or(tuple(Seq(tuple(leaves[cuts[k]:cuts[k + 1]])) for k in range(3)))
+    where = tuple(Condition(AttrRef("v", names[i]), "<", AttrRef("v", names[j])) for i, j in chosen)
+    query = Query(pattern, Window(cfg["window"]), where=where, name="q1")
+    desc = (f"random joinorder instance: n={n}, preset={preset}, kind={kind}, kleene={kleene}, "
+            f"negation={negation}, seed={seed}")
+    return Instance("joinorder", Workload((query,)), Statistics(rates=rates, selectivities=sels),
+                    name=f"joinorder-{preset}-{kind}-n{n}-s{seed}", description=desc)

@@ -1,0 +1,123 @@
+"""executor.api: ExecutionResult, plan loading, results files, dispatch; the Spark driver equals the
+in-process kernels and brute force (spark marker)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from cepopt.errors import CepoptError, NotBuiltError
+from cepopt.executor.api import ExecutionResult, driver_module, load_plan, write_results
+from cepopt.executor.reference import reference_results
+from cepopt.executor.results import compare_results, results_frame
+from cepopt.executor.sharon_driver import execute_local
+from cepopt.executor.streams import resolve_stream_pandas
+from cepopt.instance import from_json
+from cepopt.sharon.plan import SharonPlan
+from cepopt.solve import build_problem
+
+QUERIES = [
+    "q1: RETURN COUNT(*), SUM(A.v), MAX(C.v) PATTERN SEQ(A, B, C) WHERE [g] AND A.v > 20 GROUP-BY h "
+    "WITHIN 6 SLIDE 2",
+    "q2: RETURN COUNT(*), AVG(B.v), COUNT(B) PATTERN SEQ(A, B, D) WHERE [g] AND A.v > 20 GROUP-BY h "
+    "WITHIN 6 SLIDE 2",
+    "q3: RETURN COUNT(*), MIN(D.v) PATTERN SEQ(D, A, B) WHERE [g] AND A.v > 20 GROUP-BY h WITHIN 6 SLIDE 2",
+    "q4: RETURN COUNT(*) PATTERN SEQ(B, C) WITHIN 5 SLIDE 5",
+]
+STREAM = "gen:workload:events=300,seed=2,groups=2"
+
+
+@pytest.fixture(scope="module")
+def instance():
+    return from_json({"problem": "sharon", "name": "api-test", "queries": QUERIES,
+                      "statistics": {"rates": {"A": 3, "B": 3, "C": 1, "D": 1}}})
+
+
+def test_execution_result_digest_and_summary():
+    df = results_frame([("q", "", 0, "COUNT(*)", 3)])
+    r = ExecutionResult(df, 10, 12.5, 0.1, {"mode": "local"})
+    assert r.digest() == ExecutionResult(df.copy(), 1, None, 9.0).digest()
+    assert "operations (measured): 10" in r.summary() and "mode: local" in r.summary()
+
+
+def test_missing_driver_is_not_built():
+    with pytest.raises(NotBuiltError, match="executor for family nosuch is not built yet"):
+        driver_module("nosuch")
+
+
+def test_load_plan_variants(instance, tmp_path):
+    fam, problem, _ = build_problem(instance)
+    plan, info = load_plan(fam, problem, instance, "nonshared")
+    assert plan == SharonPlan.empty() and info["plan_source"] == "nonshared"
+    plan, info = load_plan(fam, problem, instance, "greedy")
+    assert info["method"] == "greedy" and info["objective"] is not None
+    saved = tmp_path / "plan.json"
+    saved.write_text(json.dumps(plan.to_json()))
+    assert load_plan(fam, problem, instance, str(saved))[0] == plan
+    saved.write_text(json.dumps({"method": "greedy", "status": "feasible", "plan": plan.to_json()}))
+    assert load_plan(fam, problem, instance, str(saved))[0] == plan
+    with pytest.raises(CepoptError, match="no such plan file"):
+        load_plan(fam, problem, instance, str(tmp_path / "none.json"))
+    with pytest.raises(CepoptError, match="unknown method"):
+        load_plan(fam, problem, instance, "no-such-method")
+
+
+def test_write_results_keeps_big_ints_exact(tmp_path):
+    df = results_frame([("q", "", 0, "COUNT(*)", 2 ** 80), ("q", "", 0, "AVG(B.v)", 0.5)])
+    write_results(df, tmp_path / "r.csv")
+    back = pd.read_csv(tmp_path / "r.csv", dtype={"value": str})
+    assert back["value"].tolist() == ["0.5", str(2 ** 80)] or back["value"].tolist() == [str(2 ** 80), "0.5"]
+    write_results(df, tmp_path / "r.parquet")
+    assert len(pd.read_parquet(tmp_path / "r.parquet")) == 2
+    with pytest.raises(CepoptError, match="unknown results format"):
+        write_results(df, tmp_path / "r.txt")
+
+
+def test_local_driver_equals_brute_force_under_every_plan(instance):
+    fam, problem, _ = build_problem(instance)
+    events = resolve_stream_pandas(STREAM, instance)
+    expected = reference_results(instance.workload, events)
+    digests = set()
+    for plan in (SharonPlan.empty(), SharonPlan.of([(("A", "B"), {"q1", "q2", "q3"})]),
+                 SharonPlan.of([(("A", "B"), {"q1", "q2"})])):
+        for block in (None, 2, 64):
+            r = execute_local(problem, plan, events, windows_per_block=block)
+            assert compare_results(expected, r.results) == []
+            digests.add(r.digest())
+    assert len(digests) == 1
+
+
+@pytest.mark.spark
+def test_spark_driver_equals_local_kernels(instance, spark, tmp_path):
+    from cepopt.executor.api import execute, execute_command
+
+    fam, problem, _ = build_problem(instance)
+    events = resolve_stream_pandas(STREAM, instance)
+    plan = SharonPlan.of([(("A", "B"), {"q1", "q2", "q3"})])
+    local = execute_local(problem, plan, events, windows_per_block=2)
+    remote = execute(instance, plan, events, spark=spark, windows_per_block=2)
+    assert compare_results(local.results, remote.results) == []
+    assert remote.digest() == local.digest()
+    assert remote.operations == local.operations and remote.metrics["mode"] == "spark"
+    out = execute_command(instance, "nonshared", STREAM, output=str(tmp_path / "res.csv"))
+    assert out["results_digest"] == local.digest()
+    assert out["results_rows"] == len(local.results) and out["operations"] > 0
+    assert out["predicted_cost"] is not None and out["plan"] == []
+    assert (tmp_path / "res.csv").is_file()
+
+
+@pytest.mark.spark
+def test_execute_embedded_stream_example3(spark):
+    from cepopt.errors import CepoptError
+    from cepopt.executor.api import execute
+    from cepopt.instances import load
+
+    try:
+        inst = load("sharon-example3")
+    except CepoptError:
+        pytest.skip("sharon-example3 is not bundled")
+    r = execute(inst, SharonPlan.of([(("A", "B"), set(inst.workload.names))]), spark=spark)
+    q1 = r.results[(r.results["query"] == "q1") & (r.results["aggregate"] == "COUNT(*)")]
+    assert q1["value"].tolist() == [7]

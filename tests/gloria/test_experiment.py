@@ -1,0 +1,17 @@
+"""The gloria-optimizers benchmark in its --quick form."""
+
+from __future__ import annotations
+
+from cepopt.experiments.framework import get_experiment, run_experiment
+
+
+def test_quick_benchmark(tmp_path):
+    out = run_experiment(get_experiment("gloria-optimizers"), quick=True, out_dir=tmp_path, progress=False)
+    df = out.frame
+    assert set(df["run"]) >= {"gloria", "cpsat-safe", "milp-safe", "greedy"}
+    obj = df.pivot_table(index="instance", columns="run", values="objective", aggfunc="first")
+    assert (obj["cpsat-safe"] <= obj["gloria"] + 1e-9).all()
+    assert (obj["milp-safe"] == obj["cpsat-safe"]).all()
+    text = out.markdown_path.read_text()
+    assert "strictly cheaper than the published search" in text
+    assert (tmp_path / "gloria-optimizers-time.png").exists()

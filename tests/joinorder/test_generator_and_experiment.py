@@ -1,0 +1,63 @@
+"""The generator (`cepopt generate joinorder`) and the quick form of `cepopt experiment joinorder-scaling`."""
+
+import argparse
+import math
+
+import pytest
+
+from cepopt.errors import CepoptError
+from cepopt.instance import from_json, to_json
+from cepopt.instances import joinorder_generator as gen
+from cepopt.solve import solve
+
+
+def _args(**kw):
+    parser = argparse.ArgumentParser()
+    gen.configure(parser)
+    ns = parser.parse_args([])
+    ns.seed = kw.pop("seed", 0)
+    for k, v in kw.items():
+        setattr(ns, k, v)
+    return ns
+
+
+@pytest.mark.parametrize("preset", sorted(gen.PRESETS))
+@pytest.mark.parametrize("kind", gen.KINDS)
+def test_generated_instances_solve_and_round_trip(preset, kind):
+    inst = gen.generate(_args(size=6, seed=3, preset=preset, kind=kind, kleene=1, negation=1))
+    again = from_json(to_json(inst))
+    assert to_json(again) == to_json(inst)
+    assert to_json(gen.generate(_args(size=6, seed=3, preset=preset, kind=kind, kleene=1, negation=1))) == \
+        to_json(inst)  # seed-only randomness
+    s = solve(again, "dp-ld")
+    assert s.status in ("optimal", "feasible") and math.isfinite(s.objective)
+
+
+def test_preset_shapes():
+    paper = gen.make_instance(10, seed=1)
+    assert paper.workload[0].window.length == 1200
+    assert len(paper.statistics.selectivities) == 5
+    assert all(0.002 <= v <= 0.88 for _, v in paper.statistics.selectivities)
+    assert gen.make_instance(10, seed=1, preset="small-window").workload[0].window.length == 0.1
+    dense = gen.make_instance(10, seed=1, preset="dense")
+    assert len(dense.statistics.selectivities) == 45 // 4
+    assert all(0.5 <= v <= 0.95 for _, v in dense.statistics.selectivities)
+    with pytest.raises(CepoptError):
+        gen.make_instance(0)
+    with pytest.raises(CepoptError):
+        gen.make_instance(4, preset="nope")
+
+
+def test_quick_experiment(tmp_path):
+    from cepopt.experiments.framework import get_experiment, run_experiment
+
+    exp = get_experiment("joinorder-scaling")
+    out = run_experiment(exp, quick=True, out_dir=tmp_path, progress=False)
+    df = out.frame
+    assert set(df["method"]) >= {"dp-ld", "dp-b", "greedy", "milp-order", "milp-tree"}
+    exact = df[df["method"].isin(["dp-ld", "dp-b", "milp-order", "milp-tree"])]
+    assert (exact["status"] == "optimal").all()
+    assert (df["cost_ratio"].dropna() >= 1 - 1e-9).all()
+    assert (exact["cost_ratio"] - 1).abs().max() < 1e-6
+    assert out.markdown_path is not None and out.markdown_path.exists()
+    assert list(tmp_path.glob("*.png"))
