@@ -194,4 +194,6 @@ def execute_command(instance: Any, plan_spec: str, stream_spec: str | None, *, m
     }
     if output:
         out["output"] = str(output)
+    if len(result.results):
+        out["preview"] = result.results.head(10).to_string(index=False)
     return out

@@ -20,6 +20,7 @@ closes; these are the quantities Eq. 2 predicts (Rate(E_1) x Rate(P) per window)
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
-from cepopt.executor.results import AggAccumulator, format_group, group_attrs, partition_attrs
+from cepopt.executor.results import AggAccumulator, format_group, group_attrs
 from cepopt.model import Filter, Query, Type, is_flat_seq
 
 __all__ = ["Frame", "PartitionEvents", "SegmentInstance", "Target", "aseq_partition", "filter_mask",
@@ -237,6 +238,11 @@ class SegmentInstance:
             self.sum.append(np.zeros((cap, self.h), dtype=dt))
             self.min.append(np.full((cap, self.h), np.inf))
             self.max.append(np.full((cap, self.h), -np.inf))
+        # |sum| <= count * scale for every integer target (a match holds at most h target events)
+        self.scale = self.h * max([1] + [int(np.abs(v).max()) for v in tvals if v.dtype.kind == "i" and len(v)])
+        #: upper bounds of the counts per level over the live rows (Python ints): while
+        #: bound * scale < 2^62 the int64 arrays cannot overflow; past it the state turns into Python ints
+        self.ub = [0] * self.h
         nt = len(self.targets)
         for j, (t, f) in enumerate(zip(self.types, filters, strict=True)):
             idx, ub, first, counts, plain = ev.level(t, f, nt)
@@ -307,6 +313,14 @@ class SegmentInstance:
                 continue
             k, tv = info
             self.ops_update += k * nlive
+            if self.idt is not object:
+                bound = self.ub[j] + k * self.ub[j - 1]
+                if bound * self.scale >= _INT64_SAFE:
+                    self._refresh()
+                    bound = self.ub[j] + k * self.ub[j - 1]
+                    if bound * self.scale >= _INT64_SAFE:
+                        self._promote()
+                self.ub[j] = bound
             prev = self.cnt[live, j - 1]
             for ti in range(len(self.targets)):
                 s = self.sum[ti]
@@ -316,7 +330,9 @@ class SegmentInstance:
                 if tv[ti] is not None:
                     bs, blo, bhi = tv[ti]
                     if bs:
-                        s[live, j] += bs * prev
+                        # a float sum takes Python-int counts as floats (it is a float anyway)
+                        s[live, j] += bs * (prev.astype(np.float64) if s.dtype.kind == "f" and prev.dtype == object
+                                            else prev)
                     cand_lo = np.minimum(cand_lo, blo)
                     cand_hi = np.maximum(cand_hi, bhi)
                 has = prev > 0
@@ -340,6 +356,7 @@ class SegmentInstance:
         self.time[r] = self.ev.batch_ts[b]
         self.cnt[r] = 0
         self.cnt[r, 0] = k
+        self.ub[0] = max(self.ub[0], k)
         for ti in range(len(self.targets)):
             self.sum[ti][r] = 0
             self.min[ti][r] = np.inf
@@ -350,6 +367,19 @@ class SegmentInstance:
                 self.max[ti][r, 0] = tv[ti][2]
         return r
 
+    def _refresh(self) -> None:
+        """Tighten the count bounds to the live rows' actual maxima."""
+        live = slice(self.head, self.n)
+        for j in range(self.h):
+            self.ub[j] = int(self.cnt[live, j].max()) if self.n > self.head else 0
+
+    def _promote(self) -> None:
+        """Counts (and integer sums) become Python ints: exact past 2^63."""
+        self.idt = object
+        self.cnt = self.cnt.astype(object)
+        self.sum = [a if a.dtype.kind == "f" else a.astype(object) for a in self.sum]
+        self.tdt = [d if d is np.float64 else object for d in self.tdt]
+
     def expire_before(self, t) -> None:
         """Drop START records older than ``t`` (no open window can hold them)."""
         if self.n > self.head:
@@ -357,8 +387,8 @@ class SegmentInstance:
 
     def rows_from(self, t) -> slice:
         """Live rows with time >= t."""
-        i = self.head + int(np.searchsorted(self.time[self.head:self.n], t, side="left"))
-        return slice(i, self.n)
+        # bisect over the few live rows is cheaper than a numpy call
+        return slice(bisect.bisect_left(self.time, t, self.head, self.n), self.n)
 
 
 def _att_fill(arrs):
@@ -406,22 +436,37 @@ def position_filters(query: Query) -> list[list[Filter]]:
 def choose_int_dtype(queries: Sequence[Query], ev: PartitionEvents) -> Any:
     """int64 when no count or integer sum can reach 2^62 in this partition, else Python ints.
 
-    Every count the kernels hold is at most the number of matches of some prefix inside one
-    window, so C(n_w, L) bounds them (n_w = most events inside one window span, L = longest pattern);
-    sums are at most that times the largest absolute integer attribute value.
+    Every count the kernels hold counts matches of a prefix whose events lie within W + S of each
+    other, so the product over the pattern of the most events of each type in such a span bounds it
+    (times the batch size for an intermediate product); sums are at most that times the largest
+    absolute integer attribute value.
     """
     if len(ev) == 0:
         return np.int64
-    longest = max(len(query_types(q)) for q in queries)
-    n_w = 0
+    # a START record lives while one of its windows is open: its counts span at most W + S
+    span = None if any(q.window.slide is None for q in queries) else \
+        max(q.window.length + q.window.slide for q in queries)
+    per_type: dict[str, int] = {}
+
+    def most(t: str) -> int:
+        # most events of type t inside one window span
+        if t not in per_type:
+            ts = ev.ts[ev.type == t]
+            if span is None or len(ts) == 0:
+                per_type[t] = len(ts)
+            else:
+                ends = np.searchsorted(ts, ts + math.ceil(span), side="left")
+                per_type[t] = int((ends - np.arange(len(ts))).max())
+        return per_type[t]
+
+    bound = 1
     for q in queries:
-        w = q.window
-        if w.slide is None:
-            n_w = len(ev)
-            break
-        ends = np.searchsorted(ev.ts, ev.ts + math.ceil(w.length), side="left")
-        n_w = max(n_w, int((ends - np.arange(len(ev))).max()))
-    bound = math.comb(n_w, min(longest, n_w)) * (n_w + 1)
+        prod = 1
+        for t in query_types(q):
+            prod *= max(1, most(t))
+        bound = max(bound, prod)
+    # an update multiplies a count by at most the events of one batch
+    bound *= int(np.diff(np.append(ev.starts, len(ev))).max()) + 1
     scale = 1
     for q in queries:
         for _, attr in query_targets(q):
@@ -442,30 +487,43 @@ def _py(v):
 
 
 def combine(inst: SegmentInstance, rows: slice, tids: Sequence[int], prev: list | None,
-            slot: int) -> tuple:
+            slot: int, prev_bound: int = 1, scale: int = 1) -> tuple:
     """Sum over START rows of H[row, slot] (x) Full(row); H = ONE when ``prev`` is None.
 
     ``tids``: the instance target index of each query target. ``prev`` = [count, then sum, min, max
-    per query target] arrays of a boundary map. Returns (count, [(sum, min, max) per target]);
-    min/max are over rows where both sides have matches.
+    per query target] arrays of a boundary map whose counts are at most ``prev_bound``; ``scale``
+    bounds |sum| / count of the query's targets. Returns (count, [(sum, min, max) per target]);
+    min/max are over rows where both sides have matches. Products that could leave int64 are
+    computed with Python ints.
     """
     h = inst.h - 1
     fc = inst.cnt[rows, h]
+    nrows = rows.stop - rows.start
+    big = (prev_bound * inst.ub[h] * max(scale, inst.scale) * max(nrows, 1)) >= _INT64_SAFE
+
+    def exact(a):
+        return a.astype(object) if big and a.dtype.kind in "iu" else a
+
+    fc = exact(fc)
     per = []
     if prev is None:
         cnt = fc.sum()
+        if not tids:
+            return cnt, per
         has = fc > 0
         for ti in tids:
-            per.append((inst.sum[ti][rows, h].sum(),
+            per.append((exact(inst.sum[ti][rows, h]).sum(),
                         inst.min[ti][rows, h][has].min(initial=np.inf),
                         inst.max[ti][rows, h][has].max(initial=-np.inf)))
         return cnt, per
-    hc = prev[0][rows, slot]
+    hc = exact(prev[0][rows, slot])
     cnt = (hc * fc).sum()
+    if not tids:
+        return cnt, per
     has = (hc > 0) & (fc > 0)
     for i, ti in enumerate(tids):
-        hs, hlo, hhi = prev[1 + 3 * i][rows, slot], prev[2 + 3 * i][rows, slot], prev[3 + 3 * i][rows, slot]
-        s = (hs * fc).sum() + (hc * inst.sum[ti][rows, h]).sum()
+        hs, hlo, hhi = exact(prev[1 + 3 * i][rows, slot]), prev[2 + 3 * i][rows, slot], prev[3 + 3 * i][rows, slot]
+        s = (hs * fc).sum() + (hc * exact(inst.sum[ti][rows, h])).sum()
         lo = np.minimum(hlo, inst.min[ti][rows, h])[has].min(initial=np.inf)
         hi = np.maximum(hhi, inst.max[ti][rows, h])[has].max(initial=-np.inf)
         per.append((s, lo, hi))
@@ -528,45 +586,51 @@ def aseq_partition(queries: Sequence[Query], events: pd.DataFrame, key: dict | N
     """
     ev = PartitionEvents(events)
     key = key or {}
-    idt = choose_int_dtype(queries, ev)
+    idt = np.int64  # promoted to Python ints per instance when a bound says so
     int_attrs = int_attr_map(queries, ev)
     accs = {q.name: AggAccumulator(q) for q in queries}
     ops = {"update": 0, "combine": 0}
     for q in queries:
-        types = query_types(q)
-        leaves = query_leaves(q)
-        frame = Frame.of(q, ev)
-        tg = query_targets(q)
-        targets = [Target(frozenset(j for j, leaf in enumerate(leaves) if ref in (leaf.var, leaf.name)), attr)
-                   for ref, attr in tg]
-        inst = SegmentInstance(types, position_filters(q), targets, frame, ev, idt)
-        group = group_of(q, key)
-        tids = list(range(len(targets)))
-        next_k = 0
-
-        def close_until(limit_k: int) -> None:
-            nonlocal next_k
-            if inst.n == inst.head:
-                next_k = max(next_k, limit_k + 1)
-                return
-            first = max(next_k, frame.k_lo(int(inst.time[inst.head])))
-            for k in range(first, limit_k + 1):
-                rows = inst.rows_from(frame.start(k))
-                if rows.start >= rows.stop:
-                    break
-                ops["combine"] += rows.stop - rows.start
-                cnt, per = combine(inst, rows, tids, None, 0)
-                cells_to_acc(accs[q.name], group, k, _py(cnt), acc_targets(q, per, int_attrs))
-                inst.expire_before(frame.start(k + 1))
-            next_k = max(next_k, limit_k + 1)
-
-        for b in sorted(inst.active_batches):
-            t = int(ev.batch_ts[b])
-            # windows whose end <= t close before the batch
-            close_until(frame.k_lo(t) - 1)
-            inst.update(b)
-            inst.add_start(b)
-        if inst.n > inst.head:
-            close_until(frame.k_hi(int(inst.time[inst.n - 1])))
-        ops["update"] += inst.ops_update
+        _aseq_query(q, ev, key, idt, int_attrs, accs[q.name], ops)
     return accs, ops
+
+
+def _aseq_query(q: Query, ev: PartitionEvents, key: dict, idt: Any, int_attrs: dict, acc: AggAccumulator,
+                ops: dict) -> None:
+    """A-Seq for one query over one partition: one segment instance, results at window close."""
+    types = query_types(q)
+    leaves = query_leaves(q)
+    frame = Frame.of(q, ev)
+    tg = query_targets(q)
+    targets = [Target(frozenset(j for j, leaf in enumerate(leaves) if ref in (leaf.var, leaf.name)), attr)
+               for ref, attr in tg]
+    inst = SegmentInstance(types, position_filters(q), targets, frame, ev, idt)
+    group = group_of(q, key)
+    tids = list(range(len(targets)))
+    next_k = 0
+
+    def close_until(limit_k: int) -> None:
+        nonlocal next_k
+        if inst.n == inst.head:
+            next_k = max(next_k, limit_k + 1)
+            return
+        first = max(next_k, frame.k_lo(int(inst.time[inst.head])))
+        for k in range(first, limit_k + 1):
+            rows = inst.rows_from(frame.start(k))
+            if rows.start >= rows.stop:
+                break
+            ops["combine"] += rows.stop - rows.start
+            cnt, per = combine(inst, rows, tids, None, 0)
+            cells_to_acc(acc, group, k, _py(cnt), acc_targets(q, per, int_attrs))
+            inst.expire_before(frame.start(k + 1))
+        next_k = max(next_k, limit_k + 1)
+
+    for b in sorted(inst.active_batches):
+        t = int(ev.batch_ts[b])
+        # windows whose end <= t close before the batch
+        close_until(frame.k_lo(t) - 1)
+        inst.update(b)
+        inst.add_start(b)
+    if inst.n > inst.head:
+        close_until(frame.k_hi(int(inst.time[inst.n - 1])))
+    ops["update"] += inst.ops_update

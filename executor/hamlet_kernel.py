@@ -22,9 +22,9 @@ aggregated maps are evaluated once per query and folded into the per-query runni
 
 Operations counted (the quantities of Eqs. 4 and 6): ``propagations`` (non-shared: predecessor
 events added per query; shared: one snapshot term per event plus the expression terms of its
-in-graphlet predecessors), ``snapshots`` created and ``snapshot_reads`` (events whose values make up a
-snapshot's per-query values), ``evaluations`` (expression terms evaluated per query when a graphlet
-closes). ``operations`` is their sum.
+in-graphlet predecessors), ``snapshots`` created and ``snapshot_reads`` (events whose values make up
+a snapshot's per-query values; an in-graphlet event counts its expression's terms), ``evaluations``
+(expression terms evaluated per query when a graphlet closes). ``operations`` is their sum.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from cepopt.executor.greta import QueryState, Scope, greta_scope, scopes
+from cepopt.executor.greta import QueryState, Scope, _num, greta_scope, scopes
 from cepopt.executor.results import AggAccumulator, results_frame
 from cepopt.hamlet.graphlets import Burst, classes_of, segment
 from cepopt.hamlet.policy import GroupState, Policy, get_policy
@@ -198,7 +198,11 @@ class _Group:
     def _signatures(self, positions: list[int]) -> tuple:
         sc = self.scope
         if not self.edge_q:
-            return classes_of([[bool(self.masks[q][i]) for q in self.cands] for i in positions])
+            # signatures are the local-filter matches: vectorized, and uniform bursts skip the classes
+            rows = np.stack([self.masks[q][positions] for q in self.cands], axis=1)
+            if rows.all():
+                return ()
+            return classes_of([tuple(r) for r in rows.tolist()])
         prior = [pos for pos, _, _ in self.G.events] if self.G is not None else []
         sigs = []
         seen = list(prior)
@@ -316,8 +320,6 @@ class _Group:
             for w in G.weights:
                 wv = 1 if w is None else sc.attr(i, w)
                 if wv:
-                    from cepopt.executor.greta import _num
-
                     _add_map(d[w], c, _num(wv))
         else:
             # event-level snapshot z: Eq. 2 per query (Def. 3.11)
@@ -335,7 +337,8 @@ class _Group:
                         continue
                     if eps and not all(ep.holds(sc.record(pos), sc.record(i)) for ep in eps):
                         continue
-                    self.metrics["snapshot_reads"] += 1
+                    # reading an in-graphlet event's value for q evaluates its expression
+                    self.metrics["snapshot_reads"] += len(ce) + sum(len(x) for x in de.values())
                     v = self._eval(q, ce, de)
                     for j in range(st.width):
                         tot[j] += v[j]

@@ -96,7 +96,9 @@ def execute(problem, plan, events, spark=None, *, estimate_stats: bool = False, 
 
     from cepopt.executor import results as res
 
-    events = prepare_events(events)
+    # Materialised once: ids are fixed for the run, and the plans read a short lineage (a stream
+    # made from pandas is otherwise a local relation that the analyzer walks for every node).
+    events = prepare_events(events).localCheckpoint(eager=True)
     metrics: dict[str, Any] = {}
     if estimate_stats:
         problem, plan, stats = _replan(problem, events, method, plan, time_limit, seed, sample)

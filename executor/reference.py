@@ -278,106 +278,109 @@ def enumerate_trends(query: Query, events: pd.DataFrame | Iterable[dict], *,
     attrs = partition_attrs(query)
     gattrs = group_attrs(query)
     gidx = [attrs.index(a) for a in gattrs]
+    for key, rows in _partitions(records, attrs).items():
+        group = format_group(gattrs, [key[i] for i in gidx])
+        yield from _enumerate_partition(m, records, rows, key, group)
+
+
+def _enumerate_partition(m: _QueryMatcher, records: list[dict], rows: list[int], key: tuple,
+                         group: str) -> Iterator[Match]:
+    """Every match inside one partition (rows: its record positions)."""
     auto = m.auto
     length, slide = m.window.length, m.window.slide
     span_ok = (lambda d: d <= length) if slide is None else (lambda d: d < length)
+    rows = sorted(rows, key=lambda i: records[i]["ts"])
+    ts = [records[i]["ts"] for i in rows]
+    evs = [records[i] for i in rows]
+    n = len(rows)
+    # time stamps of the events each NOT guard forbids, sorted
+    guard_ts: dict[Type, list] = {}
 
-    for key, rows in _partitions(records, attrs).items():
-        rows = sorted(rows, key=lambda i: records[i]["ts"])
-        ts = [records[i]["ts"] for i in rows]
-        evs = [records[i] for i in rows]
-        n = len(rows)
-        group = format_group(gattrs, [key[i] for i in gidx])
-        # time stamps of the events each NOT guard forbids, sorted
-        guard_ts: dict[Type, list] = {}
+    def forbidden(leaf: Type) -> list:
+        if leaf not in guard_ts:
+            guard_ts[leaf] = [t for t, e in zip(ts, evs, strict=True)
+                              if e["type"] == leaf.name and m.guard_filters_pass(leaf, e)]
+        return guard_ts[leaf]
 
-        def forbidden(leaf: Type) -> list:
-            if leaf not in guard_ts:
-                guard_ts[leaf] = [t for t, e in zip(ts, evs, strict=True)
-                                  if e["type"] == leaf.name and m.guard_filters_pass(leaf, e)]
-            return guard_ts[leaf]
+    def clear(guards: Guards, lo, hi, lo_incl: bool = False, hi_incl: bool = False) -> bool:
+        """No forbidden event strictly between lo and hi (bounds included when asked)."""
+        for leaf in guards:
+            arr = forbidden(leaf)
+            i = bisect.bisect_left(arr, lo) if lo_incl else bisect.bisect_right(arr, lo)
+            j = bisect.bisect_right(arr, hi) if hi_incl else bisect.bisect_left(arr, hi)
+            if j > i:
+                return False
+        return True
 
-        def clear(guards: Guards, lo, hi, lo_incl: bool = False, hi_incl: bool = False) -> bool:
-            """No forbidden event strictly between lo and hi (bounds included when asked)."""
-            for leaf in guards:
-                arr = forbidden(leaf)
-                i = bisect.bisect_left(arr, lo) if lo_incl else bisect.bisect_right(arr, lo)
-                j = bisect.bisect_right(arr, hi) if hi_incl else bisect.bisect_left(arr, hi)
-                if j > i:
-                    return False
-            return True
+    seen: set = set()
 
-        seen: set = set()
+    def windows_of(path_idx, path_pos) -> tuple[int, ...]:
+        t0, t1 = ts[path_idx[0]], ts[path_idx[-1]]
+        sg, eg = auto.first[path_pos[0]], auto.last[path_pos[-1]]
+        out = []
+        for k in window_range(t0, t1, length, slide):
+            if slide is None:
+                ws, we, we_incl = t1 - length, t0 + length, True
+            else:
+                ws, we, we_incl = k * slide, k * slide + length, False
+            if sg and not clear(sg, ws, t0, lo_incl=True):
+                continue
+            if eg and not clear(eg, t1, we, hi_incl=we_incl):
+                continue
+            out.append(k)
+        return tuple(out)
 
-        def windows_of(path_idx, path_pos) -> tuple[int, ...]:
-            t0, t1 = ts[path_idx[0]], ts[path_idx[-1]]
-            sg, eg = auto.first[path_pos[0]], auto.last[path_pos[-1]]
-            out = []
-            for k in window_range(t0, t1, length, slide):
-                if slide is None:
-                    ws, we, we_incl = t1 - length, t0 + length, True
-                else:
-                    ws, we, we_incl = k * slide, k * slide + length, False
-                if sg and not clear(sg, ws, t0, lo_incl=True):
+    def emit(path_idx, path_pos):
+        wins = windows_of(path_idx, path_pos)
+        if m.dedupe:
+            ev_key = tuple(path_idx)
+            wins = tuple(k for k in wins if (ev_key, k) not in seen)
+            seen.update((ev_key, k) for k in wins)
+        if wins:
+            return Match(tuple(rows[i] for i in path_idx), tuple(auto.leaves[p] for p in path_pos),
+                         group, key, wins)
+        return None
+
+    def extend(path_idx: list, path_pos: list):
+        last_i, last_p = path_idx[-1], path_pos[-1]
+        if last_p in auto.last:
+            match = emit(path_idx, path_pos)
+            if match is not None:
+                yield match
+        nexts = auto.follow.get(last_p)
+        if not nexts:
+            return
+        t_first, t_last = ts[path_idx[0]], ts[last_i]
+        for j in range(last_i + 1, n):
+            tj = ts[j]
+            if tj <= t_last:
+                continue
+            if not span_ok(tj - t_first):
+                break
+            ej = evs[j]
+            for q, alts in nexts.items():
+                if m.types[q] != ej["type"] or not m.passes(q, ej):
                     continue
-                if eg and not clear(eg, t1, we, hi_incl=we_incl):
+                if not any(not g or clear(g, t_last, tj) for g in alts):
                     continue
-                out.append(k)
-            return tuple(out)
-
-        def emit(path_idx, path_pos):
-            wins = windows_of(path_idx, path_pos)
-            if m.dedupe:
-                ev_key = tuple(path_idx)
-                wins = tuple(k for k in wins if (ev_key, k) not in seen)
-                seen.update((ev_key, k) for k in wins)
-            if wins:
-                return Match(tuple(rows[i] for i in path_idx), tuple(auto.leaves[p] for p in path_pos),
-                             group, key, wins)
-            return None
-
-        def extend(path_idx: list, path_pos: list):
-            last_i, last_p = path_idx[-1], path_pos[-1]
-            if last_p in auto.last:
-                match = emit(path_idx, path_pos)
-                if match is not None:
-                    yield match
-            nexts = auto.follow.get(last_p)
-            if not nexts:
-                return
-            t_first, t_last = ts[path_idx[0]], ts[last_i]
-            for j in range(last_i + 1, n):
-                tj = ts[j]
-                if tj <= t_last:
-                    continue
-                if not span_ok(tj - t_first):
-                    break
-                ej = evs[j]
-                for q, alts in nexts.items():
-                    if m.types[q] != ej["type"] or not m.passes(q, ej):
-                        continue
-                    if not any(not g or clear(g, t_last, tj) for g in alts):
-                        continue
-                    if m.conds:
-                        if m.adjacent:
-                            if not m.cond_ok(last_p, evs[last_i], q, ej):
-                                continue
-                        elif not all(m.cond_ok(pp, evs[pi], q, ej)
-                                     for pi, pp in zip(path_idx, path_pos, strict=True)):
+                if m.conds:
+                    if m.adjacent:
+                        if not m.cond_ok(last_p, evs[last_i], q, ej):
                             continue
-                    path_idx.append(j)
-                    path_pos.append(q)
-                    yield from extend(path_idx, path_pos)
-                    path_idx.pop()
-                    path_pos.pop()
+                    elif not all(m.cond_ok(pp, evs[pi], q, ej)
+                                 for pi, pp in zip(path_idx, path_pos, strict=True)):
+                        continue
+                path_idx.append(j)
+                path_pos.append(q)
+                yield from extend(path_idx, path_pos)
+                path_idx.pop()
+                path_pos.pop()
 
-        for i in range(n):
-            ei = evs[i]
-            for p in auto.first:
-                if m.types[p] == ei["type"] and m.passes(p, ei):
-                    yield from extend([i], [p])
-
-
+    for i in range(n):
+        ei = evs[i]
+        for p in auto.first:
+            if m.types[p] == ei["type"] and m.passes(p, ei):
+                yield from extend([i], [p])
 enumerate_matches = enumerate_trends
 
 

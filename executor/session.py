@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 __all__ = ["get_spark", "stop_spark"]
 
@@ -22,6 +23,10 @@ def get_spark(master: str | None = None):
     from pyspark.sql import SparkSession
 
     master = master or os.environ.get("CEPOPT_SPARK_MASTER") or "local[*]"
+    # Python workers must run this interpreter (the one with cepopt installed), not whatever
+    # `python3` is first on PATH; a cluster can still override it through the environment.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(master)
         .appName("cepopt")

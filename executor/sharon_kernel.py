@@ -26,6 +26,7 @@ import pandas as pd
 
 from cepopt.errors import CepoptError
 from cepopt.executor.aseq import (
+    _INT64_SAFE,
     Frame,
     PartitionEvents,
     SegmentInstance,
@@ -33,7 +34,6 @@ from cepopt.executor.aseq import (
     _py,
     acc_targets,
     cells_to_acc,
-    choose_int_dtype,
     combine,
     group_of,
     int_attr_map,
@@ -99,7 +99,7 @@ def sharon_partition(queries: Sequence[Query], plan, events: pd.DataFrame, key: 
     """
     ev = PartitionEvents(events)
     key = key or {}
-    idt = choose_int_dtype(queries, ev)
+    idt = np.int64  # each instance turns to Python ints when its count bounds say so
     int_attrs = int_attr_map(queries, ev)
     by_name = {q.name: q for q in queries}
     segs = plan_segments(queries, plan)
@@ -144,6 +144,16 @@ def sharon_partition(queries: Sequence[Query], plan, events: pd.DataFrame, key: 
         for k in range(1, len(chain)):
             insts[chain[k][2]].attach((q.name, k), len(dts), dts)
 
+    # |sum| <= count * qscale for every integer target of the query
+    qscale = {}
+    for q in queries:
+        top = 1
+        for _, attr in query_targets(q):
+            if attr is not None and int_attrs.get(attr, False) and len(ev):
+                top = max(top, int(np.abs(ev.numeric(attr)).max()))
+        qscale[q.name] = len(query_types(q)) * top
+    #: upper bound of the counts stored in each boundary map (Python ints)
+    att_ub: dict[tuple, int] = {}
     accs = {q.name: AggAccumulator(q) for q in queries}
     groups = {q.name: group_of(q, key) for q in queries}
     next_k = {q.name: 0 for q in queries}
@@ -170,7 +180,8 @@ def sharon_partition(queries: Sequence[Query], plan, events: pd.DataFrame, key: 
         else:
             ops["combine"] += rows.stop - rows.start
             prev = inst.attachments[(qname, k - 1)] if k > 1 else None
-            res = combine(inst, rows, tids, prev, w % frame.slots)
+            res = combine(inst, rows, tids, prev, w % frame.slots, att_ub.get((qname, k - 1), 1),
+                          qscale[qname])
         if k == 1:
             cache[ckey] = res
         return res
@@ -263,7 +274,14 @@ def sharon_partition(queries: Sequence[Query], plan, events: pd.DataFrame, key: 
                     arrs[i + 1][r] = np.inf
                     arrs[i + 2][r] = -np.inf
                 m = frames[qname].slots
-                for w, (cnt, per) in pending[(ik, qname, k)]:
+                vals = pending[(ik, qname, k)]
+                top = max([att_ub.get((qname, k), 0)] + [int(c) for _, (c, _) in vals])
+                att_ub[(qname, k)] = top
+                if top * qscale[qname] >= _INT64_SAFE and arrs[0].dtype != object:
+                    # this map's counts or sums could leave int64: Python ints from now on
+                    arrs = [a.astype(object) if a.dtype.kind in "iu" else a for a in arrs]
+                    inst.attachments[(qname, k)] = arrs
+                for w, (cnt, per) in vals:
                     slot = w % m
                     arrs[0][r, slot] = cnt
                     for i, (s, lo, hi) in enumerate(per):

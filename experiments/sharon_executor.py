@@ -1,29 +1,25 @@
 """sharon-executor: throughput, latency and measured operations of Non-Shared vs greedy-plan vs
 optimal-plan execution on Spark as the workload grows (Sharon Fig. 14b/14f and Fig. 16).
 
-Workload (e-commerce shape, sharon.md §1.3/§8.1): purchase sequences over item types I0..I49 with
-the equivalence predicate [customer]. A pool of ``queries/6`` "bundles" (item sequences of length 8)
-is drawn; each query is a bundle followed by two random items (length 10, the paper's default), so
-queries of one bundle share it as a prefix, and bundles overlap in sub-sequences, which gives
-conflicting candidates (greedy and optimal plans differ). Window WITHIN 120 SLIDE 60 (seconds).
-Statistics: per-type expected events per window and partition, as the stream has them.
+Workload: ``cepopt.instances.sharon_generator.make_instance`` (default preset: 30 types, queries of
+length 10 built from 12 shared pieces, relative rates 1-6, the authors' optimizer-benchmark shape),
+WITHIN 10 SLIDE 5. Stream: ``gen:workload`` for that instance (types drawn at the stated rates, about
+100 events per time unit, so about 1000 events per window).
 
-Stream: ``gen:ecommerce`` (50 items, 20 customers, uniform) at ``RATE`` events/s.
+Plans: ``nonshared`` (A-Seq for every query), ``greedy`` (GO: GWMIN on the Sharon graph without
+expansion), ``optimal`` (the exact MWIS of the expanded Sharon graph by CP-SAT, 60 s limit). Each plan
+runs on Spark (``local[2]`` unless CEPOPT_SPARK_MASTER says otherwise) through
+:func:`cepopt.executor.sharon_driver.execute`, the stream cut into blocks of ``BLOCK`` windows; every
+plan must give the same results digest.
 
-Plans: ``nonshared`` (A-Seq for every query), ``greedy`` (GWMIN, no expansion), ``optimal`` (the
-exact MWIS of the expanded Sharon graph by CP-SAT, 60 s limit; the level-wise finder is exponential
-at these sizes). Each plan runs on Spark (``local[2]`` unless CEPOPT_SPARK_MASTER says otherwise)
-through :func:`cepopt.executor.sharon_driver.execute`; every plan must give the same results digest.
-
-Columns: time_s (end to end, Spark job), kernel_s (sum of per-partition kernel time), throughput
-(stream events / time_s), latency_s (kernel time per window and partition: the mean time to produce a
+Columns: time_s (end to end, one Spark job), kernel_s (sum of per-partition kernel time),
+throughput (stream events / time_s), latency_s (kernel time per window: the mean time to produce a
 window's results once its events are in), operations (measured count updates + combinations),
 predicted_cost (cost model: NonShared total minus the plan's score), score, digest.
 """
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import numpy as np
@@ -34,63 +30,34 @@ __all__ = ["EXPERIMENT", "make_instance"]
 
 QUERIES = (20, 40, 60, 80, 100, 120)
 PLANS = ("nonshared", "greedy", "optimal")
-ITEMS, CUSTOMERS = 50, 20
-RATE = 40.0           # events per second
-EVENTS = 24_000       # 600 s of stream
-WINDOW, SLIDE = 120, 60
-BUNDLE, SUFFIX = 8, 2
+EVENTS = 20_000
+WINDOW, SLIDE = 10, 5
+BLOCK = 4
+REPEAT = 2
 
 
-def make_instance(queries: int, seed: int = 0, *, bundle: int = BUNDLE, suffix: int = SUFFIX,
-                  window: int = WINDOW, slide: int = SLIDE, rate: float = RATE):
-    """The e-commerce Sharon instance of the module docstring (deterministic in ``seed``)."""
-    from cepopt.instance import Instance
-    from cepopt.model import Equivalence, Query, Seq, Statistics, Type, Window, Workload
+def make_instance(queries: int, seed: int = 0, *, window: int = WINDOW, slide: int = SLIDE):
+    """The benchmark instance (see the module docstring); deterministic in ``seed``."""
+    from cepopt.instances.sharon_generator import make_instance as sharon_instance
 
-    rnd = random.Random(seed)
-    items = [f"I{i}" for i in range(ITEMS)]
-    pool = max(1, queries // 6)
-    # bundles overlap: each new bundle reuses a random run of an earlier one half of the time
-    bundles: list[list[str]] = []
-    for _ in range(pool):
-        b = rnd.sample(items, bundle)
-        if bundles and rnd.random() < 0.5:
-            other = rnd.choice(bundles)
-            cut = rnd.randrange(2, bundle - 1)
-            start = rnd.randrange(0, bundle - cut + 1)
-            piece = other[start:start + cut]
-            rest = [t for t in b if t not in piece][:bundle - cut]
-            b = rest[:1] + piece + rest[1:]
-        bundles.append(b)
-    qs = []
-    for i in range(queries):
-        b = bundles[i % pool]
-        tail = rnd.sample([t for t in items if t not in b], suffix)
-        qs.append(Query(Seq(tuple(Type(t) for t in b + tail)), Window(window, slide),
-                        where=(Equivalence("customer"),), name=f"q{i + 1}"))
-    per_window = rate * window / ITEMS / CUSTOMERS
-    used = sorted({t for q in qs for t in q.pattern.event_types()})
-    stats = Statistics(rates={t: rate / ITEMS for t in used}, events_per_window={t: per_window for t in used})
-    return Instance("sharon", Workload(tuple(qs)), stats, name=f"ecommerce-{queries}q-s{seed}")
+    return sharon_instance(queries=queries, seed=seed, window=window, slide=slide)
 
 
 def grid(quick: bool) -> list[dict]:
     if quick:
-        return [{"queries": q, "seed": 0, "events": 600} for q in (6, 12)]
+        return [{"queries": 6, "seed": 0, "events": 1500, "repeat": 1}]
     return [{"queries": q, "seed": 0, "events": EVENTS} for q in QUERIES]
 
 
-def _plans(inst, problem):
-    from cepopt.solve import solve
+def _plans(inst):
+    from cepopt.solve import build_problem, solve
 
-    out = {"nonshared": (None, "-", 0.0)}
-    g = solve(inst, "greedy", seed=0, problem=problem)
-    out["greedy"] = (g.plan, g.status, g.objective)
-    o = solve(inst, "cpsat", time_limit=60, seed=0, problem=problem)
-    if o.plan is None or (o.objective is not None and g.objective is not None and o.objective < g.objective):
-        o = solve(inst, "sharon", time_limit=60, seed=0, problem=problem)
-    out["optimal"] = (o.plan, o.status, o.objective)
-    return out
+    _, plain, _ = build_problem(inst, {"expand": False})
+    _, expanded, _ = build_problem(inst)
+    g = solve(inst, "greedy", seed=0, problem=plain)
+    o = solve(inst, "cpsat", time_limit=60, seed=0, problem=expanded)
+    return expanded, {"nonshared": (None, "-", 0.0), "greedy": (g.plan, g.status, g.objective),
+                      "optimal": (o.plan, o.status, o.objective)}
 
 
 def run(point: dict) -> list[dict]:
@@ -99,29 +66,33 @@ def run(point: dict) -> list[dict]:
     from cepopt.executor.streams import to_spark
     from cepopt.instances.streams import generate
     from cepopt.sharon.plan import SharonPlan
-    from cepopt.solve import build_problem
 
     queries, seed, events = int(point["queries"]), int(point["seed"]), int(point["events"])
     inst = make_instance(queries, seed)
-    _, problem, _ = build_problem(inst)
-    plans = _plans(inst, problem)
-    stream = generate("ecommerce", seed=seed, events=events, items=ITEMS, customers=CUSTOMERS, rate=RATE)
+    problem, plans = _plans(inst)
+    stream = generate("workload", seed=seed, instance=inst, events=events)
     spark = get_spark()
     sdf = to_spark(stream, spark).cache()
     sdf.count()
+    # warm the Python workers up (imports, first tasks) so that no plan pays for it
+    sharon_driver.execute(problem, SharonPlan.empty(), sdf.limit(200), spark, windows_per_block=BLOCK)
     rows = []
     for name in PLANS:
         plan, status, score = plans[name]
         plan = plan if plan is not None else SharonPlan.empty()
-        res = sharon_driver.execute(problem, plan, sdf, spark)
-        windows = res.results[["query", "group", "window"]].drop_duplicates()
-        n_windows = max(1, windows["window"].nunique())
-        parts = max(1, int(res.metrics.get("partitions", 1)))
+        # best of REPEAT runs: the machine is shared, the minimum is the least disturbed measurement
+        runs = [sharon_driver.execute(problem, plan, sdf, spark, windows_per_block=BLOCK)
+                for _ in range(int(point.get("repeat", REPEAT)))]
+        res = min(runs, key=lambda r: r.time_s)
+        if len({r.digest() for r in runs}) != 1:
+            raise RuntimeError(f"{name}: repeated runs gave different results")
+        n_windows = max(1, res.results["window"].nunique())
         rows.append({
             "plan": name, "status": status, "score": score, "shared_entries": len(plan),
-            "time_s": round(res.time_s, 4), "kernel_s": round(float(res.metrics["kernel_s"]), 4),
+            "time_s": round(res.time_s, 4),
+            "kernel_s": round(min(float(r.metrics["kernel_s"]) for r in runs), 4),
             "throughput": round(events / res.time_s, 1),
-            "latency_s": float(res.metrics["kernel_s"]) / (n_windows * parts),
+            "latency_s": min(float(r.metrics["kernel_s"]) for r in runs) / n_windows,
             "operations": res.operations, "update_ops": int(res.metrics["update"]),
             "combine_ops": int(res.metrics["combine"]), "predicted_cost": res.predicted_cost,
             "results_rows": len(res.results), "digest": res.digest()[:16],
@@ -152,7 +123,7 @@ def report(df, out_dir: Path) -> str:
         axes[1].plot(sub["queries"], sub["latency_s"] * 1000, marker="o", label=plan)
         axes[2].plot(sub["queries"], sub["operations"], marker="o", label=plan)
     axes[0].set_ylabel("throughput (events/s)")
-    axes[1].set_ylabel("latency proxy (ms per window and partition)")
+    axes[1].set_ylabel("latency proxy (kernel ms per window)")
     axes[2].set_ylabel("measured operations")
     for ax in axes:
         ax.set_xlabel("queries")
@@ -165,7 +136,7 @@ def report(df, out_dir: Path) -> str:
     lines = []
     same = df.groupby("queries")["digest"].nunique()
     lines.append(f"Identical results under every plan: **{bool((same == 1).all())}** "
-                 f"(distinct digests per workload size: {dict(same)}).\n")
+                 f"(distinct digests per workload size: {({int(k): int(v) for k, v in same.items()})}).\n")
     wide = df.pivot_table(index="queries", columns="plan", values=["time_s", "kernel_s", "operations"])
     rows = []
     for q in wide.index:
@@ -190,6 +161,13 @@ def report(df, out_dir: Path) -> str:
                  "per workload size: " + ", ".join(f"{q}: {r:.2f}" for q, r in rhos) + "\n")
     lines.append(markdown_table(df, ["queries", "plan", "status", "score", "shared_entries", "time_s", "kernel_s",
                                      "throughput", "latency_s", "operations", "predicted_cost", "digest"]))
+    lines.append(
+        "\nReading: `operations` are the kernels' deterministic count updates and combinations (the "
+        "quantity Eq. 2-7 model); `time_s` is the best of the repeated Spark runs on a shared 2-core "
+        "machine, so it carries Spark's fixed job cost and other processes' load. The kernels are NumPy "
+        "per START record; with about ten live START records per instance, their time is dominated by "
+        "per-call Python overhead, which grows with the number of segments and boundary snapshots a "
+        "plan creates, not with the count updates it saves.\n")
     lines.append("\n![sharon-executor](sharon-executor.png)\n")
     return "\n".join(lines)
 
@@ -197,8 +175,8 @@ def report(df, out_dir: Path) -> str:
 EXPERIMENT = Experiment(
     name="sharon-executor",
     description=("Sharon executor on Spark: Non-Shared (A-Seq) vs greedy-plan vs optimal-plan execution of "
-                 "e-commerce workloads of 20-120 queries (length 10, [customer], WITHIN 120 SLIDE 60); "
-                 "throughput, latency proxy and measured operations."),
+                 "generated Sharon workloads of 20-120 queries (length 10, WITHIN 10 SLIDE 5) on a stream "
+                 "drawn at the workload's rates; throughput, latency proxy and measured operations."),
     grid=grid,
     run=run,
     report=report,

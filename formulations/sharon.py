@@ -86,6 +86,12 @@ def compact_model(problem) -> LinearModel:
         entries = [(v, causing_queries(original, i)) for i, v in enumerate(original.vertices)]
     else:
         entries = [(v, frozenset()) for v in original.vertices]
+    for v, free in entries:
+        if free and v.pattern in problem.injected:
+            from cepopt.errors import CepoptError
+
+            raise CepoptError(f"params.weights: {','.join(v.pattern)} has an injected weight for its full "
+                              "query set only; the compact model needs rates (build with expand=false)")
     names: list[str] = []
     objective: list[float] = []
     rows: list[tuple[dict[int, int], int]] = []
@@ -159,7 +165,14 @@ def solve_cpsat_model(model: LinearModel, *, time_limit, seed, hint: Sequence[in
     m = cp_model.CpModel()
     xs = [m.NewBoolVar(n) for n in model.names]
     for coefs, rhs in model.rows:
-        m.Add(sum(c * xs[i] for i, c in coefs.items()) <= rhs)
+        # native constraints propagate and presolve better than the same linear rows
+        if rhs == 1 and all(c == 1 for c in coefs.values()):
+            m.AddAtMostOne([xs[i] for i in coefs])
+        elif rhs == 0 and len(coefs) == 2 and sorted(coefs.values()) == [-1, 1]:
+            (a, _), (b, _) = sorted(coefs.items(), key=lambda kv: -kv[1])
+            m.AddImplication(xs[a], xs[b])
+        else:
+            m.Add(sum(c * xs[i] for i, c in coefs.items()) <= rhs)
     ints = [int(round(float(c) * scale)) if scale != 1 else int(c) for c in model.objective]
     m.Maximize(sum(c * x for c, x in zip(ints, xs, strict=True) if c))
     res = solve_cpsat(m, time_limit=time_limit, seed=seed, workers=workers, lp_heavy=lp_heavy,

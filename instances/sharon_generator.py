@@ -55,6 +55,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate-max", type=int, default=None, help="largest relative rate")
     parser.add_argument("--events-per-window", type=float, default=None,
                         help="also write per-window counts summing to this many events (see the module doc)")
+    parser.add_argument("--unique-types", action="store_true",
+                        help="no event type twice in one query (Assumption 3); default: repeats allowed")
     parser.add_argument("--window", type=int, default=600, help="WITHIN, seconds (default 600)")
     parser.add_argument("--slide", type=int, default=60, help="SLIDE, seconds (default 60)")
 
@@ -63,7 +65,7 @@ def make_instance(*, queries: int = 20, length: int = 10, seed: int = 0, preset:
                   types: int | None = None, pool: int | None = None, piece_min: int | None = None,
                   piece_max: int | None = None, sharing: float | None = None, rate_min: int | None = None,
                   rate_max: int | None = None, events_per_window: float | None = None,
-                  window: int = 600, slide: int = 60) -> Instance:
+                  window: int = 600, slide: int = 60, unique_types: bool = False) -> Instance:
     """A random Sharon instance (see the module doc); deterministic in ``seed``."""
     if preset not in PRESETS:
         raise CepoptError(f"--preset: unknown preset {preset!r} (use {', '.join(PRESETS)})")
@@ -86,11 +88,21 @@ def make_instance(*, queries: int = 20, length: int = 10, seed: int = 0, preset:
     names = [f"E{i}" for i in range(cfg["types"])]
     pieces = [[rng.choice(names) for _ in range(rng.randint(cfg["piece_min"], cfg["piece_max"]))]
               for _ in range(cfg["pool"])]
+    if unique_types and length > len(names):
+        raise CepoptError(f"--unique-types needs --types >= --length ({len(names)} < {length})")
     patterns = []
     for _ in range(queries):
         seq: list[str] = []
         while len(seq) < length:
-            seq += list(rng.choice(pieces)) if rng.random() < cfg["sharing"] else [rng.choice(names)]
+            item = list(rng.choice(pieces)) if rng.random() < cfg["sharing"] else [rng.choice(names)]
+            if unique_types:
+                # keep the new types that are still unused in this query (a cut piece stays contiguous
+                # only if nothing was dropped; otherwise take one fresh random type)
+                fresh = [t for t in item if t not in seq]
+                if len(fresh) != len(item) or len(set(item)) != len(item):
+                    unused = [t for t in names if t not in seq]
+                    item = [rng.choice(unused)]
+            seq += item
         patterns.append(seq[:length])
     used = sorted({t for p in patterns for t in p}, key=lambda t: int(t[1:]))
     rates = {t: rng.randint(cfg["rate_min"], cfg["rate_max"]) for t in used}
@@ -104,7 +116,7 @@ def make_instance(*, queries: int = 20, length: int = 10, seed: int = 0, preset:
     workload = Workload(tuple(Query(Seq(tuple(Type(t) for t in p)), win, name=f"q{i + 1}")
                               for i, p in enumerate(patterns)))
     settings = {"queries": queries, "length": length, "seed": seed, "preset": preset, **cfg,
-                "events_per_window": events_per_window}
+                "events_per_window": events_per_window, "unique_types": unique_types}
     return Instance(
         problem="sharon", workload=workload,
         statistics=Statistics(rates=rates, events_per_window=per_window),
@@ -118,4 +130,5 @@ def generate(args: argparse.Namespace) -> Instance:
     return make_instance(queries=args.queries, length=args.length, seed=args.seed, preset=args.preset,
                          types=args.types, pool=args.pool, piece_min=args.piece_min, piece_max=args.piece_max,
                          sharing=args.sharing, rate_min=args.rate_min, rate_max=args.rate_max,
-                         events_per_window=args.events_per_window, window=args.window, slide=args.slide)
+                         events_per_window=args.events_per_window, window=args.window, slide=args.slide,
+                         unique_types=args.unique_types)

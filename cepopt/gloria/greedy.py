@@ -2,10 +2,11 @@
 
 One node per pool, pools in topological order, no pruning and no search. From the chosen predecessor
 nodes a shared block is only REUSEd (a block cut to one query by a fork becomes unshared, A8); the
-unshared queries (and the queries starting at the pool) are either all KEPT unshared or all MERGED into
-one ``(..)^Ej`` block, whichever has the smaller incoming weight (start edges + edges from the chosen
-predecessors + end edges). A Kleene super-pool takes the option of smallest incoming weight (entry
-edges + cycle weight + end edges).
+unshared queries are either all KEPT unshared or MERGED, whichever has the smaller incoming weight
+(start edges + edges from the chosen predecessors + end edges). MERGE is the §4.1 merge-all node
+``(Q)^Ej`` when no shared block arrives, else MERGE_NS within each predecessor's part (and among the
+queries starting at the pool), so Greedy's node is always one NoPrune would generate. A Kleene
+super-pool takes the option of smallest incoming weight (entry edges + cycle weight + end edges).
 
 Tie-breaking (unspecified in the paper, spec §10 A10): ``tie="share"`` (default) prefers the merged /
 shared option, then the snapshot type of lower frequency, then the alphabetical type; ``tie="nonshare"``
@@ -52,9 +53,10 @@ def greedy(problem: GloriaProblem, tie: str = "share") -> list[Option]:
             chosen[b] = min(cands, key=key)
             continue
         kept: list[Block] = []
-        unshared: list[str] = list(pool.start_queries)
+        groups: list[list[str]] = [list(pool.start_queries)]  # unshared queries per source part
         for a in problem.primary_preds(b):
             prim = frozenset().union(*(t.primary for t in problem.edges[(a, b)]))
+            group: list[str] = []
             for block in chosen[a]:
                 sub = prim.intersection(block.queries)
                 if not sub:
@@ -62,12 +64,20 @@ def greedy(problem: GloriaProblem, tie: str = "share") -> list[Option]:
                 if block.snapshot is not None and len(sub) >= 2:
                     kept.append(Block(tuple(sub), block.snapshot))
                 else:
-                    unshared.extend(sub)
+                    group.extend(sub)
+            groups.append(group)
+        unshared = [q for g in groups for q in g]
         keep = sort_blocks(kept + [Block((q,)) for q in unshared])
-        if len(unshared) < 2:
+        merged: list[Block] = []
+        for g in ([unshared] if not kept else groups):  # merge-all, or MERGE_NS per source part
+            if len(g) >= 2:
+                merged.append(Block(tuple(g), pool.source))
+            else:
+                merged.extend(Block((q,)) for q in g)
+        if len(unshared) < 2 or not any(m.shared for m in merged):
             chosen[b] = keep
             continue
-        merge = sort_blocks(kept + [Block(tuple(unshared), pool.source)])
+        merge = sort_blocks(kept + merged)
         w_keep, w_merge = _incoming(problem, b, keep, chosen), _incoming(problem, b, merge, chosen)
         if w_merge < w_keep or (w_merge == w_keep and tie == "share"):
             chosen[b] = merge

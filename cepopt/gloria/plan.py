@@ -16,12 +16,20 @@ Inside a Kleene sub-graph (a cycle of the template) every transition of the cycl
 plan (Lemma 6.1): either all queries of the Kleene group shared with one snapshot type of the cycle,
 or all unshared.
 
-How to execute a plan (for the executor): for an event ``e`` of type ``Ej`` and a transition
-``(Ei, Ej)``, the queries of each block propagate their predecessor's values along the transition:
-an unshared block propagates the query's own count; a shared block propagates one expression (a
-linear combination of snapshot variables) for all its queries; where the block's snapshot type is
-``Ej``'s own transition source (or the block was split/merged), expressions are evaluated into
-per-query values. Every plan yields the same results as the unshared plan; it changes the cost only.
+How to execute a plan (for the executor), per transition ``(Ei, Ej)`` and block:
+
+* unshared ``(q)``: every Ej event adds the per-query value ``cnt_q`` of each earlier compatible Ei
+  event (GRETA propagation, Eq. 2);
+* shared ``(S)^X`` with ``X == Ei``: every Ei event of the region is a snapshot ``sp_e`` holding its
+  per-query values for the queries of S (computed under the previous transition's plan); Ej events
+  carry one expression (coefficients over snapshot variables) = the sum of their Ei predecessors'
+  snapshots;
+* shared ``(S)^X`` with an older ``X``: Ei events already carry expressions over X snapshots; Ej
+  events carry the sum of those expressions (REUSE, Eq. 3);
+* an expression is evaluated into per-query values (Eq. 4) where a query ends, and where the next
+  transition puts the query in a different block (re-snapshot, merge, split).
+
+Every plan yields the same results as the unshared plan; it changes the cost only.
 
 The plan is a small frozen dataclass and round-trips through JSON::
 

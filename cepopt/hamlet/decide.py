@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from cepopt.errors import CepoptError
 from cepopt.hamlet.graphlets import Burst
-from cepopt.hamlet.policy import Decision, GroupState, Policy, get_policy, option_cost
+from cepopt.hamlet.policy import Decision, GroupState, Policy, _decision, get_policy, option_cost
 
 __all__ = ["decide", "run_policy"]
 
@@ -40,8 +41,6 @@ def run_policy(bursts: Iterable[Burst], policy: str | Policy,
     total = 0.0
     bursts = list(bursts)
     if decisions is not None and len(decisions) != len(bursts):
-        from cepopt.errors import CepoptError
-
         raise CepoptError(f"plan.decisions: {len(decisions)} decisions for {len(bursts)} bursts")
     for i, burst in enumerate(bursts):
         state = states.setdefault((burst.scope, burst.type), GroupState())
@@ -49,12 +48,8 @@ def run_policy(bursts: Iterable[Burst], policy: str | Policy,
             d = pol.decide(burst, state, tf)
         else:
             qs = tuple(decisions[i].queries)
-            from cepopt.hamlet.policy import _decision
-
             unknown = [q for q in qs if q not in burst.queries]
             if unknown:
-                from cepopt.errors import CepoptError
-
                 raise CepoptError(f"plan.decisions[{i}]: query {unknown[0]!r} is not a candidate of the burst")
             d = _decision(burst, state, qs, tf)
         total += option_cost(burst, state, d.queries, tf)

@@ -178,7 +178,9 @@ def stream_bursts(classes, stream: Sequence[Mapping]) -> list[Burst]:
     """The bursts of an embedded stream, for the cost model (signatures from local filters only)."""
     import pandas as pd
 
-    from cepopt.executor.greta import matched_mask, scopes  # local: the optimizer never needs Spark
+    # local imports: the executor's vectorized helpers (no Spark); problem imports this module
+    from cepopt.executor.greta import matched_mask, scopes
+    from cepopt.hamlet.problem import pane_size
 
     df = pd.DataFrame(list(stream))
     out: list[Burst] = []
@@ -206,8 +208,3 @@ def stream_bursts(classes, stream: Sequence[Mapping]) -> list[Burst]:
                                      classes_of(sigs), seg.continues, f"{ci}|{key}|{wk}"))
     return out
 
-
-def pane_size(values):
-    from cepopt.hamlet.problem import pane_size as _pane
-
-    return _pane(values)

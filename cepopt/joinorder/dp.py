@@ -36,7 +36,9 @@ from cepopt.joinorder.problem import Conjunct
 __all__ = ["DpTimeout", "dp_b", "dp_ld", "popcount_layers"]
 
 _TIE = 1e-12
-_CHUNK = 1 << 21  # candidate splits per vector operation in DP-B
+_CHUNK = 1 << 17  # candidate splits per vector operation in DP-B (cache-sized)
+_LN2 = math.log(2.0)
+_LD_CHUNK = 1 << 15  # masks per vector operation in DP-LD (cache-sized)
 
 
 class DpTimeout(Exception):
@@ -116,11 +118,14 @@ def dp_ld(conj: Conjunct, *, tree_ld: bool = False, deadline: float | None = Non
                 # best of a mask without bit x is S | bit: a larger layer, still +inf.
                 np.minimum(cur, extra(S, x, best[S ^ (1 << x)]), out=cur)
         else:
-            rest = S.copy()
-            for _ in range(k):  # peel the k set bits, lowest first
-                low = rest & -rest
-                np.minimum(cur, best[S ^ low], out=cur)
-                rest ^= low
+            for lo in range(0, len(S), _LD_CHUNK):  # cache-sized pieces
+                s = S[lo:lo + _LD_CHUNK]
+                c = cur[lo:lo + _LD_CHUNK]
+                rest = s.copy()
+                for _ in range(k):  # peel the k set bits, lowest first
+                    low = rest & -rest
+                    np.minimum(c, best[s ^ low], out=c)
+                    rest ^= low
         best[S] = np.logaddexp(V[S], cur)
     # Reconstruct from the top, the smallest last element on ties.
     order: list[int] = []
@@ -171,15 +176,29 @@ def dp_b(conj: Conjunct, *, deadline: float | None = None) -> tuple[Any, float]:
                 subs = np.concatenate([subs, subs + pw[:, c:c + 1]], axis=1)
             left = subs[:, :-1] + pw[:, :1]  # the last column would leave the right side empty
             right = S[:, None] - left
-            cost = np.logaddexp(best[left], best[right])
+            r = np.arange(len(S))
+            a, b = best[left], best[right]
             if lat:
                 tl = ((left >> t) & 1).astype(bool)
                 tr = ((right >> t) & 1).astype(bool)
                 side = np.where(tl, NV[right], np.where(tr, NV[left], -np.inf))
-                cost = np.logaddexp(cost, la + side)
-            j = np.argmin(cost, axis=1)
-            r = np.arange(len(S))
-            best[S] = np.logaddexp(V[S], cost[r, j])
+                cost = np.logaddexp(np.logaddexp(a, b), la + side)
+                j = np.argmin(cost, axis=1)
+                low = cost[r, j]
+            else:
+                # max(a, b) <= logaddexp(a, b) <= max(a, b) + ln 2: only the splits whose max is within
+                # ln 2 of the row's smallest max can win, so logaddexp runs on those alone.
+                top = np.maximum(a, b)
+                cut = top.min(axis=1) + (_LN2 + 1e-9)
+                ri, ci = np.nonzero(top <= cut[:, None])
+                vals = np.logaddexp(a[ri, ci], b[ri, ci])
+                heads = np.zeros(len(S), dtype=np.int64)  # every row keeps its own best split
+                np.cumsum(np.bincount(ri, minlength=len(S))[:-1], out=heads[1:])
+                low = np.minimum.reduceat(vals, heads)
+                first = np.flatnonzero(vals <= low[ri])
+                keep = np.unique(ri[first], return_index=True)[1]  # first (smallest column) per row
+                j = ci[first[keep]]
+            best[S] = np.logaddexp(V[S], low)
             split[S] = left[r, j]
 
     def tree(mask: int) -> Any:

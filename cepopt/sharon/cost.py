@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from cepopt.errors import CepoptError
 
-__all__ = ["CostModel", "COMB_RULES"]
+__all__ = ["CostModel", "COMB_RULES", "score", "predicted_cost"]
 
 COMB_RULES = ("both_required", "missing_as_one")
 
@@ -108,3 +108,15 @@ class CostModel:
         """Eq. 8: BValue(p, Q') = NonShared(p, Q') - Shared(p, Q')."""
         placed = list(placed)
         return sum(self.gain(q, s, len(pattern)) for q, s in placed) - self.fixed(pattern)
+
+
+def score(problem, plan) -> float:
+    """Eq. 9 for a plan of ``problem`` (a :class:`~cepopt.sharon.problem.SharonProblem`): the sum of the
+    BValues of its entries, after checking that the plan is valid (the family's evaluator)."""
+    return problem.score(plan)
+
+
+def predicted_cost(problem, plan) -> float:
+    """Total Non-Shared cost of the workload minus Score(plan): the cost the executor's operation
+    counts are compared against (additive model, spec A5)."""
+    return problem.predicted_cost(plan)

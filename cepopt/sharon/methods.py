@@ -70,7 +70,7 @@ def greedy(problem: SharonProblem, *, time_limit=None, seed=0) -> MethodResult:
 @register("sharon", "sharon", "the paper's optimizer: sound reduction (Alg. 2) + level-wise plan finder "
           "(Alg. 3-4)", exact=True)
 def sharon(problem: SharonProblem, *, time_limit=None, seed=0, reduction: str = "paper",
-           per_component: bool = False, max_level: int = 2_000_000) -> MethodResult:
+           per_component: bool = False, max_level: int = 1_000_000) -> MethodResult:
     from cepopt.sharon.problem import parse_bool
 
     per_component = parse_bool(per_component, "per_component")
@@ -163,13 +163,16 @@ def _compact_hint(problem: SharonProblem, model) -> list[int]:
 @register("sharon", "cpsat-compact", "compact x[p,q]/y[p] model in CP-SAT (LP-heavy: linearization 2 + "
           "max_lp); expanded optimum without enumerating options", exact=True)
 def cpsat_compact(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2,
-                  lp_heavy: bool = True) -> MethodResult:
+                  lp_heavy: bool = True, hint: bool = False) -> MethodResult:
+    """CP-SAT parameters: ``workers`` (2), ``seed``, LP-heavy search (linearization_level=2 plus the
+    max_lp subsolver; without it the fixed-charge model stalls at a gap). A GWMIN hint is optional
+    (``hint=true``): measured, it slows the proof down on this model."""
     from cepopt.sharon.problem import parse_bool
 
     model = compact_model(problem)
-    x, status, obj, bound, st = solve_cpsat_model(model, time_limit=time_limit, seed=seed,
-                                                  hint=_compact_hint(problem, model), workers=int(workers),
-                                                  lp_heavy=parse_bool(lp_heavy, "lp_heavy"))
+    start = _compact_hint(problem, model) if parse_bool(hint, "hint") else None
+    x, status, obj, bound, st = solve_cpsat_model(model, time_limit=time_limit, seed=seed, hint=start,
+                                                  workers=int(workers), lp_heavy=parse_bool(lp_heavy, "lp_heavy"))
     return _result(problem, x, status, obj, bound, _stats(problem, **st),
                    lambda x: SharonPlan.of(decode_compact(model, x)))
 

@@ -11,7 +11,8 @@ A :class:`SharonPlan` is a set of sharing candidates ``(pattern, queries)``:
 The empty plan is the Non-Shared method (A-Seq): every query is evaluated on its own.
 
 Guarantees the executor may rely on (the optimizer only returns such plans, and the cost model
-:func:`cepopt.sharon.cost.score` rejects any other plan with a :class:`~cepopt.errors.CepoptError`):
+:meth:`cepopt.sharon.problem.SharonProblem.score` rejects any other plan with a
+:class:`~cepopt.errors.CepoptError`):
 
 * ``pattern`` occurs exactly once in each query of ``queries`` (a sub-pattern that occurs twice in a
   query, possible when the query repeats an event type, is never shared by that query; spec §6.3,

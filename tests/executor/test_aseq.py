@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepopt.executor.aseq import aseq_partition
@@ -66,6 +66,7 @@ def test_sharon_example_stream():
     assert ops["update"] > 0
 
 
+@settings(max_examples=50)
 @given(query_sets(), streams())
 def test_aseq_equals_brute_force(workload, events):
     got, _ = run(workload.queries, events)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepopt.errors import CepoptError
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results, results_frame
 from cepopt.executor.sharon_kernel import plan_segments, sharon_partition
-from cepopt.model import Aggregate, Filter, Query, Seq, Statistics, Type, Window, Workload
+from cepopt.model import Filter, Query, Seq, Statistics, Type, Window, Workload
 from cepopt.sharon.plan import SharonPlan
 
 from .test_aseq import aggregates, streams
@@ -76,6 +76,7 @@ def plans(draw, workload):
     return SharonPlan.of(entries)
 
 
+@settings(max_examples=50)
 @given(st.data())
 def test_every_random_plan_equals_brute_force(data):
     workload = data.draw(workloads())
@@ -151,3 +152,45 @@ def test_different_filters_on_a_shared_pattern_are_refused():
     ev = pd.DataFrame({"ts": [1, 2], "type": ["A", "B"], "v": [3, 3]})
     with pytest.raises(CepoptError, match="different filters"):
         run(w.queries, SharonPlan.of([(("A", "B"), {"q1", "q2"})]), ev)
+
+
+@pytest.mark.spark
+def test_experiment_quick(spark, tmp_path):
+    from cepopt.experiments.framework import run_experiment
+    from cepopt.experiments.sharon_executor import EXPERIMENT
+
+    out = run_experiment(EXPERIMENT, quick=True, out_dir=tmp_path, progress=False)
+    df = out.frame
+    assert set(df["plan"]) == {"nonshared", "greedy", "optimal"}
+    assert df["digest"].nunique() == 1 and (df["results_rows"] > 0).all()
+    assert (df["operations"] > 0).all()
+    assert out.markdown_path is not None and (tmp_path / "sharon-executor.png").is_file()
+
+
+def test_int64_overflow_guard_switches_to_python_ints(monkeypatch):
+    """With the int64 headroom shrunk to 50, every kernel path (level updates, boundary maps,
+    combinations) must switch to Python ints and still agree with brute force."""
+    import random
+
+    import cepopt.executor.aseq as aseq
+    import cepopt.executor.sharon_kernel as sk
+
+    monkeypatch.setattr(aseq, "_INT64_SAFE", 50)
+    monkeypatch.setattr(sk, "_INT64_SAFE", 50)
+    rnd = random.Random(5)
+    ev = pd.DataFrame({"ts": sorted(rnd.randrange(25) for _ in range(45)),
+                       "type": [rnd.choice(TYPES) for _ in range(45)],
+                       "v": [rnd.randrange(-4, 30) for _ in range(45)],
+                       "f": [rnd.choice([0.5, 2.25]) for _ in range(45)]})
+    rows = [("A", "B", "C", "D"), ("A", "B", "C"), ("D", "A", "B", "C"), ("B", "C", "D")]
+    w = Workload(tuple(Query(Seq(tuple(Type(t) for t in r)), Window(12, 4), aggregates(r), name=f"q{i + 1}")
+                       for i, r in enumerate(rows)))
+    expected = reference_results(w, ev)
+    for plan in (SharonPlan.empty(), SharonPlan.of([(("A", "B", "C"), {"q1", "q2", "q3"})]),
+                 SharonPlan.of([(("B", "C"), {"q1", "q2", "q3", "q4"})])):
+        got, _ = run(w.queries, plan, ev)
+        assert compare_results(expected, got) == [], str(plan)
+    from cepopt.executor.aseq import aseq_partition
+
+    accs, _ = aseq_partition(w.queries, ev)
+    assert compare_results(expected, results_frame([r for a in accs.values() for r in a.rows()])) == []

@@ -65,3 +65,18 @@ def test_execute_bundled_example(spark):
     inst = load("hamlet-example")
     _, base = hamlet_kernel.run_local(inst.workload, pd.DataFrame(list(inst.stream)), "nonshared")
     assert base["operations"] > res.operations
+
+
+@pytest.mark.spark
+def test_gloria_driver(spark):
+    from cepopt.executor.api import execute
+    from cepopt.executor.reference import reference_results
+    from cepopt.solve import solve
+
+    inst = load("gloria-fig7")
+    plan = solve(inst, "gloria").plan
+    kinds = "F A E B C A B C D E C D F A B C D".split()
+    events = pd.DataFrame({"ts": range(0, 10 * len(kinds), 10), "type": kinds})
+    res = execute(inst, plan, events, spark=spark)
+    assert compare_results(res.results, reference_results(inst.workload, events)) == []
+    assert res.metrics["snapshots"] > 0 and res.predicted_cost is not None

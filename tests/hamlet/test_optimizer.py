@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cepopt.errors import CepoptError
 from cepopt.hamlet import (
@@ -17,6 +19,7 @@ from cepopt.hamlet import (
     run_policy,
     shared_cost,
 )
+from cepopt.hamlet.methods import exhaustive, optimal
 from cepopt.hamlet.plan import plan_from_json, plan_to_json
 from cepopt.solve import compare, solve
 
@@ -122,3 +125,48 @@ def test_solve_family_on_bundled_example():
     assert solve("hamlet-example", "static").objective == sols["static"].objective
     with pytest.raises(CepoptError):
         HamletPlan("sometimes")
+
+
+# ---------------------------------------------------------------------------------------------
+# Properties on random burst sequences
+# ---------------------------------------------------------------------------------------------
+
+
+@st.composite
+def burst_sequences(draw):
+    k = draw(st.integers(2, 4))
+    queries = tuple(f"q{i + 1}" for i in range(k))
+    out, n = [], draw(st.integers(0, 10))
+    for i in range(draw(st.integers(1, 4))):
+        b = draw(st.integers(1, 6))
+        n += b + draw(st.integers(0, 5))
+        classes = ()
+        if draw(st.booleans()):
+            classes = tuple(tuple(draw(st.integers(0, 1)) if j else 0 for j in range(k)) for _ in range(b))
+        out.append(Burst("B", queries, b, n, classes, continues=i > 0 and draw(st.booleans())))
+    return out
+
+
+class _P:
+    def __init__(self, bursts):
+        self.bursts = tuple(bursts)
+
+    @staticmethod
+    def t_of(queries):
+        return 2
+
+
+@settings(max_examples=80)
+@given(burst_sequences())
+def test_optimal_sequence_beats_every_policy(bursts):
+    prob = _P(bursts)
+    best = optimal(prob).solver_objective
+    for pol in ("dynamic", "static", "nonshared", "exhaustive"):
+        _, total = run_policy(bursts, pol, 2)
+        assert best <= total + 1e-9
+    # per burst, exhaustive is never worse than dynamic from the same state
+    state = GroupState()
+    for b in bursts:
+        assert decide(b, state, "exhaustive").cost <= decide(b, state, "dynamic").cost + 1e-9
+        state.after(b, decide(b, state, "dynamic").queries)
+    assert exhaustive(prob).plan.policy == "exhaustive"

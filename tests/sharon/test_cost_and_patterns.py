@@ -69,6 +69,20 @@ def test_closed_form_interior(r, k, n, L):
     assert c2.bvalue(p, [(q, 0) for q in types2]) == (k - 1) * L * r * r
 
 
+def test_conflict_includes_containment_in_the_middle():
+    """Spec A6: (B,C) strictly inside (A,B,C,D) in a common query is a conflict (Def. 6 misses it)."""
+    from cepopt.sharon.graph import Vertex, conflict
+
+    pr = SharonProblem.from_workload(workload("A B C D", "A B C D E", "X B C"), Statistics(
+        rates={t: 1 for t in "ABCDEX"}), expand=False)
+    outer = Vertex(("A", "B", "C", "D"), frozenset({"q1", "q2"}), 1)
+    inner = Vertex(("B", "C"), frozenset({"q1", "q3"}), 1)
+    assert conflict(outer, inner, pr.starts) and conflict(inner, outer, pr.starts)
+    assert not conflict(outer, Vertex(("B", "C"), frozenset({"q3"}), 1), pr.starts)
+    with pytest.raises(CepoptError, match="overlap"):
+        pr.score(SharonPlan.of([(outer.pattern, outer.queries), (inner.pattern, inner.queries)]))
+
+
 def test_rates_per_window_preferred():
     st = Statistics(rates={"A": 100, "B": 100, "C": 100}, events_per_window={"A": 1, "B": 2, "C": 3})
     pr = SharonProblem.from_workload(workload("A B C", "A B C"), st, expand=False)
@@ -168,3 +182,16 @@ def test_bad_params():
         solve(inst, "greedy", params={"expand": False, "subsets": "all"})
     with pytest.raises(CepoptError, match="params.comb"):
         solve(inst, "greedy", params={"comb": "x"})
+
+
+def test_fractional_rates_are_scaled_for_cpsat():
+    """CP-SAT needs integers: weights are scaled by a power of 10, rounded, and the scale reported."""
+    w = workload("A B C D", "A B C E", "X A B C", "B C D", "Y B C D")
+    st = Statistics(rates={"A": 0.7, "B": 0.35, "C": 1.25, "D": 0.5, "E": 0.9, "X": 0.3, "Y": 0.45})
+    inst = Instance("sharon", w, st)
+    best = solve(inst, "bruteforce")
+    for method in ("cpsat", "cpsat-compact", "milp", "milp-compact"):
+        sol = solve(inst, method)
+        assert sol.objective == pytest.approx(best.objective, rel=1e-9), method
+    sol = solve(inst, "cpsat")
+    assert sol.stats["weight_scale"] > 1 and sol.stats["objective_tolerance"] < 1e-6

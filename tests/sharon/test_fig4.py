@@ -170,9 +170,18 @@ def test_examples_13_15_expansion(fig4, fig4_problem, expected, labels):
     # injected weights exist only for full candidates: expanding them is a clear error
     with pytest.raises(CepoptError, match="expand=false"):
         _ = build(fig4, expand=True).graph
+    with pytest.raises(CepoptError, match="expand=false"):
+        solve(fig4, "cpsat-compact", params={"expand": True})
 
 
 def test_solve_with_param_expand_strings(fig4):
     assert solve(fig4, "sharon", params={"expand": "false"}).objective == 50
     with pytest.raises(CepoptError, match="params.expand"):
         solve(fig4, "sharon", params={"expand": "maybe"})
+
+
+@pytest.mark.parametrize("backend", ["highs", "scip", "cbc"])
+def test_milp_backends(fig4, expected, backend):
+    for method in ("milp", "milp-compact"):
+        sol = solve(fig4, method, params={"backend": backend}, time_limit=30)
+        assert sol.status == "optimal" and sol.objective == expected["optimum"]["score"]

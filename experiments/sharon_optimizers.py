@@ -1,0 +1,172 @@
+"""sharon-optimizers: time to a proven optimum, and the objective, of every Sharon optimizer as the
+workload grows (the model-level analogue of the paper's Fig. 15, §8.3), with and without expansion.
+
+Grid: preset (default, stress; instances/sharon_generator.py) x queries (10, 20, 50, 100, 200, 500,
+1000; length 10) x seed (0, 1, 2). Each point builds three problems from one workload:
+
+* ``original``: the Sharon graph (expand=false): greedy (the paper's GO), sharon (SO without
+  expansion), exhaustive, cpsat, milp, cpsat-compact, milp-compact;
+* ``expanded``: the conflict-resolved graph of Alg. 5-6 (expand=true): the same methods. The graph
+  methods work on the enumerated options (capped at 256 per candidate, reported in ``options_cut``);
+  the compact models encode the full option set without enumerating it;
+* ``all``: every subset of every sharable pattern (subsets=all): cpsat-compact, milp-compact.
+
+Every call has a 60 s limit. Methods are skipped beyond the sizes in ``LIMITS`` (the enumeration of
+the expanded graph and the exponential searches cannot finish there), rather than left to fail.
+The report gives, per preset and size, the median time and the number of proven optima, the greedy
+gap, and the score gained by expansion and by subsets=all over the original-graph optimum.
+``--quick``: 10 and 20 queries of length 5, seed 0, both presets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cepopt.experiments.framework import Experiment, markdown_table
+
+__all__ = ["EXPERIMENT", "LIMITS", "METHODS"]
+
+PRESETS = ("default", "stress")
+SIZES = (10, 20, 50, 100, 200, 500, 1000)
+SEEDS = (0, 1, 2)
+LENGTH = 10
+TIME_LIMIT = 60.0
+GRAPH_METHODS = ("greedy", "sharon", "exhaustive", "cpsat", "milp")
+COMPACT_METHODS = ("cpsat-compact", "milp-compact")
+METHODS = GRAPH_METHODS + COMPACT_METHODS
+GRAPHS = {"original": {"expand": False}, "expanded": {"expand": True},
+          "all": {"expand": True, "subsets": "all"}}
+#: largest number of queries each (graph, method) is run at; absent = every size
+LIMITS = {
+    ("original", "exhaustive"): 20, ("expanded", "exhaustive"): 20,
+    ("original", "sharon"): 200, ("expanded", "sharon"): 50,
+    ("expanded", "greedy"): 50, ("expanded", "cpsat"): 50, ("expanded", "milp"): 50,
+}
+
+
+def grid(quick: bool) -> list[dict]:
+    if quick:
+        return [{"preset": p, "queries": n, "seed": 0, "length": 5} for n in (10, 20) for p in PRESETS]
+    # size-major, then seed: an interrupted run still covers both presets at every size reached
+    return [{"preset": p, "queries": n, "seed": s, "length": LENGTH} for n in SIZES for s in SEEDS
+            for p in PRESETS]
+
+
+def run(point: dict) -> list[dict]:
+    from cepopt.instances.sharon_generator import make_instance
+    from cepopt.sharon.problem import build
+    from cepopt.solve import solve
+
+    n, seed = int(point["queries"]), int(point["seed"])
+    inst = make_instance(queries=n, length=int(point.get("length", LENGTH)), seed=seed,
+                         preset=str(point["preset"]))
+    rows = []
+    for graph, options in GRAPHS.items():
+        problem = build(inst, **options)
+        names = COMPACT_METHODS if graph == "all" else METHODS
+        for name in names:
+            cap = LIMITS.get((graph, name))
+            if cap is not None and n > cap:
+                continue
+            sol = solve(inst, name, time_limit=TIME_LIMIT, seed=seed, problem=problem)
+            st = sol.stats
+            rows.append({
+                "graph": graph, "method": name, "status": sol.status, "objective": sol.objective,
+                "bound": sol.bound, "time_s": round(sol.time_s, 4),
+                "sharable": st.get("sharable_patterns", len(problem.candidates)),
+                "original_vertices": len(problem.original), "vertices": st.get("vertices"),
+                "options_cut": st.get("options_cut"), "guaranteed_weight": st.get("guaranteed_weight"),
+                "variables": st.get("variables"), "message": (sol.message or "")[:100],
+            })
+    return rows
+
+
+def _optimum(df, graph: str):
+    """Per (preset, queries, seed): the proven optimum on ``graph`` (compact models for the expanded
+    graphs, since the enumerated graph may be capped; any exact method on the original graph)."""
+    sub = df[(df.graph == graph) & (df.status == "optimal")]
+    if graph != "original":
+        sub = sub[sub.method.isin(COMPACT_METHODS)]
+    sub = sub[sub.method != "greedy"]
+    return sub.groupby(["preset", "queries", "seed"])["objective"].max()
+
+
+def report(df, out_dir: Path) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    df = df.copy()
+    df["optimal"] = df.status == "optimal"
+    parts = []
+    # 1. time to proven optimum
+    summary = (df.groupby(["preset", "queries", "graph", "method"])
+               .agg(median_time_s=("time_s", "median"), max_time_s=("time_s", "max"),
+                    proven=("optimal", "sum"), runs=("optimal", "size"), objective=("objective", "mean"))
+               .reset_index())
+    parts.append("## Time and objective per method (median over seeds; proven = runs with status optimal)\n")
+    parts.append(markdown_table(summary, floatfmt=".4g"))
+    # 2. gains and greedy gap
+    opt = {g: _optimum(df, g) for g in GRAPHS}
+    gains = pd.DataFrame({"original": opt["original"], "expanded": opt["expanded"], "all": opt["all"]})
+    gains["expansion_gain_%"] = 100 * (gains["expanded"] / gains["original"] - 1)
+    gains["subsets_all_gain_%"] = 100 * (gains["all"] / gains["original"] - 1)
+    for graph in ("original", "expanded"):
+        greedy = df[(df.graph == graph) & (df.method == "greedy")].set_index(["preset", "queries", "seed"])
+        gains[f"greedy_gap_{graph}_%"] = 100 * (1 - greedy["objective"] / gains[graph])
+    per_size = gains.groupby(["preset", "queries"]).mean(numeric_only=True).reset_index()
+    parts.append("\n## Score gained by expansion and by subsets=all over the original-graph optimum; "
+                 "greedy gap to the optimum of its graph (mean over seeds)\n")
+    parts.append(markdown_table(per_size, floatfmt=".4g"))
+    # 3. agreement of the paper's optimizer with cpsat-compact
+    agree = []
+    for graph in ("original", "expanded"):
+        so = df[(df.graph == graph) & (df.method == "sharon") & df.optimal]
+        cc = df[(df.graph == graph) & (df.method == "cpsat-compact") & df.optimal]
+        m = so.merge(cc, on=["preset", "queries", "seed"], suffixes=("_so", "_cc"))
+        for _, r in m.iterrows():
+            agree.append({"graph": graph, "preset": r.preset, "queries": r.queries, "seed": r.seed,
+                          "sharon": r.objective_so, "cpsat_compact": r.objective_cc,
+                          "options_cut": r.options_cut_so, "equal": abs(r.objective_so - r.objective_cc) < 1e-6})
+    if agree:
+        a = pd.DataFrame(agree)
+        parts.append("\n## Where the paper's optimizer (sharon) proves its optimum, cpsat-compact's objective\n")
+        parts.append(f"{int(a.equal.sum())} of {len(a)} runs equal; the others differ only where the "
+                     "enumerated expanded graph was capped (options_cut > 0), where cpsat-compact is higher.\n")
+        parts.append(markdown_table(a[~a.equal]) if (~a.equal).any() else "")
+    # 4. plots
+    for preset in sorted(df.preset.unique()):
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True)
+        for ax, graph in zip(axes, GRAPHS, strict=True):
+            sub = summary[(summary.preset == preset) & (summary.graph == graph)]
+            for method, g in sub.groupby("method"):
+                ax.plot(g.queries, g.median_time_s, marker="o", label=method)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{preset}: {graph}")
+            ax.set_xlabel("queries")
+            ax.axhline(TIME_LIMIT, color="grey", lw=0.5, ls="--")
+        axes[0].set_ylabel("median time (s)")
+        axes[-1].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out_dir / f"sharon-optimizers-{preset}.png", dpi=110)
+        plt.close(fig)
+        parts.append(f"\n![{preset}](sharon-optimizers-{preset}.png)\n")
+    return "\n".join(parts)
+
+
+EXPERIMENT = Experiment(
+    name="sharon-optimizers",
+    description="Time to a proven optimum and objective of greedy, sharon, exhaustive, cpsat, milp, "
+                "cpsat-compact and milp-compact as the Sharon workload grows (length-10 SEQ queries, "
+                "default and stress presets, 3 seeds, 60 s per call), on the original graph, the expanded "
+                "graph and with subsets=all.",
+    grid=grid,
+    run=run,
+    report=report,
+    paper_claim="§8.3/Fig. 15: EO does not terminate beyond 20 queries; SO beats EO by 3 orders of magnitude at "
+                "20 queries; at 70 queries SO is 3 orders of magnitude slower than GO; the optimal plan beats "
+                "the greedy plan (executor latency 2-fold at 180 queries).",
+)
