@@ -7,6 +7,10 @@ batches of equal time stamps, levels from the last to the first, so every update
 from before the batch (an event never extends a match at its own time stamp; repeated types work).
 All arithmetic is vectorised over the live START records.
 
+Counts are exact: the state is int64 while a running upper bound of the counts (times the
+largest integer attribute) stays below 2^62, and turns into Python ints (object arrays) per instance
+when it does not; combinations that could leave int64 are computed with Python ints.
+
 Windows follow sharon.md §1.5: window k = [kS, kS+W); a match is in window k iff its first event is
 at or after kS and its last before kS+W. A window closes when the first event at or after its end
 arrives (or at the end of the partition); its result is the sum over START records at or after kS of
@@ -431,50 +435,6 @@ def query_targets(query: Query) -> list[tuple[str, str | None]]:
 def position_filters(query: Query) -> list[list[Filter]]:
     leaves = query_leaves(query)
     return [[f for f in query.filters if f.ref in (leaf.var, leaf.name)] for leaf in leaves]
-
-
-def choose_int_dtype(queries: Sequence[Query], ev: PartitionEvents) -> Any:
-    """int64 when no count or integer sum can reach 2^62 in this partition, else Python ints.
-
-    Every count the kernels hold counts matches of a prefix whose events lie within W + S of each
-    other, so the product over the pattern of the most events of each type in such a span bounds it
-    (times the batch size for an intermediate product); sums are at most that times the largest
-    absolute integer attribute value.
-    """
-    if len(ev) == 0:
-        return np.int64
-    # a START record lives while one of its windows is open: its counts span at most W + S
-    span = None if any(q.window.slide is None for q in queries) else \
-        max(q.window.length + q.window.slide for q in queries)
-    per_type: dict[str, int] = {}
-
-    def most(t: str) -> int:
-        # most events of type t inside one window span
-        if t not in per_type:
-            ts = ev.ts[ev.type == t]
-            if span is None or len(ts) == 0:
-                per_type[t] = len(ts)
-            else:
-                ends = np.searchsorted(ts, ts + math.ceil(span), side="left")
-                per_type[t] = int((ends - np.arange(len(ts))).max())
-        return per_type[t]
-
-    bound = 1
-    for q in queries:
-        prod = 1
-        for t in query_types(q):
-            prod *= max(1, most(t))
-        bound = max(bound, prod)
-    # an update multiplies a count by at most the events of one batch
-    bound *= int(np.diff(np.append(ev.starts, len(ev))).max()) + 1
-    scale = 1
-    for q in queries:
-        for _, attr in query_targets(q):
-            if attr is not None:
-                vals = ev.numeric(attr)
-                if vals.dtype.kind == "i" and len(vals):
-                    scale = max(scale, int(np.abs(vals).max()))
-    return np.int64 if bound * scale < _INT64_SAFE else object
 
 
 def cells_to_acc(acc: AggAccumulator, group: str, window: int, cnt, per: dict) -> None:

@@ -35,8 +35,8 @@ DEMOS = (
     FamilyDemo("gloria", "gloria-fig7", ("--queries", "10", "--seed", "1"), ("--queries", "6", "--seed", "1"),
                "gen:workload:events=20000,seed=1", "gen:workload:events=4000,seed=1", "greedy"),
     FamilyDemo("hamlet", "hamlet-example", (), (), "", "", "nonshared", executed_instance="example"),
-    FamilyDemo("joinorder", "joinorder-e6", ("--size", "6", "--seed", "1", "--preset", "dense"),
-               ("--size", "5", "--seed", "1", "--preset", "dense"),
+    FamilyDemo("joinorder", "joinorder-e6", ("--size", "6", "--seed", "1", "--preset", "small-window"),
+               ("--size", "5", "--seed", "1", "--preset", "small-window"),
                "gen:workload:events=20000,seed=1", "gen:workload:events=5000,seed=1", "greedy"),
 )
 

@@ -19,7 +19,7 @@ FAMILIES = {
     "sharon": (["--queries", "30", "--length", "6", "--types", "10"], 30000,
                ["--queries", "12", "--length", "5", "--types", "8"], 4000),
     "gloria": (["--queries", "8"], 20000, ["--queries", "5"], 3000),
-    "joinorder": (["--size", "5", "--preset", "dense"], 20000, ["--size", "4", "--preset", "dense"], 3000),
+    "joinorder": (["--size", "5", "--preset", "small-window"], 20000, ["--size", "4", "--preset", "small-window"], 3000),
 }
 
 

@@ -7,7 +7,8 @@ machine (§4.2): the sum over bursts of ``Shared(G_E, Q_E) + NonShared(rest)`` f
 Methods: ``dynamic`` (the paper's per-burst optimizer, §4.3), ``static`` (always share),
 ``nonshared`` (GRETA), ``exhaustive`` (per burst, the cheapest of the 2^k - k plans), ``optimal``
 (the cheapest *sequence* of decisions, by enumeration: decisions interact through the open
-graphlet, so per-burst optimality is not global optimality).
+graphlet, so per-burst optimality is not global optimality). The ``optimal`` plan records that
+sequence for the instance's bursts; executed on another stream it runs the ``exhaustive`` policy.
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from cepopt.errors import CepoptError
 from cepopt.joinorder import bruteforce as _bf
 from cepopt.joinorder.cost import log_cost, logsumexp
@@ -146,8 +148,6 @@ def _ii(problem, start: Callable[[Conjunct, Any], list[int]], time_limit, seed, 
         neighbour_order, mode):
     tree_ld = _tree_ld(problem)
     deadline = _deadline(time_limit)
-    import numpy as np
-
     rng = np.random.default_rng(seed)
 
     def one(c: Conjunct) -> list[int]:
@@ -330,7 +330,7 @@ def _cpsat_order(problem, *, time_limit=None, seed=0, workers=2, scale=1000):
     if _tree_ld(problem):
         raise MethodLimitError("cpsat-order: scores orders by Cost_ord; use dp-ld for cost=tree")
     deadline = _deadline(time_limit)
-    plans, stats_all = [], []
+    plans, stats_all, solver = [], [], []
     for c in problem.conjuncts:
         out = solve_order_cpsat(c, time_limit=_remaining(deadline), seed=seed, workers=int(workers),
                                 scale=float(scale))
@@ -338,5 +338,12 @@ def _cpsat_order(problem, *, time_limit=None, seed=0, workers=2, scale=1000):
             return MethodResult(plan=None, status=out.status, stats=out.stats, message=out.message)
         plans.append(order_plan(c, out.plan))
         stats_all.append(out.stats)
+        solver.append(out.solver_log)
     stats = stats_all[0] if len(stats_all) == 1 else {"conjuncts": stats_all}
-    return MethodResult(plan=_assemble(plans), status="feasible", stats=stats)
+    solver_objective = None
+    if all(v is not None for v in solver) and problem.cost in ("auto", "ord", "ldj"):
+        # solve() checks the scaled integer model's value against the cost model within this tolerance.
+        solver_objective = logsumexp(solver)
+        stats["objective_tolerance"] = max(s.get("objective_tolerance", 1e-6) for s in stats_all)
+    return MethodResult(plan=_assemble(plans), status="feasible", stats=stats,
+                        solver_objective=solver_objective)

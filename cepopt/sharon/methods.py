@@ -133,10 +133,17 @@ def _mwis_hint(problem: SharonProblem) -> list[int]:
 
 
 @register("sharon", "cpsat", "MWIS in CP-SAT with cell-clique constraints, hinted with GWMIN", exact=True)
-def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2) -> MethodResult:
+def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2, lp_heavy: bool = True,
+          presolve: bool = False) -> MethodResult:
+    """CP-SAT parameters: ``workers`` (2), ``seed``, LP-heavy search (linearization_level=2 + max_lp),
+    CP-SAT presolve off (it costs more than it saves here), GWMIN solution as hint."""
+    from cepopt.sharon.problem import parse_bool
+
     model = mwis_model(problem.graph)
     x, status, obj, bound, st = solve_cpsat_model(model, time_limit=time_limit, seed=seed,
-                                                  hint=_mwis_hint(problem), workers=int(workers))
+                                                  hint=_mwis_hint(problem), workers=int(workers),
+                                                  lp_heavy=parse_bool(lp_heavy, "lp_heavy"),
+                                                  presolve=parse_bool(presolve, "presolve"))
     return _result(problem, x, status, obj, bound, _stats(problem, **st),
                    lambda x: problem.plan_of(i for i, xi in enumerate(x) if xi))
 
@@ -163,16 +170,18 @@ def _compact_hint(problem: SharonProblem, model) -> list[int]:
 @register("sharon", "cpsat-compact", "compact x[p,q]/y[p] model in CP-SAT (LP-heavy: linearization 2 + "
           "max_lp); expanded optimum without enumerating options", exact=True)
 def cpsat_compact(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2,
-                  lp_heavy: bool = True, hint: bool = False) -> MethodResult:
+                  lp_heavy: bool = True, hint: bool = False, presolve: bool = False) -> MethodResult:
     """CP-SAT parameters: ``workers`` (2), ``seed``, LP-heavy search (linearization_level=2 plus the
-    max_lp subsolver; without it the fixed-charge model stalls at a gap). A GWMIN hint is optional
+    max_lp subsolver; without it the fixed-charge model stalls at a 1-25 % gap), CP-SAT presolve off
+    (measured: it takes more time than the search and halves the speed). A GWMIN hint is optional
     (``hint=true``): measured, it slows the proof down on this model."""
     from cepopt.sharon.problem import parse_bool
 
     model = compact_model(problem)
     start = _compact_hint(problem, model) if parse_bool(hint, "hint") else None
     x, status, obj, bound, st = solve_cpsat_model(model, time_limit=time_limit, seed=seed, hint=start,
-                                                  workers=int(workers), lp_heavy=parse_bool(lp_heavy, "lp_heavy"))
+                                                  workers=int(workers), lp_heavy=parse_bool(lp_heavy, "lp_heavy"),
+                                                  presolve=parse_bool(presolve, "presolve"))
     return _result(problem, x, status, obj, bound, _stats(problem, **st),
                    lambda x: SharonPlan.of(decode_compact(model, x)))
 
