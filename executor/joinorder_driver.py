@@ -103,6 +103,8 @@ def execute(problem, plan, events, spark=None, *, estimate_stats: bool = False, 
     if estimate_stats:
         problem, plan, stats = _replan(problem, events, method, plan, time_limit, seed, sample)
         metrics["estimated_statistics"] = stats.to_json()
+        # Without a method name the given plan runs as is; only its prediction uses the new statistics.
+        metrics["replanned"] = bool(method)
         metrics["plan"] = str(plan)
     span = events.agg(F.count(F.lit(1)).alias("n"), F.min("ts").alias("lo"), F.max("ts").alias("hi")).first()
     n_events = int(span["n"])

@@ -1,10 +1,18 @@
 """sharon-executor: throughput, latency and measured operations of Non-Shared vs greedy-plan vs
 optimal-plan execution on Spark as the workload grows (Sharon Fig. 14b/14f and Fig. 16).
 
-Workload: ``cepopt.instances.sharon_generator.make_instance`` (default preset: 30 types, queries of
-length 10 built from 12 shared pieces, relative rates 1-6, the authors' optimizer-benchmark shape),
-WITHIN 10 SLIDE 5. Stream: ``gen:workload`` for that instance (types drawn at the stated rates, about
-100 events per time unit, so about 1000 events per window).
+Two workloads (``workload`` column):
+
+* ``generated``: ``cepopt.instances.sharon_generator.make_instance`` (default preset: 30 types,
+  queries of length 10 built from 12 shared pieces, relative rates 1-6, the authors'
+  optimizer-benchmark shape), WITHIN 10 SLIDE 5; stream ``gen:workload`` for that instance (types
+  drawn at the stated rates, about 100 events per time unit, about 1000 events per window), 20k
+  events. Sharing is mostly interior: many segments per query, real greedy/optimal differences.
+* ``ecommerce`` (Sharon §8.1 EC shape): purchase sequences over items I0..I49 with [customer];
+  ``queries/6`` bundles of 8 items, each query = a bundle + 2 random items (length 10), so queries
+  of a bundle share it as a prefix; WITHIN 120 SLIDE 60 (seconds); stream ``gen:ecommerce``
+  (20 customers, 40 events/s), 24k events; statistics = expected events per type, window and
+  customer.
 
 Plans: ``nonshared`` (A-Seq for every query), ``greedy`` (GO: GWMIN on the Sharon graph without
 expansion), ``optimal`` (the exact MWIS of the expanded Sharon graph by CP-SAT, 60 s limit). Each plan
@@ -30,23 +38,62 @@ __all__ = ["EXPERIMENT", "make_instance"]
 
 QUERIES = (20, 40, 60, 80, 100, 120)
 PLANS = ("nonshared", "greedy", "optimal")
-EVENTS = 20_000
+EVENTS = {"generated": 20_000, "ecommerce": 24_000}
 WINDOW, SLIDE = 10, 5
+EC_ITEMS, EC_CUSTOMERS, EC_RATE, EC_BUNDLE, EC_SUFFIX = 50, 20, 40.0, 8, 2
+EC_WINDOW, EC_SLIDE = 120, 60
 BLOCK = 4
 REPEAT = 2
 
 
-def make_instance(queries: int, seed: int = 0, *, window: int = WINDOW, slide: int = SLIDE):
-    """The benchmark instance (see the module docstring); deterministic in ``seed``."""
-    from cepopt.instances.sharon_generator import make_instance as sharon_instance
+def make_instance(queries: int, seed: int = 0, *, workload: str = "generated", window: int | None = None,
+                  slide: int | None = None):
+    """The benchmark instance of ``workload`` (see the module docstring); deterministic in ``seed``."""
+    if workload == "generated":
+        from cepopt.instances.sharon_generator import make_instance as sharon_instance
 
-    return sharon_instance(queries=queries, seed=seed, window=window, slide=slide)
+        return sharon_instance(queries=queries, seed=seed, window=window or WINDOW, slide=slide or SLIDE)
+    if workload == "ecommerce":
+        return _ecommerce_instance(queries, seed, window or EC_WINDOW, slide or EC_SLIDE)
+    raise ValueError(f"unknown workload {workload!r}")
+
+
+def _ecommerce_instance(queries: int, seed: int, window: int, slide: int):
+    import random
+
+    from cepopt.instance import Instance
+    from cepopt.model import Equivalence, Query, Seq, Statistics, Type, Window, Workload
+
+    rnd = random.Random(seed)
+    items = [f"I{i}" for i in range(EC_ITEMS)]
+    bundles = [rnd.sample(items, EC_BUNDLE) for _ in range(max(1, queries // 6))]
+    qs = []
+    for i in range(queries):
+        b = bundles[i % len(bundles)]
+        tail = rnd.sample([t for t in items if t not in b], EC_SUFFIX)
+        qs.append(Query(Seq(tuple(Type(t) for t in b + tail)), Window(window, slide),
+                        where=(Equivalence("customer"),), name=f"q{i + 1}"))
+    used = sorted({t for q in qs for t in q.pattern.event_types()})
+    per_window = EC_RATE * window / EC_ITEMS / EC_CUSTOMERS
+    stats = Statistics(rates={t: EC_RATE / EC_ITEMS for t in used},
+                       events_per_window={t: per_window for t in used})
+    return Instance("sharon", Workload(tuple(qs)), stats, name=f"ecommerce-{queries}q-s{seed}")
+
+
+def _stream(workload: str, inst, seed: int, events: int):
+    from cepopt.instances.streams import generate
+
+    if workload == "ecommerce":
+        return generate("ecommerce", seed=seed, events=events, items=EC_ITEMS, customers=EC_CUSTOMERS,
+                        rate=EC_RATE)
+    return generate("workload", seed=seed, instance=inst, events=events)
 
 
 def grid(quick: bool) -> list[dict]:
     if quick:
-        return [{"queries": 6, "seed": 0, "events": 1500, "repeat": 1}]
-    return [{"queries": q, "seed": 0, "events": EVENTS} for q in QUERIES]
+        return [{"workload": "generated", "queries": 6, "seed": 0, "events": 1500, "repeat": 1}]
+    return [{"workload": w, "queries": q, "seed": 0, "events": EVENTS[w], "repeat": REPEAT}
+            for w in ("generated", "ecommerce") for q in QUERIES]
 
 
 def _plans(inst):
@@ -64,13 +111,13 @@ def run(point: dict) -> list[dict]:
     from cepopt.executor import sharon_driver
     from cepopt.executor.session import get_spark
     from cepopt.executor.streams import to_spark
-    from cepopt.instances.streams import generate
     from cepopt.sharon.plan import SharonPlan
 
     queries, seed, events = int(point["queries"]), int(point["seed"]), int(point["events"])
-    inst = make_instance(queries, seed)
+    workload = str(point.get("workload", "generated"))
+    inst = make_instance(queries, seed, workload=workload)
     problem, plans = _plans(inst)
-    stream = generate("workload", seed=seed, instance=inst, events=events)
+    stream = _stream(workload, inst, seed, events)
     spark = get_spark()
     sdf = to_spark(stream, spark).cache()
     sdf.count()
@@ -115,60 +162,68 @@ def report(df, out_dir: Path) -> str:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import pandas as pd
 
     out_dir = Path(out_dir)
-    df = df.sort_values(["queries", "plan"])
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
-    for plan, sub in df.groupby("plan"):
-        axes[0].plot(sub["queries"], sub["throughput"], marker="o", label=plan)
-        axes[1].plot(sub["queries"], sub["latency_s"] * 1000, marker="o", label=plan)
-        axes[2].plot(sub["queries"], sub["operations"], marker="o", label=plan)
-    axes[0].set_ylabel("throughput (events/s)")
-    axes[1].set_ylabel("latency proxy (kernel ms per window)")
-    axes[2].set_ylabel("measured operations")
-    for ax in axes:
-        ax.set_xlabel("queries")
-        ax.legend()
-    axes[2].set_yscale("log")
+    if "workload" not in df.columns:
+        df = df.assign(workload="generated")
+    df = df.sort_values(["workload", "queries", "plan"])
+    workloads = list(dict.fromkeys(df["workload"]))
+    fig, axes = plt.subplots(len(workloads), 3, figsize=(14, 4 * len(workloads)), squeeze=False)
+    for row, wl in zip(axes, workloads, strict=True):
+        for plan, sub in df[df["workload"] == wl].groupby("plan"):
+            row[0].plot(sub["queries"], sub["throughput"], marker="o", label=plan)
+            row[1].plot(sub["queries"], sub["latency_s"] * 1000, marker="o", label=plan)
+            row[2].plot(sub["queries"], sub["operations"], marker="o", label=plan)
+        row[0].set_ylabel(f"{wl}: throughput (events/s)")
+        row[1].set_ylabel("latency proxy (kernel ms per window)")
+        row[2].set_ylabel("measured operations")
+        row[2].set_yscale("log")
+        for ax in row:
+            ax.set_xlabel("queries")
+            ax.legend()
     fig.tight_layout()
     fig.savefig(out_dir / "sharon-executor.png", dpi=110)
     plt.close(fig)
 
     lines = []
-    same = df.groupby("queries")["digest"].nunique()
+    same = df.groupby(["workload", "queries"])["digest"].nunique()
     lines.append(f"Identical results under every plan: **{bool((same == 1).all())}** "
-                 f"(distinct digests per workload size: {({int(k): int(v) for k, v in same.items()})}).\n")
-    wide = df.pivot_table(index="queries", columns="plan", values=["time_s", "kernel_s", "operations"])
+                 f"({len(same)} workloads x sizes, each with one results digest over its plans).\n")
     rows = []
-    for q in wide.index:
-        t, k, o = wide["time_s"].loc[q], wide["kernel_s"].loc[q], wide["operations"].loc[q]
-        rows.append({"queries": q,
-                     "speedup opt/nonshared (time)": t["nonshared"] / t["optimal"],
-                     "speedup opt/nonshared (kernel)": k["nonshared"] / k["optimal"],
-                     "speedup opt/greedy (time)": t["greedy"] / t["optimal"],
+    for (wl, q), sub in df.groupby(["workload", "queries"]):
+        by = sub.set_index("plan")
+        if not set(PLANS) <= set(by.index):
+            continue
+        t, k, o = by["time_s"], by["kernel_s"], by["operations"]
+        rows.append({"workload": wl, "queries": q,
+                     "time nonshared/opt": t["nonshared"] / t["optimal"],
+                     "kernel nonshared/opt": k["nonshared"] / k["optimal"],
+                     "time greedy/opt": t["greedy"] / t["optimal"],
                      "ops nonshared/opt": o["nonshared"] / o["optimal"],
-                     "ops greedy/opt": o["greedy"] / o["optimal"]})
-    import pandas as pd
-
-    summary = pd.DataFrame(rows)
-    lines.append(markdown_table(summary, floatfmt=".3g"))
-    rhos = []
-    for q, sub in df.groupby("queries"):
-        if sub["predicted_cost"].notna().all() and len(sub) > 1:
-            rhos.append((q, _spearman(sub["predicted_cost"].to_numpy(float), sub["operations"].to_numpy(float))))
-    allp = df[df["predicted_cost"].notna()]
-    rho_all = _spearman(allp["predicted_cost"].to_numpy(float), allp["operations"].to_numpy(float))
-    lines.append(f"\nSpearman(predicted cost, measured operations) over all rows: **{rho_all:.3f}**; "
-                 "per workload size: " + ", ".join(f"{q}: {r:.2f}" for q, r in rhos) + "\n")
-    lines.append(markdown_table(df, ["queries", "plan", "status", "score", "shared_entries", "time_s", "kernel_s",
-                                     "throughput", "latency_s", "operations", "predicted_cost", "digest"]))
+                     "ops greedy/opt": o["greedy"] / o["optimal"],
+                     "predicted nonshared/opt": by["predicted_cost"]["nonshared"] / by["predicted_cost"]["optimal"]})
+    lines.append(markdown_table(pd.DataFrame(rows), floatfmt=".3g"))
+    lines.append("")
+    for wl in workloads:
+        sub = df[(df["workload"] == wl) & df["predicted_cost"].notna()]
+        rho = _spearman(sub["predicted_cost"].to_numpy(float), sub["operations"].to_numpy(float))
+        per = [(q, _spearman(g["predicted_cost"].to_numpy(float), g["operations"].to_numpy(float)))
+               for q, g in sub.groupby("queries")]
+        lines.append(f"- {wl}: Spearman(predicted cost, measured operations) over all rows **{rho:.3f}**; "
+                     "per size: " + ", ".join(f"{q}: {r:.2f}" for q, r in per))
+    lines.append("")
+    lines.append(markdown_table(df, ["workload", "queries", "plan", "status", "score", "shared_entries", "time_s",
+                                     "kernel_s", "throughput", "latency_s", "operations", "predicted_cost",
+                                     "digest"]))
     lines.append(
         "\nReading: `operations` are the kernels' deterministic count updates and combinations (the "
         "quantity Eq. 2-7 model); `time_s` is the best of the repeated Spark runs on a shared 2-core "
-        "machine, so it carries Spark's fixed job cost and other processes' load. The kernels are NumPy "
-        "per START record; with about ten live START records per instance, their time is dominated by "
-        "per-call Python overhead, which grows with the number of segments and boundary snapshots a "
-        "plan creates, not with the count updates it saves.\n")
+        "machine, so it carries Spark's fixed job cost and other processes' load; `kernel_s` sums the "
+        "per-partition kernel times. The kernels are NumPy per START record; with tens of live START "
+        "records per instance their time is largely per-call Python overhead, which grows with the "
+        "number of segments and boundary snapshots a plan creates, not only with the count updates "
+        "it saves.\n")
     lines.append("\n![sharon-executor](sharon-executor.png)\n")
     return "\n".join(lines)
 

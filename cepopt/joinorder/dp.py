@@ -79,6 +79,8 @@ def dp_ld(conj: Conjunct, *, tree_ld: bool = False, deadline: float | None = Non
     n = conj.n
     full = (1 << n) - 1
     V = all_node_logs(conj, tree=tree_ld)
+    if conj.next_match and conj.paper_literal and not tree_ld:
+        V = V + math.log(conj.window)  # Σ W m[k], as printed in §6.2 [R-NEXT]
     best = np.full(1 << n, np.inf)
     singles = 1 << np.arange(n)
     leaves = _leaf_logs(conj)

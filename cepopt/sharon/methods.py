@@ -81,11 +81,15 @@ def sharon(problem: SharonProblem, *, time_limit=None, seed=0, reduction: str = 
     if per_component:
         best, fstats = [], {"levels": [], "plans": 0, "complete": True}
         for comp in g.components(remaining):
+            if time_limit is not None:
+                left = max(time_limit - (time.perf_counter() - start), 1e-3)
             part, st = find_plan(g, comp, time_limit=left, max_level=int(max_level))
             best += part
             fstats["plans"] += st["plans"]
             fstats["complete"] &= st["complete"]
             fstats["levels"].append(st["levels"])
+            if "stopped" in st:
+                fstats["stopped"] = st["stopped"]
     else:
         best, fstats = find_plan(g, remaining, time_limit=left, max_level=int(max_level))
     chosen = list(best) + list(free)

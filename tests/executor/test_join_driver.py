@@ -119,3 +119,23 @@ def test_cli_execute_estimates_statistics_and_plans(spark, tmp_path, capsys):
     assert "estimated_statistics" in out["metrics"] and out["operations"] > 0
     assert main(["execute", str(path), "--stream", str(csv), "--plan", "trivial", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["results_digest"] == out["results_digest"]
+
+
+@pytest.mark.spark
+def test_disjunction_runs_one_branch_per_conjunct(spark):
+    from cepopt.executor.api import execute
+    from cepopt.model import Not, Or
+    from cepopt.solve import build_problem, solve
+
+    ev = generate(seed=2, events=300, symbols=4)
+    a, b, c, d = (Type(t, v) for t, v in zip(("MSFT", "GOOG", "INTC", "AAPL"), "abcd", strict=True))
+    b2 = Type("GOOG", "b2")
+    q = Query(Or((Seq((a, Not(d), b)), Seq((c, b2)))), Window(300),
+              where=(Condition(AttrRef("difference", "a"), "<", AttrRef("difference", "b")),), name="dis")
+    inst = _instance(q, stated_rates(seed=2, symbols=4))
+    _, problem, _ = build_problem(inst)
+    plan = solve(inst, "dp-b", problem=problem).plan
+    result = execute(inst, plan, ev, spark=spark, problem=problem)
+    expected = sorted(set(reference_matches(Query(Seq((a, Not(d), b)), q.window, where=q.where), ev))
+                      | set(reference_matches(Query(Seq((c, b2)), q.window), ev)))
+    assert sorted(result.results["value"]) == expected and expected

@@ -11,9 +11,11 @@ def test_quick_joinorder_executor_experiment(spark, tmp_path, monkeypatch):
     from cepopt.experiments import joinorder_executor as exp
     from cepopt.experiments.framework import run_experiment
 
-    # One small pattern keeps the default suite fast; the CLI's --quick grid runs two.
+    # One small pattern and three methods keep the default suite fast; the CLI's --quick grid runs
+    # two patterns with every method.
     monkeypatch.setattr(exp, "grid", lambda quick: [
-        {"kind": "conjunction", "size": 3, "seed": 0, "events": 3000, "symbols": 6}])
+        {"kind": "conjunction", "size": 3, "seed": 0, "events": 2000, "symbols": 6}])
+    monkeypatch.setattr(exp, "METHODS", ("trivial", "dp-ld", "dp-b"))
     experiment = exp.Experiment(**{**exp.EXPERIMENT.__dict__, "grid": exp.grid})
     out = run_experiment(experiment, quick=True, out_dir=tmp_path, progress=False)
     df = out.frame

@@ -166,3 +166,18 @@ def test_results_format_and_digest():
     assert format_group(["lane", "car"], [1.0, "x"]) == "lane=1,car=x"
     with pytest.raises(AssertionError):
         assert compare_results(df, results_frame([("q", "", 0, "COUNT(*)", 1)])) == []
+
+
+def test_hamlet_published_counts(shared_dir):
+    """The Hamlet authors' test streams, read by the hamlet stream reader: SEQ(A,B+) = 132 and
+    SEQ(C,B+) = 72 on Paper_TestStream; SEQ(2+,12,4,1) = 3875 on Syn_TestStream (anchors README)."""
+    from cepopt.instances.streams import generate
+
+    big = Window(10 ** 6, 10 ** 6)
+    paper = generate("hamlet", file="Paper_TestStream")
+    w = Workload((Query(Seq((Type("T1"), Kleene(Type("T2")))), big, name="q1"),
+                  Query(Seq((Type("T3"), Kleene(Type("T2")))), big, name="q2")))
+    assert table(reference_results(w, paper)) == {("q1", "", 0, "COUNT(*)"): 132, ("q2", "", 0, "COUNT(*)"): 72}
+    syn = generate("hamlet", file="Syn_TestStream")
+    q = Query(Seq((Kleene(Type("T2")), Type("T12"), Type("T4"), Type("T1"))), big, name="q")
+    assert table(reference_results(q, syn)) == {("q", "", 0, "COUNT(*)"): 3875}

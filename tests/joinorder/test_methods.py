@@ -131,3 +131,14 @@ def test_milp_backends_and_cross_check(backend):
         assert s.stats["cost_gap"] == 0.0 and s.stats["iterations"] >= 1
         # solve() compared the MILP's own objective with the cost model.
         assert math.isclose(s.stats["solver_objective"], s.objective, rel_tol=1e-6)
+
+
+def test_next_match_paper_literal_factor():
+    inst = instance("PATTERN AND(A a, B b, C c) WHERE a.x = b.x AND b.y = c.y WITHIN 2",
+                    {"A": 5, "B": 10, "C": 2.5}, {"a,b": 0.1, "b,c": 0.5})
+    plain = solve(inst, "dp-ld", params={"strategy": "next"})
+    literal = solve(inst, "dp-ld", params={"strategy": "next", "paper_literal": True})
+    assert literal.plan == plain.plan
+    assert math.isclose(literal.objective - plain.objective, math.log(2))
+    assert math.isclose(solve(inst, "bruteforce", params={"strategy": "next", "paper_literal": True}).objective,
+                        literal.objective)
