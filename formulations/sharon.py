@@ -169,12 +169,10 @@ def solve_cpsat_model(model: LinearModel, *, time_limit, seed, hint: Sequence[in
     m = cp_model.CpModel()
     xs = [m.NewBoolVar(n) for n in model.names]
     for coefs, rhs in model.rows:
-        # native constraints propagate and presolve better than the same linear rows
+        # cliques as native at-most-one; x <= y stays LINEAR: as an implication (bool_and) it does not
+        # reach the LP relaxation when presolve is off, and the fixed-charge model then stalls
         if rhs == 1 and all(c == 1 for c in coefs.values()):
             m.AddAtMostOne([xs[i] for i in coefs])
-        elif rhs == 0 and len(coefs) == 2 and sorted(coefs.values()) == [-1, 1]:
-            (a, _), (b, _) = sorted(coefs.items(), key=lambda kv: -kv[1])
-            m.AddImplication(xs[a], xs[b])
         else:
             m.Add(sum(c * xs[i] for i, c in coefs.items()) <= rhs)
     ints = [int(round(float(c) * scale)) if scale != 1 else int(c) for c in model.objective]

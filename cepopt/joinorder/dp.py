@@ -37,7 +37,6 @@ __all__ = ["DpTimeout", "dp_b", "dp_ld", "popcount_layers"]
 
 _TIE = 1e-12
 _CHUNK = 1 << 17  # candidate splits per vector operation in DP-B (cache-sized)
-_LN2 = math.log(2.0)
 _LD_CHUNK = 1 << 15  # masks per vector operation in DP-LD (cache-sized)
 
 
@@ -173,10 +172,13 @@ def dp_b(conj: Conjunct, *, deadline: float | None = None) -> tuple[Any, float]:
             S = layer[lo:lo + rows]
             pos = np.nonzero((S[:, None] >> shifts) & 1)[1].reshape(len(S), k)
             pw = np.left_shift(np.int64(1), pos.astype(np.int64))
-            subs = np.zeros((len(S), 1), dtype=np.int64)
+            # Every left part: the smallest event plus any subset of the others, built by doubling.
+            subs = np.empty((len(S), width), dtype=np.int64)
+            subs[:, 0] = pw[:, 0]
             for c in range(1, k):
-                subs = np.concatenate([subs, subs + pw[:, c:c + 1]], axis=1)
-            left = subs[:, :-1] + pw[:, :1]  # the last column would leave the right side empty
+                half = 1 << (c - 1)
+                np.add(subs[:, :half], pw[:, c:c + 1], out=subs[:, half:2 * half])
+            left = subs[:, :-1]  # the last column is all of S: the right side would be empty
             right = S[:, None] - left
             r = np.arange(len(S))
             a, b = best[left], best[right]
@@ -188,18 +190,14 @@ def dp_b(conj: Conjunct, *, deadline: float | None = None) -> tuple[Any, float]:
                 j = np.argmin(cost, axis=1)
                 low = cost[r, j]
             else:
-                # max(a, b) <= logaddexp(a, b) <= max(a, b) + ln 2: only the splits whose max is within
-                # ln 2 of the row's smallest max can win, so logaddexp runs on those alone.
-                top = np.maximum(a, b)
-                cut = top.min(axis=1) + (_LN2 + 1e-9)
-                ri, ci = np.nonzero(top <= cut[:, None])
-                vals = np.logaddexp(a[ri, ci], b[ri, ci])
-                heads = np.zeros(len(S), dtype=np.int64)  # every row keeps its own best split
-                np.cumsum(np.bincount(ri, minlength=len(S))[:-1], out=heads[1:])
-                low = np.minimum.reduceat(vals, heads)
-                first = np.flatnonzero(vals <= low[ri])
-                keep = np.unique(ri[first], return_index=True)[1]  # first (smallest column) per row
-                j = ci[first[keep]]
+                # ln(e^a + e^b) per split, minimised per row in linear scale relative to the row's
+                # smallest max(a, b): the winner's value is in [1, 2], losers may overflow to inf.
+                ref = np.maximum(a, b).min(axis=1, keepdims=True)
+                with np.errstate(over="ignore"):
+                    val = np.exp(a - ref)
+                    val += np.exp(b - ref)
+                j = np.argmin(val, axis=1)
+                low = ref[:, 0] + np.log(val[r, j])
             best[S] = np.logaddexp(V[S], low)
             split[S] = left[r, j]
 
