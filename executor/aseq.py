@@ -544,6 +544,20 @@ def aseq_partition(queries: Sequence[Query], events: pd.DataFrame, key: dict | N
     ``key`` maps those attributes to their values (for the group text). Returns per query name an
     :class:`AggAccumulator` and the operation counts {"update": ..., "combine": ...}.
     """
+    from cepopt.executor import aseq_fast
+
+    if aseq_fast.eligible(queries):
+        # COUNT(*) only: the vectorized kernel, unless int64 could overflow
+        try:
+            return aseq_fast.fast_partition(queries, None, events, key)
+        except aseq_fast.Fallback:
+            pass
+    return aseq_general(queries, events, key)
+
+
+def aseq_general(queries: Sequence[Query], events: pd.DataFrame, key: dict | None = None
+                 ) -> tuple[dict[str, AggAccumulator], dict[str, int]]:
+    """A-Seq with the general per-instance kernel (every aggregate, Python ints past int64)."""
     ev = PartitionEvents(events)
     key = key or {}
     idt = np.int64  # promoted to Python ints per instance when a bound says so

@@ -45,7 +45,7 @@ from cepopt.executor.aseq import (
 from cepopt.executor.results import AggAccumulator
 from cepopt.model import Query
 
-__all__ = ["sharon_partition", "plan_segments"]
+__all__ = ["general_partition", "sharon_partition", "plan_segments"]
 
 
 def plan_segments(queries: Sequence[Query], plan) -> dict[str, list[tuple[int, int, tuple | None]]]:
@@ -97,6 +97,20 @@ def sharon_partition(queries: Sequence[Query], plan, events: pd.DataFrame, key: 
     Returns per query name an :class:`AggAccumulator` and the operation counts
     {"update": ..., "combine": ...}.
     """
+    from cepopt.executor import aseq_fast
+
+    if aseq_fast.eligible(queries):
+        # COUNT(*) only: the vectorized kernel, unless int64 could overflow
+        try:
+            return aseq_fast.fast_partition(queries, plan, events, key)
+        except aseq_fast.Fallback:
+            pass
+    return general_partition(queries, plan, events, key)
+
+
+def general_partition(queries: Sequence[Query], plan, events: pd.DataFrame, key: dict | None = None
+                      ) -> tuple[dict[str, AggAccumulator], dict[str, int]]:
+    """The general kernel (every aggregate, Python ints past int64): per instance NumPy state."""
     ev = PartitionEvents(events)
     key = key or {}
     idt = np.int64  # each instance turns to Python ints when its count bounds say so
@@ -288,7 +302,8 @@ def sharon_partition(queries: Sequence[Query], plan, events: pd.DataFrame, key: 
                         arrs[1 + 3 * i][r, slot] = s
                         arrs[2 + 3 * i][r, slot] = lo
                         arrs[3 + 3 * i][r, slot] = hi
-    # flush: close every remaining window
+    # flush: close every remaining window (the last batch's cached reads predate its updates)
+    cache.clear()
     for q in queries:
         last = insts[segs[q.name][-1][2]]
         if last.n > last.head:

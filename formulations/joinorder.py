@@ -70,6 +70,27 @@ def _edges(conj: Conjunct) -> list[tuple[int, int]]:
     return [(i, j) for i in range(conj.n) for j in range(i + 1, conj.n) if conj.b[i, j] < _EDGE]
 
 
+#: Tangent cuts flatter than e^-20 (a term below 2e-9 of the incumbent's cost) are left out: they
+#: cannot move the bound by more than the stopping tolerance, and HiGHS drops (or chokes on) such
+#: coefficients.
+_MIN_LOG_SLOPE = -20.0 - 1e-9
+
+
+def _solve(prob: pulp.LpProblem, backend: str, time_limit: float | None, seed: int, stats: dict):
+    """solve_milp with HiGHS's tight feasibility tolerance; a solver failure (seen: HiGHS "kError
+    [INTERNAL]" on a few tiny models) is retried once with default tolerances, then reported as
+    status "error" so that the loop keeps its incumbent."""
+    from cepopt.formulations.milp import MilpResult
+
+    for feas_tol in ((1e-9, None) if backend == "highs" else (None,)):
+        try:
+            return solve_milp(prob, backend=backend, time_limit=time_limit, seed=seed, rel_gap=0.0,
+                              feas_tol=feas_tol)
+        except Exception as exc:  # noqa: BLE001 - a solver crash must not lose the incumbent
+            stats.setdefault("solver_errors", []).append(f"{type(exc).__name__}: {exc}"[:200])
+    return MilpResult("error", None, None)
+
+
 def _initial_cuts(sigma: float) -> list[float]:
     return [sigma - 2.0 * j for j in range(11)]
 
@@ -145,7 +166,7 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
             if not L.isNumericalConstant():
                 prob += L <= sigma + 1e-9, f"cap_{k}"
             for c_idx, tau in enumerate(cuts[k]):
-                if tau > sigma + 1e-9:
+                if not _MIN_LOG_SLOPE <= tau - sigma <= 1e-9:
                     continue
                 slope = math.exp(tau - sigma)
                 prob += u[k] >= slope * (1 + L - tau), f"cut_{k}_{c_idx}"
@@ -163,8 +184,7 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
                 else:
                     objective += math.exp(weight) * d
         prob += objective
-        res = solve_milp(prob, backend=backend, time_limit=left, seed=seed, rel_gap=0.0,
-                         feas_tol=1e-9 if backend == "highs" else None)
+        res = _solve(prob, backend, left, seed, stats)
         stats["iterations"] = it
         stats["cuts"] = sum(len(c) for c in cuts.values())
         if res.status not in ("optimal", "feasible"):
@@ -288,12 +308,11 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
             if not L.isNumericalConstant():
                 prob += L <= sigma + 1e-9, f"cap_{j}"
             for c_idx, tau in enumerate(cuts[j]):
-                if tau > sigma + 1e-9:
+                if not _MIN_LOG_SLOPE <= tau - sigma <= 1e-9:
                     continue
                 prob += u[j] >= math.exp(tau - sigma) * (1 + L - tau), f"cut_{j}_{c_idx}"
         prob += pulp.lpSum(u.values())
-        res = solve_milp(prob, backend=backend, time_limit=left, seed=seed, rel_gap=0.0,
-                         feas_tol=1e-9 if backend == "highs" else None)
+        res = _solve(prob, backend, left, seed, stats)
         stats["iterations"] = it
         stats["cuts"] = sum(len(c) for c in cuts.values())
         if res.status not in ("optimal", "feasible"):

@@ -232,7 +232,7 @@ def _spark_run(spark, tree, events):
 
 
 @pytest.mark.spark
-@settings(max_examples=5)
+@settings(max_examples=4)
 @given(st.data())
 def test_spark_plans_equal_brute_force(spark, data):
     query, events = data.draw(cases(max_positive=3))
