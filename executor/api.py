@@ -11,8 +11,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-import os
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +20,6 @@ import pandas as pd
 
 from cepopt.errors import CepoptError, NotBuiltError
 from cepopt.executor import results as res
-
-# Spark's Python workers must run this interpreter (the one with cepopt, pandas and pyarrow), not
-# whatever "python3" is on PATH; the variable is read when the SparkContext starts.
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 __all__ = ["ExecutionResult", "driver_module", "execute", "execute_command", "load_plan", "write_results"]
 

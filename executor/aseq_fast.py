@@ -54,22 +54,19 @@ def _filter_sig(filters) -> tuple:
     return tuple(sorted((f.attr, f.op, repr(f.value)) for f in filters))
 
 
-def fast_partition(queries: Sequence[Query], plan, events, key: dict | None = None):
-    """Like :func:`cepopt.executor.sharon_kernel.sharon_partition` for COUNT(*) queries; raises
-    :class:`Fallback` when int64 could overflow."""
+_CACHE: dict[tuple, tuple] = {}
+
+
+def _static(queries: Sequence[Query], plan) -> dict:
+    """The partition-independent structure of (queries, plan): instances, rows, boundary pairs."""
+    ck = (tuple(id(q) for q in queries), id(plan))
+    hit = _CACHE.get(ck)
+    if hit is not None:
+        return hit[2]
     from cepopt.errors import CepoptError
     from cepopt.executor.sharon_kernel import plan_segments
 
-    safe = float(_aseq._INT64_SAFE)
-    ev = events if isinstance(events, PartitionEvents) else PartitionEvents(events)
-    key = key or {}
     segs = plan_segments(queries, plan)
-    frames = {q.name: Frame.of(q, ev) for q in queries}
-    accs = {q.name: AggAccumulator(q) for q in queries}
-    groups = {q.name: group_of(q, key) for q in queries}
-    ops = {"update": 0, "combine": 0}
-
-    # ---- instances and their rows
     inst_ids: dict[tuple, int] = {}
     inst_spec: list[dict] = []
     for q in queries:
@@ -79,33 +76,98 @@ def fast_partition(queries: Sequence[Query], plan, events, key: dict | None = No
             sig = [_filter_sig(f) for f in pf[s:e]]
             if k not in inst_ids:
                 inst_ids[k] = len(inst_spec)
-                inst_spec.append({"types": types[s:e], "filters": pf[s:e], "sig": sig, "window": q.window,
-                                  "frame": frames[q.name], "queries": []})
+                inst_spec.append({"types": types[s:e], "filters": pf[s:e], "sig": sig, "window": q.window})
             spec = inst_spec[inst_ids[k]]
             if spec["sig"] != sig:
                 raise CepoptError(f"queries sharing {','.join(types[s:e])} have different filters on it")
             if spec["window"] != q.window:
                 raise CepoptError(f"queries sharing {','.join(types[s:e])} have different windows")
-            spec["queries"].append(q.name)
     n_inst = len(inst_spec)
     base = np.zeros(n_inst + 1, dtype=np.int64)
     for i, sp in enumerate(inst_spec):
         base[i + 1] = base[i] + len(sp["types"])
-    n_rows = int(base[-1])
-    inst_of_row = np.repeat(np.arange(n_inst), np.diff(base))
-
-    # ---- (row, batch, k) entries: updates (level >= 2) and STARTs (level 1)
-    u_row, u_b, u_k, s_row, s_b, s_k = [], [], [], [], [], []
+    levels: dict[tuple, tuple[list, list]] = {}
     for i, sp in enumerate(inst_spec):
         for j, (t, f) in enumerate(zip(sp["types"], sp["filters"], strict=True)):
-            _, ub, _, counts, _ = ev.level(t, f, 0)
-            if not len(ub):
-                continue
-            r = np.full(len(ub), base[i] + j, dtype=np.int64)
-            if j == 0:
-                s_row.append(r), s_b.append(ub), s_k.append(counts)
-            else:
-                u_row.append(r), u_b.append(ub), u_k.append(counts)
+            lk = (t, tuple(f))
+            levels.setdefault(lk, ([], []))[0 if j == 0 else 1].append(int(base[i] + j))
+    levels = {lk: (np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)) for lk, (a, b) in levels.items()}
+    wids: dict = {}
+    frame_queries: list[Query] = []
+    pair_full, pair_prev, pair_seginst, pair_start, pair_frame = [], [], [], [], []
+    q_last_row, q_last_pair, q_last_inst, q_fid = [], [], [], []
+    for q in queries:
+        if q.window not in wids:
+            wids[q.window] = len(frame_queries)
+            frame_queries.append(q)
+        fid = wids[q.window]
+        chain = [inst_ids[k] for _, _, k in segs[q.name]]
+        prev = -1
+        for k in range(1, len(chain)):
+            pair_full.append(int(base[chain[k - 1] + 1] - 1))
+            pair_prev.append(prev)
+            pair_seginst.append(chain[k - 1])
+            pair_start.append(chain[k])
+            pair_frame.append(fid)
+            prev = len(pair_full) - 1
+        q_last_row.append(int(base[chain[-1] + 1] - 1))
+        q_last_pair.append(prev)
+        q_last_inst.append(chain[-1])
+        q_fid.append(fid)
+    arr = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
+    q_fid = arr(q_fid)
+    pairs_of_inst: list[list[int]] = [[] for _ in range(n_inst)]
+    for p, i in enumerate(pair_start):
+        pairs_of_inst[i].append(p)
+    fg_q = [np.flatnonzero(q_fid == g) for g in range(len(frame_queries))]
+    fg_inst = [arr(sorted({inst_ids[k] for qi in fg_q[g].tolist() for _, _, k in segs[queries[qi].name]}))
+               for g in range(len(frame_queries))]
+    st = {"names": [q.name for q in queries], "frame_queries": frame_queries, "n_inst": n_inst,
+          "n_rows": int(base[-1]), "n_pairs": len(pair_full),
+          "inst_of_row": np.repeat(np.arange(n_inst), np.diff(base)), "levels": levels,
+          "pair_full": arr(pair_full), "pair_prev": arr(pair_prev), "pair_seginst": arr(pair_seginst),
+          "pair_frame": arr(pair_frame), "q_last_row": arr(q_last_row), "q_last_pair": arr(q_last_pair),
+          "q_last_inst": arr(q_last_inst), "fg_q": fg_q, "fg_inst": fg_inst,
+          "pairs_of_inst": [arr(x) for x in pairs_of_inst],
+          "n_pairs_of_inst": arr([len(x) for x in pairs_of_inst])}
+    if len(_CACHE) > 16:
+        _CACHE.clear()
+    # the key objects stay referenced, so their ids cannot be reused while the entry lives
+    _CACHE[ck] = (list(queries), plan, st)
+    return st
+
+
+def fast_partition(queries: Sequence[Query], plan, events, key: dict | None = None):
+    """Like :func:`cepopt.executor.sharon_kernel.sharon_partition` for COUNT(*) queries; raises
+    :class:`Fallback` when int64 could overflow."""
+    safe = float(_aseq._INT64_SAFE)
+    ev = events if isinstance(events, PartitionEvents) else PartitionEvents(events)
+    key = key or {}
+    st = _static(queries, plan)
+    names = st["names"]
+    accs = {q.name: AggAccumulator(q) for q in queries}
+    groups = {q.name: group_of(q, key) for q in queries}
+    ops = {"update": 0, "combine": 0}
+    # frames: one per distinct window (a window without SLIDE depends on the partition's span)
+    flist = [Frame.of(q, ev) for q in st["frame_queries"]]
+    n_inst, n_rows, n_pairs = st["n_inst"], st["n_rows"], st["n_pairs"]
+    inst_of_row = st["inst_of_row"]
+    pair_full, pair_prev, pair_seginst, pair_frame = (st["pair_full"], st["pair_prev"], st["pair_seginst"],
+                                                       st["pair_frame"])
+    q_last_row, q_last_pair, q_last_inst = st["q_last_row"], st["q_last_pair"], st["q_last_inst"]
+    fg_q, fg_inst, pairs_of_inst = st["fg_q"], st["fg_inst"], st["pairs_of_inst"]
+
+    # ---- (row, batch, k) entries: updates (level >= 2) and STARTs (level 1), one level() per type
+    u_row, u_b, u_k, s_row, s_b, s_k = [], [], [], [], [], []
+    for (t, f), (rows0, rows1) in st["levels"].items():
+        _, ub, _, counts, _ = ev.level(t, f, 0)
+        if not len(ub):
+            continue
+        for rows, R, B, K in ((rows0, s_row, s_b, s_k), (rows1, u_row, u_b, u_k)):
+            if len(rows):
+                R.append(np.repeat(rows, len(ub)))
+                B.append(np.tile(ub, len(rows)))
+                K.append(np.tile(counts, len(rows)))
 
     def cat(parts):
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
@@ -128,57 +190,19 @@ def fast_partition(queries: Sequence[Query], plan, events, key: dict | None = No
     u_inst = inst_of_row[u_row]
     s_ptr, s_end, (s_row, s_k) = by_batch(s_b, s_row, s_k)
     s_inst = inst_of_row[s_row]
-
-    # ---- boundary pairs (query, k): H^(k) lives on the STARTs of Seg_{k+1}
-    pair_full, pair_prev, pair_seginst, pair_start, pair_frame = [], [], [], [], []
-    fkeys: dict[tuple, int] = {}
-    flist: list[Frame] = []
-    q_last_row, q_last_pair, q_last_inst, q_fid = [], [], [], []
-    for q in queries:
-        fr = frames[q.name]
-        fk = (fr.length, fr.slide, fr.offset)
-        if fk not in fkeys:
-            fkeys[fk] = len(flist)
-            flist.append(fr)
-        fid = fkeys[fk]
-        chain = [inst_ids[k] for _, _, k in segs[q.name]]
-        prev = -1
-        for k in range(1, len(chain)):
-            pair_full.append(int(base[chain[k - 1] + 1] - 1))
-            pair_prev.append(prev)
-            pair_seginst.append(chain[k - 1])
-            pair_start.append(chain[k])
-            pair_frame.append(fid)
-            prev = len(pair_full) - 1
-        q_last_row.append(int(base[chain[-1] + 1] - 1))
-        q_last_pair.append(prev)
-        q_last_inst.append(chain[-1])
-        q_fid.append(fid)
-    n_pairs = len(pair_full)
-    pair_full, pair_prev, pair_seginst, pair_start, pair_frame = (
-        np.asarray(x, dtype=np.int64) for x in (pair_full, pair_prev, pair_seginst, pair_start, pair_frame))
-    q_last_row, q_last_pair, q_last_inst, q_fid = (
-        np.asarray(x, dtype=np.int64) for x in (q_last_row, q_last_pair, q_last_inst, q_fid))
-    names = [q.name for q in queries]
-    # pairs per START entry: expand (batch ordinal, pair) for the pairs whose Seg_{k+1} starts then
-    pairs_of_inst: list[list[int]] = [[] for _ in range(n_inst)]
-    for p in range(n_pairs):
-        pairs_of_inst[int(pair_start[p])].append(p)
     n_active = len(active)
+    # pairs whose Seg_{k+1} starts at each batch
     p_lists: list[np.ndarray | None] = [None] * n_active
-    if n_pairs:
-        s_ord = np.repeat(np.arange(n_active), np.asarray(s_end) - np.asarray(s_ptr))
-        pb, pp = [], []
-        for o, i in zip(s_ord.tolist(), s_inst.tolist(), strict=True):
-            lst = pairs_of_inst[i]
-            if lst:
-                pb.extend([o] * len(lst))
-                pp.extend(lst)
-        if pp:
-            pb_arr, pp_arr = np.asarray(pb), np.asarray(pp, dtype=np.int64)
-            cuts = np.searchsorted(pb_arr, np.arange(n_active + 1))
-            for o in np.unique(pb_arr).tolist():
-                p_lists[o] = pp_arr[cuts[o]:cuts[o + 1]]
+    if n_pairs and len(s_inst):
+        npi = st["n_pairs_of_inst"][s_inst]
+        sel = npi > 0
+        if sel.any():
+            s_ord = np.repeat(np.arange(n_active), np.asarray(s_end) - np.asarray(s_ptr))[sel]
+            pb = np.repeat(s_ord, npi[sel])
+            pp = np.concatenate([pairs_of_inst[i] for i in s_inst[sel].tolist()])
+            cuts = np.searchsorted(pb, np.arange(n_active + 1))
+            for o in np.unique(pb).tolist():
+                p_lists[o] = pp[cuts[o]:cuts[o + 1]]
 
     # ---- ring of START columns
     span = max(int(math.ceil(f.length)) for f in flist) + 1
@@ -189,18 +213,12 @@ def fast_partition(queries: Sequence[Query], plan, events, key: dict | None = No
     cnt = np.zeros((n_rows, cap), dtype=np.int64)
     H = np.zeros((max(n_pairs, 1), cap, m), dtype=np.int64)
     col_ts = np.full(cap, _SENT, dtype=np.int64)
-    is_start = np.zeros((n_inst, cap), dtype=bool)
+    # int64, not bool: it enters matrix products (operation counts)
+    is_start = np.zeros((n_inst, cap), dtype=np.int64)
     nlive = np.zeros(n_inst, dtype=np.int64)
     ub = np.zeros(n_rows)
     ubH = np.zeros(max(n_pairs, 1))
-    ones_pair = np.ones(1)
 
-    # frame groups: queries, instances, next window, next close time
-    fg_q = [np.flatnonzero(q_fid == g) for g in range(len(flist))]
-    fg_inst = [np.unique(q_last_inst[qs]) for qs in fg_q]
-    for g in range(len(flist)):
-        fg_inst[g] = np.asarray(sorted({inst_ids[k] for qi in fg_q[g].tolist()
-                                        for _, _, k in segs[names[qi]]}), dtype=np.int64)
     next_k = [0] * len(flist)
     close_at = [f.end(0) for f in flist]
 
@@ -247,7 +265,7 @@ def fast_partition(queries: Sequence[Query], plan, events, key: dict | None = No
         next_k[g] = max(next_k[g], limit + 1)
         # expiry: live START records of the group's instances are those at or after the oldest open window
         insts = fg_inst[g]
-        nlive[insts] = (is_start[insts] & (col_ts >= fr.start(next_k[g]))[None, :]).sum(axis=1)
+        nlive[insts] = is_start[insts] @ (col_ts >= fr.start(next_k[g])).astype(np.int64)
 
     M = np.zeros((cap, m), dtype=np.int64)
     for o in range(n_active):
@@ -266,7 +284,7 @@ def fast_partition(queries: Sequence[Query], plan, events, key: dict | None = No
             cnt[:, col] = 0
             if n_pairs:
                 H[:, col, :] = 0
-            is_start[:, col] = False
+            is_start[:, col] = 0
             col_ts[col] = _SENT
         # 2. boundary snapshots for pairs whose next segment starts at t (state before t)
         P = p_lists[o]
@@ -276,9 +294,12 @@ def fast_partition(queries: Sequence[Query], plan, events, key: dict | None = No
                 if not len(Pg):
                     continue
                 M[:] = 0
-                for w in range(fr.k_lo(t), fr.k_hi(t) + 1):
+                k0 = fr.k_lo(t)
+                for w in range(k0, fr.k_hi(t) + 1):
                     M[:, w % fr.slots] = col_ts >= fr.start(w)
-                ncols = int(M.any(axis=1).sum())
+                # the first window holds every column the later ones hold
+                ncols = int(M[:, k0 % fr.slots].sum())
+                cw = M.sum(axis=1)
                 prev = pair_prev[Pg]
                 hp = prev >= 0
                 bound = ncols * ub[pair_full[Pg]] * np.where(hp, ubH[np.maximum(prev, 0)], 1.0)
@@ -291,10 +312,10 @@ def fast_partition(queries: Sequence[Query], plan, events, key: dict | None = No
                 if (~hp).any():
                     val[~hp] = F[~hp] @ M
                     # a first segment is read once per (instance, window) per batch
-                    ops["combine"] += int((is_start[np.unique(pair_seginst[Pg][~hp])] @ M).sum())
+                    ops["combine"] += int(is_start[np.unique(pair_seginst[Pg][~hp])].sum(axis=0) @ cw)
                 if hp.any():
                     val[hp] = np.einsum("pc,pcs,cs->ps", F[hp], H[prev[hp]], M)
-                    ops["combine"] += int((is_start[pair_seginst[Pg][hp]] @ M).sum())
+                    ops["combine"] += int(is_start[pair_seginst[Pg][hp]].sum(axis=0) @ cw)
                 H[Pg, col, :] = val
                 ubH[Pg] = np.maximum(ubH[Pg], bound)
         # 3. updates of every instance active at t
@@ -315,7 +336,7 @@ def fast_partition(queries: Sequence[Query], plan, events, key: dict | None = No
             rows, k, insts = s_row[a:e], s_k[a:e], s_inst[a:e]
             col_ts[col] = t
             cnt[rows, col] = k
-            is_start[insts, col] = True
+            is_start[insts, col] = 1
             nlive[insts] += 1
             ops["update"] += int(k.sum())
             ub[rows] = np.maximum(ub[rows], k)
@@ -324,5 +345,4 @@ def fast_partition(queries: Sequence[Query], plan, events, key: dict | None = No
         valid = col_ts > _SENT
         if valid.any():
             close_group(g, fr.k_hi(int(col_ts[valid].max())))
-    del ones_pair
     return accs, ops

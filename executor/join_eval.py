@@ -11,14 +11,16 @@ match's first and last timestamps ``_lo``/``_hi``.
   exploded into its three candidate buckets. The window itself, the SEQ order, distinctness and the
   pairwise conditions between the two sides are the join condition (equalities become join keys),
   so no join is ever a cartesian product.
-- A Kleene leaf holds every non-empty set of its events that fits the window, grown one event at a
-  time by the same bucket join.
-- A NOT check is a left anti-join with the negated type's events at the node the plan puts it.
+- A Kleene leaf holds every non-empty set of its events that fits the window: each event with
+  every subset of the later events in its window (a range window collects them; the bits of a mask
+  choose the subset), so there is no self-join and no loop of Spark jobs.
+- A NOT check is a left anti-join with the negated type's events (same bucket scheme) at the node
+  the plan puts it.
 
-Each counted node is persisted and counted by Spark: ``count`` is its number of partial matches and
-``active`` the sum over them of ``W - (last - first)``, their total lifetime in the window; divided
-by the stream's duration it is the time-averaged number of active partial matches, the quantity the
-cost model's PM(k) = W^k·∏r·∏sel predicts.
+Every counted node is persisted, and one Spark job counts them all: ``count`` is a node's number of
+partial matches and ``active`` the sum over them of ``W - (last - first)``, their total lifetime in
+the window; divided by the stream's duration it is the time-averaged number of active partial
+matches, the quantity the cost model's PM(k) = W^k·∏r·∏sel predicts.
 """
 
 from __future__ import annotations

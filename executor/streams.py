@@ -15,18 +15,12 @@ Stream specs (``--stream``):
 from __future__ import annotations
 
 import csv
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from cepopt.errors import CepoptError
-
-# Spark's Python workers must run this interpreter (the one with cepopt, pandas and pyarrow), not
-# whatever "python3" is on PATH; the variable is read when the SparkContext starts.
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 __all__ = ["parse_generator_spec", "read_stream", "read_stream_pandas", "resolve_stream",
            "resolve_stream_pandas", "to_spark"]

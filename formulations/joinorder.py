@@ -80,15 +80,13 @@ def _solve(prob: pulp.LpProblem, backend: str, time_limit: float | None, seed: i
     """solve_milp with HiGHS's tight feasibility tolerance; a solver failure (seen: HiGHS "kError
     [INTERNAL]" on a few tiny models) is retried once with default tolerances, then reported as
     status "error" so that the loop keeps its incumbent."""
-    from cepopt.formulations.milp import MilpResult
-
     for feas_tol in ((1e-9, None) if backend == "highs" else (None,)):
-        try:
-            return solve_milp(prob, backend=backend, time_limit=time_limit, seed=seed, rel_gap=0.0,
-                              feas_tol=feas_tol)
-        except Exception as exc:  # noqa: BLE001 - a solver crash must not lose the incumbent
-            stats.setdefault("solver_errors", []).append(f"{type(exc).__name__}: {exc}"[:200])
-    return MilpResult("error", None, None)
+        result = solve_milp(prob, backend=backend, time_limit=time_limit, seed=seed, rel_gap=0.0,
+                            feas_tol=feas_tol)
+        if result.status != "error":
+            return result
+        stats.setdefault("solver_errors", []).append(result.message)
+    return result
 
 
 def _initial_cuts(sigma: float) -> list[float]:

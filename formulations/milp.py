@@ -38,6 +38,7 @@ class MilpResult:
     values: dict[str, float] = field(default_factory=dict)
     wall_time: float = 0.0
     backend: str = ""
+    message: str = ""
 
     def value(self, var: pulp.LpVariable) -> float:
         return self.values.get(var.name, 0.0)
@@ -50,7 +51,8 @@ def solve_milp(prob: pulp.LpProblem, *, backend: str = "highs", time_limit: floa
 
     ``rel_gap`` is the relative optimality gap at which the solver may stop (0: prove the optimum).
     ``feas_tol`` tightens primal feasibility (HiGHS needs 1e-9 for tangent-cut loops). The status is
-    optimal / feasible (stopped with a solution) / timeout (no solution) / infeasible / error.
+    optimal / feasible (stopped with a solution) / timeout (no solution) / infeasible / error (the
+    solver itself failed; ``message`` says how).
     """
     if backend not in BACKENDS:
         raise CepoptError(f"unknown MILP backend {backend!r} (use one of {', '.join(BACKENDS)})")
@@ -135,7 +137,10 @@ def _solve_mathopt(prob, backend, time_limit, seed, rel_gap, feas_tol, threads) 
         if feas_tol is not None:
             params.gscip.real_params["numerics/feastol"] = feas_tol
         solver_type = mathopt.SolverType.GSCIP
-    result = mathopt.solve(model, solver_type, params=params)
+    try:
+        result = mathopt.solve(model, solver_type, params=params)
+    except Exception as exc:  # noqa: BLE001 - seen: HiGHS "kError [INTERNAL]", which OR-Tools re-raises badly
+        return MilpResult("error", None, None, message=f"{backend} failed: {exc}"[:300])
     reason = result.termination.reason
     has_solution = result.has_primal_feasible_solution()
     values = {}

@@ -23,3 +23,12 @@ def test_readme_opens_with_exactly_two_commands():
 def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert quick_start_commands()[1] in [line.strip() for line in ci]
+
+
+def test_readme_lists_every_registered_method():
+    from cepopt.solve import families, methods
+
+    text = (ROOT / "README.md").read_text()
+    for family in families():
+        for name in methods(family):
+            assert f"| {family} | `{name}` |" in text, f"README's methods table lacks {family}/{name}"

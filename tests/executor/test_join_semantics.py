@@ -232,7 +232,7 @@ def _spark_run(spark, tree, events):
 
 
 @pytest.mark.spark
-@settings(max_examples=4)
+@settings(max_examples=3)
 @given(st.data())
 def test_spark_plans_equal_brute_force(spark, data):
     query, events = data.draw(cases(max_positive=3))
@@ -263,3 +263,22 @@ def test_spark_four_events_with_kleene_and_negation(spark):
         ref = node_counts(tree, ev)
         assert [c for c in counts if c is not None] == [r for r, n in zip(ref, tree.nodes, strict=True)
                                                          if n.counted]
+
+
+@settings(max_examples=15)
+@given(cases(max_positive=3))
+def test_every_method_plan_has_the_brute_force_matches(case):
+    from cepopt.instance import Instance
+    from cepopt.model import Statistics, Workload
+    from cepopt.solve import build_problem, methods, solve
+
+    query, events = case
+    inst = Instance(problem="joinorder", workload=Workload((query,)),
+                    statistics=Statistics(rates={t: 0.5 for t in query.pattern.event_types()}))
+    _, problem, _ = build_problem(inst)
+    expected = len(reference_matches(query, events))
+    compiled = compile_query(query)
+    for name in methods("joinorder"):
+        plan = solve(inst, name, time_limit=10, problem=problem).plan
+        tree = join_tree(compiled, plan, count_all=plan.kind == "tree")
+        assert node_counts(tree, events)[-1] == expected, name

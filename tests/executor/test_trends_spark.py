@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,9 +10,6 @@ from cepopt.executor import greta, hamlet_kernel
 from cepopt.executor.results import compare_results
 from cepopt.instance import load
 from cepopt.model import Aggregate, AttrRef, Equivalence, Filter, Kleene, Query, Seq, Type, Window, Workload
-
-# Spark's Python workers must run this interpreter: cepopt.executor is mapped by the editable install
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 def _stream(n=80, seed=3):

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
-
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 @pytest.mark.spark
