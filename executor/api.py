@@ -167,7 +167,9 @@ def execute_command(instance: Any, plan_spec: str, stream_spec: str | None, *, m
                            seed=seed)
     spark = get_spark(master)
     start = time.perf_counter()
-    result = execute(inst, plan, stream_spec, spark=spark, problem=problem, estimate_stats=estimate_stats)
+    # With estimate_stats a driver that supports it re-plans with `method` on the estimated statistics.
+    result = execute(inst, plan, stream_spec, spark=spark, problem=problem, estimate_stats=estimate_stats,
+                     method=info.get("method"), time_limit=time_limit, seed=seed)
     wall = time.perf_counter() - start
     if output:
         write_results(result.results, output)

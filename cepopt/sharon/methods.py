@@ -27,6 +27,7 @@ from cepopt.formulations.sharon import (
     solve_cpsat_model,
     solve_milp_model,
 )
+from cepopt.sharon.dominance import undominated
 from cepopt.sharon.exhaustive import MAX_EXHAUSTIVE_VERTICES
 from cepopt.sharon.exhaustive import bruteforce as _bruteforce
 from cepopt.sharon.exhaustive import exhaustive as _exhaustive
@@ -128,36 +129,52 @@ def _result(problem, x, status, obj, bound, stats, plan_fn) -> MethodResult:
     return MethodResult(plan_fn(x), status, bound=bound, solver_objective=obj, stats=stats)
 
 
-def _mwis_hint(problem: SharonProblem) -> list[int]:
+def _mwis_hint(problem: SharonProblem, keep: list[int]) -> list[int]:
     """GWMIN on the original graph, mapped to the full-candidate options (always in the expanded
-    graph, and independent there too): cheap even when the expanded graph is large."""
+    graph, and independent there too): cheap even when the expanded graph is large. Hinted vertices
+    removed by the dominance reduction are left out (the hint stays feasible)."""
     where = problem.index_of(problem.graph)
     picked = {where[problem.original.vertices[i].key] for i in gwmin(problem.original)}
-    return [1 if i in picked else 0 for i in range(len(problem.graph))]
+    return [1 if i in picked else 0 for i in keep]
+
+
+def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict]:
+    """The vertices the MWIS model gets (after the optional dominance reduction) and its graph."""
+    from cepopt.sharon.graph import SharonGraph
+    from cepopt.sharon.problem import parse_bool
+
+    g = problem.graph
+    keep = undominated(g) if parse_bool(reduce, "reduce") else list(range(len(g)))
+    sub = g if len(keep) == len(g) else SharonGraph.build([g.vertices[i] for i in keep], g.starts)
+    return keep, sub, {"dominated_removed": len(g) - len(keep)}
 
 
 @register("sharon", "cpsat", "MWIS in CP-SAT with cell-clique constraints, hinted with GWMIN", exact=True)
 def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2, lp_heavy: bool = True,
-          presolve: bool = False) -> MethodResult:
+          presolve: bool = False, reduce: bool = True) -> MethodResult:
     """CP-SAT parameters: ``workers`` (2), ``seed``, LP-heavy search (linearization_level=2 + max_lp),
-    CP-SAT presolve off (it costs more than it saves here), GWMIN solution as hint."""
+    CP-SAT presolve off (it costs more than it saves here), GWMIN solution as hint. ``reduce``: drop
+    dominated vertices first (exact, :mod:`cepopt.sharon.dominance`)."""
     from cepopt.sharon.problem import parse_bool
 
-    model = mwis_model(problem.graph)
+    keep, sub, extra = _mwis_graph(problem, reduce)
+    model = mwis_model(sub)
     x, status, obj, bound, st = solve_cpsat_model(model, time_limit=time_limit, seed=seed,
-                                                  hint=_mwis_hint(problem), workers=int(workers),
+                                                  hint=_mwis_hint(problem, keep), workers=int(workers),
                                                   lp_heavy=parse_bool(lp_heavy, "lp_heavy"),
                                                   presolve=parse_bool(presolve, "presolve"))
-    return _result(problem, x, status, obj, bound, _stats(problem, **st),
-                   lambda x: problem.plan_of(i for i, xi in enumerate(x) if xi))
+    return _result(problem, x, status, obj, bound, _stats(problem, **st, **extra),
+                   lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi))
 
 
 @register("sharon", "milp", "MWIS MILP with cell-clique constraints (backend highs|scip|cbc)", exact=True)
-def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "highs") -> MethodResult:
-    model = mwis_model(problem.graph)
+def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "highs",
+         reduce: bool = True) -> MethodResult:
+    keep, sub, extra = _mwis_graph(problem, reduce)
+    model = mwis_model(sub)
     x, status, obj, bound, st = solve_milp_model(model, backend=backend, time_limit=time_limit, seed=seed)
-    return _result(problem, x, status, obj, bound, _stats(problem, **st),
-                   lambda x: problem.plan_of(i for i, xi in enumerate(x) if xi))
+    return _result(problem, x, status, obj, bound, _stats(problem, **st, **extra),
+                   lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi))
 
 
 def _compact_hint(problem: SharonProblem, model) -> list[int]:

@@ -1,0 +1,16 @@
+"""`cepopt demo --quick` runs end to end: every family solved, plans executed, answers agree."""
+
+import pytest
+
+
+@pytest.mark.spark
+def test_quick_demo_agrees_on_every_family(spark, capsys):
+    from cepopt.experiments.demo import DEMOS, run_demo
+
+    status = run_demo(quick=True, time_limit=10)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    for demo in DEMOS:
+        assert f"{demo.family}: paper example {demo.example}" in out
+    assert out.count("answers agree under every plan: yes") == len(DEMOS)
+    assert "NO" not in out.split("answers agree")[-1]
