@@ -7,13 +7,13 @@ with status 2; never a traceback.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from cepopt.errors import CepoptError, NotBuiltError
+from cepopt.plugins import import_built
 
 __all__ = ["main"]
 
@@ -178,10 +178,7 @@ def cmd_generate(args) -> int:
 def cmd_import(args) -> int:
     from cepopt.instance import save
 
-    try:
-        reader = importlib.import_module("cepopt.instances.gloria_reader")
-    except ModuleNotFoundError:
-        raise NotBuiltError("`cepopt import gloria` is not built yet") from None
+    reader = import_built("cepopt.instances.gloria_reader", "`cepopt import gloria`")
     instance = reader.import_workload(args.workload, args.frequencies, args.dataset)
     path = save(instance, args.output)
     print(f"wrote {path} ({len(instance.workload)} queries)")
@@ -189,10 +186,7 @@ def cmd_import(args) -> int:
 
 
 def cmd_execute(args) -> int:
-    try:
-        api = importlib.import_module("cepopt.executor.api")
-    except ModuleNotFoundError:
-        raise NotBuiltError("`cepopt execute` is not built yet") from None
+    api = import_built("cepopt.executor.api", "`cepopt execute`")
     from cepopt.instance import load
 
     summary = api.execute_command(
@@ -231,10 +225,7 @@ def cmd_experiment(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    try:
-        demo = importlib.import_module("cepopt.experiments.demo")
-    except ModuleNotFoundError:
-        raise NotBuiltError("`cepopt demo` is not built yet") from None
+    demo = import_built("cepopt.experiments.demo", "`cepopt demo`")
     return demo.run_demo(quick=args.quick, master=args.master, time_limit=args.time_limit)
 
 

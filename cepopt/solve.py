@@ -12,7 +12,6 @@ The family modules are imported lazily, so a family that is not built yet is rep
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 import time
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cepopt.errors import CepoptError, NotBuiltError, UnknownNameError
+from cepopt.plugins import import_built
 from cepopt.solution import MethodResult, Solution, Solutions, gap
 
 __all__ = [
@@ -116,12 +116,7 @@ def family(name: str) -> Family:
     if name not in FAMILY_MODULES:
         raise UnknownNameError(f"unknown problem family {name!r} (known: {', '.join(FAMILY_MODULES)})")
     if name not in _FAMILIES:
-        try:
-            importlib.import_module(FAMILY_MODULES[name])
-        except ModuleNotFoundError as exc:
-            if exc.name and FAMILY_MODULES[name].startswith(exc.name):
-                raise NotBuiltError(f"problem family {name!r} is not built yet") from None
-            raise
+        import_built(FAMILY_MODULES[name], f"problem family {name!r}")
         if name not in _FAMILIES:
             raise NotBuiltError(f"problem family {name!r} is not built yet")
     return _FAMILIES[name]

@@ -8,7 +8,6 @@ Each family provides ``cepopt.executor.<family>_driver.execute(problem, plan, ev
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 import time
@@ -18,8 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from cepopt.errors import CepoptError, NotBuiltError
+from cepopt.errors import CepoptError
 from cepopt.executor import results as res
+from cepopt.plugins import import_built
 
 __all__ = ["ExecutionResult", "driver_module", "execute", "execute_command", "load_plan", "write_results"]
 
@@ -52,13 +52,7 @@ class ExecutionResult:
 
 def driver_module(family_name: str):
     """``cepopt.executor.<family>_driver``, or NotBuiltError."""
-    name = f"cepopt.executor.{family_name}_driver"
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name and name.startswith(exc.name):
-            raise NotBuiltError(f"executor for family {family_name} is not built yet") from None
-        raise
+    return import_built(f"cepopt.executor.{family_name}_driver", f"executor for family {family_name}")
 
 
 def _as_instance(instance: Any):

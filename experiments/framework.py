@@ -18,7 +18,6 @@ An experiment module defines ``EXPERIMENT = Experiment(...)``. :func:`run_experi
 from __future__ import annotations
 
 import csv
-import importlib
 import json
 import time
 from collections.abc import Callable
@@ -26,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cepopt.errors import NotBuiltError, UnknownNameError
+from cepopt.errors import UnknownNameError
+from cepopt.plugins import import_built
 
 __all__ = ["EXPERIMENTS", "Experiment", "ExperimentOutput", "get_experiment", "markdown_table", "run_experiment"]
 
@@ -72,13 +72,7 @@ class ExperimentOutput:
 def get_experiment(name: str) -> Experiment:
     if name not in EXPERIMENTS:
         raise UnknownNameError(f"unknown experiment {name!r} (known: {', '.join(EXPERIMENTS)})")
-    try:
-        module = importlib.import_module(EXPERIMENTS[name])
-    except ModuleNotFoundError as exc:
-        if exc.name and EXPERIMENTS[name].startswith(exc.name):
-            raise NotBuiltError(f"experiment {name!r} is not built yet") from None
-        raise
-    return module.EXPERIMENT
+    return import_built(EXPERIMENTS[name], f"experiment {name!r}").EXPERIMENT
 
 
 def _key(point: dict) -> str:

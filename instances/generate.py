@@ -7,10 +7,10 @@ A generator module defines ``configure(parser)`` (its argparse flags) and ``gene
 from __future__ import annotations
 
 import argparse
-import importlib
 from collections.abc import Sequence
 
-from cepopt.errors import CepoptError, NotBuiltError
+from cepopt.errors import CepoptError
+from cepopt.plugins import import_built
 
 __all__ = ["generate", "generator_module", "generator_parser"]
 
@@ -25,13 +25,7 @@ def generator_module(family: str):
 
     if family not in FAMILY_MODULES:
         raise CepoptError(f"unknown problem family {family!r} (known: {', '.join(FAMILY_MODULES)})")
-    name = f"cepopt.instances.{family}_generator"
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name and name.startswith(exc.name):
-            raise NotBuiltError(f"`cepopt generate {family}` is not built yet") from None
-        raise
+    return import_built(f"cepopt.instances.{family}_generator", f"`cepopt generate {family}`")
 
 
 def generator_parser(family: str, *, output_required: bool = True) -> tuple[argparse.ArgumentParser, object]:

@@ -5,8 +5,8 @@ import importlib
 
 import pytest
 
-MODULES = ["cepopt.model", "cepopt.instance", "cepopt.cli", "cepopt.syntax", "cepopt.formulations.milp",
-           "cepopt.experiments.framework", "cepopt.instances"]
+MODULES = ["cepopt.model", "cepopt.plugins", "cepopt.instance", "cepopt.cli", "cepopt.syntax",
+           "cepopt.formulations.milp", "cepopt.experiments.framework", "cepopt.instances"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -12,7 +12,8 @@ Methods:
   finder (Alg. 3-4); falls back to the better of its best plan and GWMIN when it runs out of time.
 * ``exhaustive`` - EO: scores every subset of the vertices (2^|V|); refuses beyond 22 vertices.
 * ``bruteforce`` - enumerates every independent set (the test oracle).
-* ``cpsat`` / ``milp`` - MWIS with cell-clique constraints (CP-SAT hinted with GWMIN).
+* ``cpsat`` / ``milp`` - MWIS with cell-clique constraints after an exact neighbourhood-dominance
+  reduction (``reduce=false`` turns it off); CP-SAT is hinted with GWMIN.
 * ``cpsat-compact`` / ``milp-compact`` - the compact x[p,q]/y[p] model (also honours subsets=all).
 """
 
