@@ -96,7 +96,7 @@ def run_demo(*, quick: bool = False, master: str | None = None, time_limit: floa
     from cepopt.solve import compare, family
 
     start = time.perf_counter()
-    progress = _Progress(total=sum(5 for _ in DEMOS))
+    progress = _Progress(total=4 * len(DEMOS))  # example, generated, two executions
     spark = None
     disagreements = []
     for demo in DEMOS:
