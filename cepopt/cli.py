@@ -15,12 +15,12 @@ from typing import Any, NoReturn
 from cepopt.errors import CepoptError, NotBuiltError
 from cepopt.plugins import import_built
 
-__all__ = ["main"]
+__all__ = ["OneLineParser", "main"]
 
 EXIT_USER_ERROR = 2
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error on one line (and exits 2)."""
 
     def error(self, message: str) -> NoReturn:
@@ -60,10 +60,10 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="cepopt", description=(
+    parser = OneLineParser(prog="cepopt", description=(
         "Exact plan selection for complex event processing (Sharon, Hamlet, Gloria, Kolchinsky & "
         "Schuster), checked on Spark."))
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
 
     p = sub.add_parser("solve", help="solve an instance with one method",
                        description="Solve INSTANCE (a path or a bundled instance name) with METHOD.")

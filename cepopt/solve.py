@@ -135,6 +135,12 @@ def method(family_name: str, name: str) -> Method:
     return table[name]
 
 
+# solve() and compare() take parameters named `method` and `methods` (the public API); these aliases
+# keep the registry lookups reachable inside them.
+_method_entry = method
+_method_table = methods
+
+
 def _load(instance: Any):
     from cepopt.instance import Instance, load
 
@@ -169,7 +175,7 @@ def solve(instance: Any, method: str, time_limit: float | None = None, seed: int
     problem_params, method_params = _split_params(fam, params)
     if problem is None:
         problem = fam.build(inst, **problem_params)
-    return _run(fam, problem, globals()["method"](fam.name, method), time_limit, seed, method_params,
+    return _run(fam, problem, _method_entry(fam.name, method), time_limit, seed, method_params,
                 inst.name)
 
 
@@ -223,10 +229,10 @@ def compare(instance: Any, methods: Iterable[str] | None = None, time_limit: flo
     """
     inst = _load(instance)
     fam = family(inst.problem)
-    table = globals()["methods"](fam.name)
+    table = _method_table(fam.name)
     names = list(methods) if methods is not None else list(fam.default_methods or table)
     for name in names:
-        globals()["method"](fam.name, name)
+        _method_entry(fam.name, name)
     problem_params, method_params = _split_params(fam, params)
     problem = fam.build(inst, **problem_params)
     out = Solutions()

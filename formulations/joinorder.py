@@ -89,6 +89,29 @@ def _solve(prob: pulp.LpProblem, backend: str, time_limit: float | None, seed: i
     return result
 
 
+def _add_tangents(prob: pulp.LpProblem, u, L, cuts: list[float], sigma: float, tag: int) -> None:
+    """u >= exp(L - sigma) as tangent cuts at the points ``cuts`` (ln PM values), with L capped at the
+    incumbent's scale sigma; cuts flatter than _MIN_LOG_SLOPE are left out."""
+    if not L.isNumericalConstant():
+        prob += L <= sigma + 1e-9, f"cap_{tag}"
+    for c_idx, tau in enumerate(cuts):
+        if not _MIN_LOG_SLOPE <= tau - sigma <= 1e-9:
+            continue
+        prob += u >= math.exp(tau - sigma) * (1 + L - tau), f"cut_{tag}_{c_idx}"
+
+
+def _outcome(best: Any, best_log: float, lb_log: float, last_obj_log: float, const: float, status: str,
+             stats: dict) -> ModelOutcome:
+    """The tangent-cut loop's result: the best plan, and the gap between its log cost and the bound."""
+    ub_total = float(np.logaddexp(best_log, const))
+    lb_total = float(np.logaddexp(lb_log, const)) if lb_log > -math.inf else const
+    stats["lower_bound_log_cost"] = lb_total
+    ratio = 0.0 if status == "optimal" else max(ub_total - lb_total, 0.0)
+    solver_log = float(np.logaddexp(last_obj_log, const)) if status == "optimal" else None
+    return ModelOutcome(best, status, stats, "" if status == "optimal" else "optimum not proven", ratio,
+                        solver_log)
+
+
 def _initial_cuts(sigma: float) -> list[float]:
     return [sigma - 2.0 * j for j in range(11)]
 
@@ -161,13 +184,7 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
                 prob += y[e, k] <= x[j, k], f"yb_{e}_{k}"
             L = pulp.lpSum(float(a[i]) * x[i, k] for i in range(n)) + pulp.lpSum(
                 float(conj.b[i, j]) * y[e, k] for e, (i, j) in enumerate(edges))
-            if not L.isNumericalConstant():
-                prob += L <= sigma + 1e-9, f"cap_{k}"
-            for c_idx, tau in enumerate(cuts[k]):
-                if not _MIN_LOG_SLOPE <= tau - sigma <= 1e-9:
-                    continue
-                slope = math.exp(tau - sigma)
-                prob += u[k] >= slope * (1 + L - tau), f"cut_{k}_{c_idx}"
+            _add_tangents(prob, u[k], L, cuts[k], sigma, k)
         if t is not None:
             la = math.log(conj.alpha)
             for i in range(n):
@@ -207,13 +224,7 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
             # The incumbent's cuts are in: its surrogate is exact, so the bound is tight.
             status = "optimal"
             break
-    ub_total = float(np.logaddexp(best_log, const))
-    lb_total = float(np.logaddexp(lb_log, const)) if lb_log > -math.inf else const
-    stats["lower_bound_log_cost"] = lb_total
-    ratio = 0.0 if status == "optimal" else max(ub_total - lb_total, 0.0)
-    solver_log = float(np.logaddexp(last_obj_log, const)) if status == "optimal" else None
-    return ModelOutcome(best, status, stats, "" if status == "optimal" else "optimum not proven", ratio,
-                        solver_log)
+    return _outcome(best, best_log, lb_log, last_obj_log, const, status, stats)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,12 +314,7 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
                 prob += yv[e] <= sv[k2, j], f"yb_{e}_{j}"
             L = pulp.lpSum(float(a[i]) * sv[i, j] for i in range(n)) + pulp.lpSum(
                 float(conj.b[i, k2]) * yv[e] for e, (i, k2) in enumerate(edges))
-            if not L.isNumericalConstant():
-                prob += L <= sigma + 1e-9, f"cap_{j}"
-            for c_idx, tau in enumerate(cuts[j]):
-                if not _MIN_LOG_SLOPE <= tau - sigma <= 1e-9:
-                    continue
-                prob += u[j] >= math.exp(tau - sigma) * (1 + L - tau), f"cut_{j}_{c_idx}"
+            _add_tangents(prob, u[j], L, cuts[j], sigma, j)
         prob += pulp.lpSum(u.values())
         res = _solve(prob, backend, left, seed, stats)
         stats["iterations"] = it
@@ -334,13 +340,7 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
             status = "optimal"
             break
     stats["slots"] = J
-    ub_total = float(np.logaddexp(best_log, const))
-    lb_total = float(np.logaddexp(lb_log, const)) if lb_log > -math.inf else const
-    stats["lower_bound_log_cost"] = lb_total
-    ratio = 0.0 if status == "optimal" else max(ub_total - lb_total, 0.0)
-    solver_log = float(np.logaddexp(last_obj_log, const)) if status == "optimal" else None
-    return ModelOutcome(best, status, stats, "" if status == "optimal" else "optimum not proven", ratio,
-                        solver_log)
+    return _outcome(best, best_log, lb_log, last_obj_log, const, status, stats)
 
 
 def _min_leaf(t: Any) -> int:

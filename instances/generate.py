@@ -9,29 +9,24 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from cepopt.errors import CepoptError
 from cepopt.plugins import import_built
 
 __all__ = ["generate", "generator_module", "generator_parser"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise CepoptError(f"{self.prog.removeprefix('cepopt').strip()}: {message}")
-
-
 def generator_module(family: str):
-    from cepopt.solve import FAMILY_MODULES
+    from cepopt.solve import family as family_of
 
-    if family not in FAMILY_MODULES:
-        raise CepoptError(f"unknown problem family {family!r} (known: {', '.join(FAMILY_MODULES)})")
+    family_of(family)  # an unknown family is a user error
     return import_built(f"cepopt.instances.{family}_generator", f"`cepopt generate {family}`")
 
 
 def generator_parser(family: str, *, output_required: bool = True) -> tuple[argparse.ArgumentParser, object]:
+    from cepopt.cli import OneLineParser
+
     module = generator_module(family)
     summary = (module.__doc__ or "").strip().splitlines()
-    parser = _Parser(prog=f"cepopt generate {family}", description=summary[0] if summary else None)
+    parser = OneLineParser(prog=f"cepopt generate {family}", description=summary[0] if summary else None)
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("-o", "--output", required=output_required, metavar="FILE", help="instance file to write")
     module.configure(parser)
