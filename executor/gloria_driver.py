@@ -20,7 +20,7 @@ def execute(problem, plan, events, spark):
     from cepopt.solve import family
 
     start = time.perf_counter()
-    classes = compile_workload(problem.workload)
+    classes = compile_workload(problem.workload, mixed_lengths=True)
     results, metrics = run_classes(classes, plan, events, spark, kernel="gloria")
     metrics["operations"] = metrics.get("propagations", 0) + metrics.get("evaluations", 0)
     try:

@@ -110,6 +110,12 @@ class Scope:
         self.types = part["type"].astype(str).to_numpy()
         self.n = len(part)
         self.masks = {cq.name: matched_mask(cq, part) for cq in cls.queries}
+        # window k spans [k*slide, k*slide + length); a class of mixed lengths (Gloria) has scopes of
+        # the longest window, and a shorter query's window ends earlier
+        self.ends = {cq.name: self.window * cls.slide + cq.length for cq in cls.queries}
+        for cq in cls.queries:
+            if cq.length < cls.length:
+                self.masks[cq.name] = self.masks[cq.name] & (self.ts < self.ends[cq.name])
         gidx = [cls.partition.index(a) for a in cls.group]
         self.group = format_group(cls.group, [key[i] for i in gidx])
         self._records: list[dict] | None = None

@@ -26,6 +26,41 @@ FAMILIES = {
 }
 
 
+RANDOM_COUNT = 10
+
+
+def _random_sharon(problem, count: int, seed: int) -> list:
+    """Random maximal independent sets of the Sharon graph (random vertex order, first fit)."""
+    import random
+
+    rng = random.Random(seed)
+    graph = problem.graph
+    adj = graph.adj
+    plans = []
+    for _ in range(count):
+        order = list(range(len(graph)))
+        rng.shuffle(order)
+        chosen: list[int] = []
+        blocked: set[int] = set()
+        for v in order:
+            if v not in blocked:
+                chosen.append(v)
+                blocked |= adj[v] | {v}
+        plans.append(problem.plan_of(chosen, graph))
+    return plans
+
+
+def _random_gloria(problem, count: int, seed: int) -> list:
+    from cepopt.gloria.methods import candidate_graph
+    from cepopt.gloria.sample import random_plans
+
+    return random_plans(candidate_graph(problem, "noprune"), count, seed=seed)
+
+
+#: families whose instances also execute random valid plans, so that plans of every quality are ranked
+RANDOM_PLANS = {"sharon": _random_sharon, "gloria": _random_gloria}
+
+
 def grid(quick: bool) -> list[dict]:
     seeds = range(1) if quick else range(5)
     return [{"family": fam, "seed": seed, "quick": quick} for fam in FAMILIES for seed in seeds]
@@ -47,9 +82,14 @@ def run(point: dict) -> list[dict]:
     for sol in sols:
         if sol.plan is not None:
             plans.setdefault(repr(sol.plan_json), (sol.method, sol.plan))
+    problem = fam.build(inst)
     if fam.baseline_plan is not None:
-        plan = fam.baseline_plan(fam.build(inst))
+        plan = fam.baseline_plan(problem)
         plans.setdefault(repr(fam.plan_to_json(plan)), ("baseline", plan))
+    sampler = RANDOM_PLANS.get(point["family"])
+    if sampler is not None:
+        for plan in sampler(problem, 3 if point["quick"] else RANDOM_COUNT, point["seed"]):
+            plans.setdefault(repr(fam.plan_to_json(plan)), ("random", plan))
     spark = get_spark()
     stream = f"gen:workload:events={events},seed={point['seed']}"
     rows, digests = [], set()

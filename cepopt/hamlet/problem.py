@@ -179,7 +179,8 @@ class SharingClass:
 
     @property
     def length(self) -> float:
-        return self.queries[0].length
+        """The longest window: a class may hold pane-compatible windows of one slide (Gloria)."""
+        return max(q.length for q in self.queries)
 
     @property
     def slide(self) -> float:
@@ -225,13 +226,19 @@ def _parse_edges(params: Mapping, workload: Workload) -> dict[str, list[EdgePred
     return out
 
 
-def compile_workload(workload: Workload, params: Mapping | None = None) -> tuple[SharingClass, ...]:
-    """Compile every query and group them into sharing classes with their candidates Q_E."""
+def compile_workload(workload: Workload, params: Mapping | None = None, *,
+                     mixed_lengths: bool = False) -> tuple[SharingClass, ...]:
+    """Compile every query and group them into sharing classes with their candidates Q_E.
+
+    ``mixed_lengths=True`` puts queries of one slide but different window lengths in one class (Gloria
+    shares across pane-compatible windows, gloria.md §10 A13): its scopes are the longest windows, and
+    each query's events are cut to its own window (:class:`cepopt.executor.greta.Scope`)."""
     edges = _parse_edges(params or {}, workload)
     compiled = [compile_query(q, edges.get(q.name, ())) for q in workload]
     by_key: dict[tuple, list[CompiledQuery]] = {}
     for cq in compiled:
-        by_key.setdefault(cq.class_key(), []).append(cq)
+        key = cq.class_key()
+        by_key.setdefault(key[1:] if mixed_lengths else key, []).append(cq)
     classes = []
     for qs in by_key.values():
         cands: dict[str, list[str]] = {}
