@@ -74,3 +74,29 @@ def test_gloria_driver(spark):
     res = execute(inst, plan, events, spark=spark)
     assert compare_results(res.results, reference_results(inst.workload, events)) == []
     assert res.metrics["snapshots"] > 0 and res.predicted_cost is not None
+
+
+@pytest.mark.spark
+def test_gloria_driver_mixed_windows_equals_in_process(spark):
+    """Windows of one slide but different lengths run in one class on Spark as in process."""
+    from cepopt.executor import gloria_kernel
+    from cepopt.executor.gloria_driver import execute
+    from cepopt.gloria.problem import build
+    from cepopt.instances.gloria_generator import random_instance
+    from cepopt.instances.streams import generate as stream
+    from cepopt.solve import solve
+
+    inst = None
+    for seed in range(50):  # a generated workload whose queries have windows of different lengths
+        cand = random_instance(5, seed, types=5)
+        if len({q.window.length for q in cand.workload}) > 1 and len({q.window.slide for q in cand.workload}) == 1:
+            inst = cand
+            break
+    assert inst is not None
+    plan = solve(inst, "cpsat").plan
+    events = stream("workload", seed=1, instance=inst, events=400)
+    local, local_m = gloria_kernel.run_local(inst.workload, plan, events)
+    assert len(local) > 0
+    res = execute(build(inst), plan, spark.createDataFrame(events), spark)
+    assert compare_results(res.results, local) == []
+    assert res.operations == local_m["operations"]
