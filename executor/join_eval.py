@@ -5,22 +5,28 @@ Every plan node is a DataFrame of partial matches: one row per match of its leaf
 (an array of event structs sorted by ts, id) with ``i<p>_lo``/``i<p>_hi`` for a Kleene item, and the
 match's first and last timestamps ``_lo``/``_hi``.
 
-- Leaves read one event type; its filters are pushed down there.
-- A join of two nodes is an equi-join on time buckets of width W: the first timestamps of two
-  partial matches that fit one window lie in the same or neighbouring buckets, so the right side is
-  exploded into its three candidate buckets. The window itself, the SEQ order, distinctness and the
-  pairwise conditions between the two sides are the join condition (equalities become join keys),
-  so no join is ever a cartesian product.
+- One shuffle per plan: the events of the pattern's types are copied into time buckets of width
+  W and hash-partitioned by bucket ``_k``; every node is then computed inside its partition, because
+  all joins are equi-joins on ``_k`` of co-partitioned sides (no further exchange; Spark's per-stage
+  overhead, not the data, dominated the wall time of small plans). A partial match with first/last
+  timestamps lo/hi is held once per bucket k with ``kW <= lo`` and ``hi < (k+2)W`` (one or two
+  copies; an event is copied to buckets b-1 and b of its own bucket b): the copies of a join are the
+  intersection of its sides' copies, so a join on ``_k`` plus the window condition finds each match
+  under exactly its copies. Counts and matches keep only the canonical copy ``k = floor(lo/W)``.
+- Leaves read one event type; its filters are pushed down there. The window itself, the SEQ order,
+  distinctness and the pairwise conditions between the two sides are the join condition, so no
+  join is ever a cartesian product.
 - A Kleene leaf holds every non-empty set of its events that fits the window: each event with
   every subset of the later events in its window (a range window collects them; the bits of a mask
   choose the subset), so there is no self-join and no loop of Spark jobs.
-- A NOT check is a left anti-join with the negated type's events (same bucket scheme) at the node
-  the plan puts it.
+- A NOT check is a left anti-join with the negated type's events at the node the plan puts it; a
+  negated event can reject a match held at bucket k from buckets k-1..k+1, so it has three copies.
 
-Every counted node is persisted, and one Spark job counts them all: ``count`` is a node's number of
-partial matches and ``active`` the sum over them of ``W - (last - first)``, their total lifetime in
-the window; divided by the stream's duration it is the time-averaged number of active partial
-matches, the quantity the cost model's PM(k) = W^k·∏r·∏sel predicts.
+Every counted node is persisted, and one Spark job (one union, one group-by) counts them all:
+``count`` is a node's number of partial matches and ``active`` the sum over them of
+``W - (last - first)``, their total lifetime in the window; divided by the stream's duration it is
+the time-averaged number of active partial matches, the quantity the cost model's
+PM(k) = W^k·∏r·∏sel predicts.
 """
 
 from __future__ import annotations
@@ -103,15 +109,38 @@ def prepare_events(events: DataFrame) -> DataFrame:
 
 
 class _Evaluator:
-    def __init__(self, pattern: CompiledPattern, events: DataFrame):
+    def __init__(self, pattern: CompiledPattern, events: DataFrame, *, negate: bool = True):
         self.p = pattern
-        self.ev = events
         self.w = float(pattern.window)
+        self.negate = negate and bool(pattern.negations)
         self.cached: list[DataFrame] = []
         self.counted: list[tuple[int, DataFrame]] = []
         missing = {a for it in pattern.items for a in pattern.attrs_of(it.position)} - set(events.columns)
         if missing:
             raise CepoptError(f"the stream has no attribute {sorted(missing)[0]!r} used by the pattern")
+        self.ev = self._bucketed(events)
+
+    def _bucket(self, ts: Column) -> Column:
+        return F.floor(ts / F.lit(self.w)).cast("long")
+
+    def _bucketed(self, events: DataFrame) -> DataFrame:
+        """The events of the pattern's types, copied to buckets b-1 and b (b+1 too when a NOT is
+        checked) and hash-partitioned by bucket: the plan's one shuffle."""
+        items = [it for it in self.p.items if self.negate or not it.negated]
+        attrs = sorted({a for it in items for a in self.p.attrs_of(it.position)}
+                       | {f.attr for it in items for f in self.p.filters_of(it.position)} - {"id", "ts", "type"})
+        b = self._bucket(F.col("ts"))
+        copies = F.array(b - 1, b, b + 1) if self.negate else F.array(b - 1, b)
+        df = events.where(F.col("type").isin(sorted({it.type for it in items})))
+        df = df.select("id", "ts", "type", *attrs, F.explode(copies).alias("_k"))
+        # One bucket partition per core: every counted node adds a task per partition to the
+        # counting job, and on small data the per-task overhead dominates.
+        parts = max(1, int(df.sparkSession.sparkContext.defaultParallelism))
+        # Persisted, so that the leaves' type filters are not pushed below the shuffle (one
+        # exchange per leaf otherwise) and every node reads the same bucket partitions.
+        df = df.repartition(parts, "_k").persist()
+        self.cached.append(df)
+        return df
 
     # -- column accessors ---------------------------------------------------------------------
 
@@ -148,7 +177,10 @@ class _Evaluator:
     # -- leaves -------------------------------------------------------------------------------
 
     def _events_of(self, pos: int) -> DataFrame:
+        """The item's events with their bucket copies ``_k`` (a positive item: buckets b-1 and b)."""
         df = self.ev.where(F.col("type") == self.p.items[pos].type)
+        if self.negate and not self.p.items[pos].negated:
+            df = df.where(F.col("_k") <= self._bucket(F.col("ts")))
         for f in self.p.filters_of(pos):
             df = df.where(_OPS[f.op](F.col(f.attr), F.lit(f.value)))
         return df
@@ -156,7 +188,7 @@ class _Evaluator:
     def _single(self, pos: int) -> DataFrame:
         cols = [F.col("id").alias(f"i{pos}_id"), F.col("ts").alias(f"i{pos}_ts")]
         cols += [F.col(a).alias(f"i{pos}_{a}") for a in self.p.attrs_of(pos)]
-        return self._events_of(pos).select(*cols)
+        return self._events_of(pos).select(*cols, "_k")
 
     def _leaf(self, leaf: int) -> DataFrame:
         pos = self.p.leaves[leaf]
@@ -167,57 +199,59 @@ class _Evaluator:
     def _kleene(self, pos: int) -> DataFrame:
         """Every non-empty set of the item's events within the window, as an array of event structs
         sorted by (ts, id): each event, as the set's first, with every subset of the later events
-        (same equivalence values) that fit the window, chosen by the bits of a mask. One pass,
-        no cartesian product; the number of rows is the 2^(events per window) of Theorem 4."""
+        (same bucket copy and equivalence values) that fit the window, chosen by the bits of a mask.
+        One pass inside each bucket partition, no cartesian product; the number of rows is the
+        2^(events per window) of Theorem 4."""
         attrs = self.p.attrs_of(pos)
         base = self._events_of(pos).select(
-            "id", "ts", *[F.col(a) for a in self.p.equivalences],
+            "id", "ts", "_k", *[F.col(a) for a in self.p.equivalences],
             F.struct(F.col("ts"), F.col("id"), *[F.col(a) for a in attrs if a not in ("ts", "id")]).alias("_e"))
-        span = Window.partitionBy(*[F.col(a) for a in self.p.equivalences]).orderBy("ts").rangeBetween(
+        span = Window.partitionBy("_k", *[F.col(a) for a in self.p.equivalences]).orderBy("ts").rangeBetween(
             0, int(math.floor(self.w)))
         later = F.filter(F.array_sort(F.collect_list("_e").over(span)),
                          lambda x: (x["ts"] > F.col("ts")) | ((x["ts"] == F.col("ts")) & (x["id"] > F.col("id"))))
-        df = base.select("_e", "ts", later.alias("_later"))
+        df = base.select("_e", "ts", "_k", later.alias("_later"))
         k = F.size("_later")
         # Fail before building 2^k masks: the query gets a user error, not an out-of-memory.
         top = F.when(k > _MAX_KLEENE_LATER, F.raise_error(F.lit(
             f"{_KLEENE_MARK} KL({self.p.items[pos].ref}): more than {_MAX_KLEENE_LATER} events in one window; "
             "its 2^k sets are beyond this executor"))).otherwise(F.pow(F.lit(2), k).cast("long") - 1)
-        df = df.select("_e", "ts", "_later", F.explode(F.sequence(F.lit(0), top)).alias("_mask"))
+        df = df.select("_e", "ts", "_k", "_later", F.explode(F.sequence(F.lit(0), top)).alias("_mask"))
         chosen = F.filter("_later", lambda x, i: F.col("_mask").bitwiseAND(F.pow(F.lit(2), i).cast("long")) != 0)
         sets = F.concat(F.array("_e"), chosen)
-        out = df.select(sets.alias(f"i{pos}_set"), F.col("ts").alias(f"i{pos}_lo"))
+        out = df.select(sets.alias(f"i{pos}_set"), F.col("ts").alias(f"i{pos}_lo"), "_k")
         out = out.withColumn(f"i{pos}_hi", F.element_at(F.col(f"i{pos}_set"), -1)["ts"])
         return out.select("*", F.col(f"i{pos}_lo").alias("_lo"), F.col(f"i{pos}_hi").alias("_hi"))
 
     # -- joins and negation -------------------------------------------------------------------
 
     def _join(self, left: DataFrame, right: DataFrame, lpos: Sequence[int], rpos: Sequence[int]) -> DataFrame:
-        w = self.w
-        lb = left.withColumn("_b", F.floor(F.col("_lo") / w).cast("long"))
-        rr = right.withColumnRenamed("_lo", "_rlo").withColumnRenamed("_hi", "_rhi")
-        b = F.floor(F.col("_rlo") / w).cast("long")
-        rr = rr.withColumn("_rb", F.explode(F.array(b - 1, b, b + 1)))
-        cond = ((F.col("_b") == F.col("_rb"))
-                & (F.greatest("_hi", "_rhi") - F.least("_lo", "_rlo") <= w))
+        rr = (right.withColumnRenamed("_lo", "_rlo").withColumnRenamed("_hi", "_rhi")
+              .withColumnRenamed("_k", "_rk"))
+        cond = ((F.col("_k") == F.col("_rk"))
+                & (F.greatest("_hi", "_rhi") - F.least("_lo", "_rlo") <= self.w))
         extra = self._checks(lpos, rpos)
         if extra is not None:
             cond = cond & extra
-        return (lb.join(rr, cond, "inner")
+        # Both sides are hash-partitioned by bucket: a shuffled hash join needs no exchange (a
+        # broadcast would cost a job per join).
+        return (left.join(rr.hint("shuffle_hash"), cond, "inner")
                 .withColumn("_lo", F.least("_lo", "_rlo")).withColumn("_hi", F.greatest("_hi", "_rhi"))
-                .drop("_b", "_rb", "_rlo", "_rhi"))
+                .drop("_rk", "_rlo", "_rhi"))
 
     def _negate(self, df: DataFrame, pos: int, positions: Sequence[int]) -> DataFrame:
-        neg = self._single(pos)
+        neg = self._single(pos).withColumnRenamed("_k", "_nk")
         ts = F.col(f"i{pos}_ts")
-        b = F.floor(ts / self.w).cast("long")
-        neg = neg.withColumn("_nb", F.explode(F.array(b - 1, b, b + 1)))
-        cond = ((F.floor(F.col("_lo") / self.w).cast("long") == F.col("_nb"))
+        cond = ((F.col("_k") == F.col("_nk"))
                 & (F.greatest(F.col("_hi"), ts) - F.least(F.col("_lo"), ts) <= self.w))
         extra = self._checks([pos], positions)
         if extra is not None:
             cond = cond & extra
-        return df.join(neg, cond, "left_anti")
+        return df.join(neg.hint("shuffle_hash"), cond, "left_anti")
+
+    def canonical(self, df: DataFrame) -> DataFrame:
+        """One row per partial match: the copy at the bucket of its first timestamp."""
+        return df.where(F.col("_k") == self._bucket(F.col("_lo")))
 
     # -- the tree -----------------------------------------------------------------------------
 
@@ -229,7 +263,8 @@ class _Evaluator:
             right = self.node(node.right, out, names)  # type: ignore[arg-type]
             df = self._join(left, right, self._positions(node.left.leaves),  # type: ignore[union-attr]
                             self._positions(node.right.leaves))  # type: ignore[union-attr]
-        for pos in node.negations:
+        negations = node.negations if self.negate else ()
+        for pos in negations:
             df = self._negate(df, pos, self._positions(node.leaves))
         if node.counted:
             # Persisted without an action: the single counting job of evaluate() materialises every
@@ -237,26 +272,27 @@ class _Evaluator:
             df = df.persist()
             self.cached.append(df)
             self.counted.append((len(out), df))
-        out.append(NodeCount(node.label(names), tuple(sorted(node.leaves)), node.counted, None, None,
-                             node.negations))
+        out.append(NodeCount(node.label(names), tuple(sorted(node.leaves)), node.counted, None, None, negations))
         return df
 
     def count(self, out: list[NodeCount]) -> None:
-        """Count every persisted node in one Spark job."""
-        aggs = [df.agg(F.lit(k).alias("k"), F.count(F.lit(1)).alias("n"),
-                       F.sum(F.lit(self.w) - (F.col("_hi") - F.col("_lo"))).alias("a"))
-                for k, df in self.counted]
-        union = aggs[0]
-        for a in aggs[1:]:
-            union = union.unionByName(a)
+        """Count every persisted node in one Spark job: a union of the canonical copies, one group-by."""
+        parts = [self.canonical(df).select(F.lit(k).alias("k"), (F.lit(self.w) - (F.col("_hi") - F.col("_lo")))
+                                           .cast("double").alias("a"))
+                 for k, df in self.counted]
+        union = parts[0]
+        for part in parts[1:]:
+            union = union.unionByName(part)
         try:
-            rows = union.collect()
+            rows = union.groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.sum("a").alias("a")).collect()
         except Exception as exc:  # a Kleene guard raised inside Spark
             text = str(exc)
             if _KLEENE_MARK in text:
                 raise CepoptError(text[text.index(_KLEENE_MARK) + len(_KLEENE_MARK):].split("\n")[0].strip()
                                   .split(" SQLSTATE")[0]) from None
             raise
+        for k, _ in self.counted:
+            out[k].count, out[k].active = 0, 0.0
         for row in rows:
             out[row["k"]].count = int(row["n"])
             out[row["k"]].active = float(row["a"] or 0.0)
@@ -264,20 +300,30 @@ class _Evaluator:
     def _positions(self, leaves) -> list[int]:
         return [self.p.leaves[i] for i in sorted(leaves)]
 
-
-def evaluate(tree: JoinTree, events: DataFrame) -> JoinRun:
+def evaluate(tree: JoinTree, events: DataFrame, *, negate: bool = True) -> JoinRun:
     """Run ``tree`` on ``events`` (a DataFrame with id, ts, type and attributes; see prepare_events).
 
     Returns the root's DataFrame of full matches (persisted; call ``release()`` when done) and the
     measured partial matches of every node, in post-order (the order of ``tree.nodes``).
+    ``negate=False`` skips the NOT checks: the counts are then those of the positive part, which
+    is what the cost model prices for a pattern with negation (spec joinorder §2.6), and the
+    "matches" are the positive part's.
     """
-    ev = _Evaluator(tree.pattern, events)
     start = time.perf_counter()
-    nodes: list[NodeCount] = []
-    root = ev.node(tree.root, nodes, tree.pattern.leaf_names())
-    ev.count(nodes)
+    conf = events.sparkSession.conf
+    aqe = conf.get("spark.sql.adaptive.enabled", "true")
+    # Without adaptive execution the whole plan is one Spark job (one shuffle, one group-by);
+    # with it every cached node and query stage becomes a job of its own. Restored afterwards.
+    conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        ev = _Evaluator(tree.pattern, events, negate=negate)
+        nodes: list[NodeCount] = []
+        root = ev.node(tree.root, nodes, tree.pattern.leaf_names())
+        ev.count(nodes)
+    finally:
+        conf.set("spark.sql.adaptive.enabled", aqe)
     elapsed = time.perf_counter() - start
-    return JoinRun(tree, root, nodes, elapsed, ev.cached)
+    return JoinRun(tree, ev.canonical(root).drop("_k"), nodes, elapsed, ev.cached)
 
 
 def match_values(pattern: CompiledPattern, matches: DataFrame) -> DataFrame:

@@ -167,15 +167,18 @@ def _subtree_negations(node: Node) -> tuple[int, ...]:
     return tuple(sorted(set(node.negations).union(*(_subtree_negations(k) for k in kids))))
 
 
-def node_counts(tree: JoinTree, events: pd.DataFrame) -> list[int]:
+def node_counts(tree: JoinTree, events: pd.DataFrame, *, negate: bool = True, lifetime: bool = False) -> list:
     """Partial matches of every node of ``tree`` (in ``tree.nodes`` order), by enumeration: the
-    assignments of the node's leaves that pass their checks and the negations placed in its subtree."""
+    assignments of the node's leaves that pass their checks and the negations placed in its subtree.
+    ``negate=False`` counts the positive part (no NOT check anywhere); ``lifetime=True`` gives
+    (count, Σ (W - (last - first))) per node, the lifetimes the Spark evaluator's ``active`` sums."""
     m = _Matcher(tree.pattern, events)
-    cache: dict[tuple, int] = {}
+    cache: dict[tuple, object] = {}
     out = []
     for node in tree.nodes:
-        key = (node.leaves, _subtree_negations(node))
+        key = (node.leaves, _subtree_negations(node) if negate else ())
         if key not in cache:
-            cache[key] = sum(1 for _ in m.enumerate(*key))
+            spans = [max(_hi(v) for v in a.values()) - min(_lo(v) for v in a.values()) for a in m.enumerate(*key)]
+            cache[key] = (len(spans), sum(tree.pattern.window - s for s in spans)) if lifetime else len(spans)
         out.append(cache[key])
     return out

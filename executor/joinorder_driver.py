@@ -12,7 +12,9 @@ as a join tree (executor/join_eval.py) and reports:
   disjunction.
 - ``predicted_cost``: the family's cost model (``exp`` of its log cost; inf when it overflows).
 - ``metrics``: per-node counts, the time-averaged number of active partial matches (directly
-  comparable to the predicted cost), the match count, the stream's events and throughput.
+  comparable to the predicted cost; with a NOT it is the plan as run, checks included, while the
+  model prices the positive part: ``run_plan(..., negate=False)`` measures that), the match count,
+  the stream's events and throughput.
 
 Events without an ``id`` column get one in input order (stable for a given input and
 partitioning). ``estimate_stats`` re-estimates rates and selectivities from the stream
@@ -48,13 +50,15 @@ def _branches(problem, plan) -> list[tuple[Any, Any]]:
     return [(sc.pattern, p) for sc, p in zip(parts, plans, strict=True)]
 
 
-def run_plan(problem, plan, events) -> list[JoinRun]:
-    """Run every branch of ``plan`` on ``events`` (prepared with ids); one JoinRun per branch."""
+def run_plan(problem, plan, events, *, negate: bool = True) -> list[JoinRun]:
+    """Run every branch of ``plan`` on ``events`` (prepared with ids); one JoinRun per branch.
+    ``negate=False`` runs the positive part only (no NOT checks): the partial matches the cost
+    model prices for a pattern with negation (spec joinorder §2.6)."""
     runs = []
     for pattern, branch in _branches(problem, plan):
         compiled = compile_query(problem.query, pattern)
         count_all = problem.tree_cost(getattr(branch, "kind", "order"))
-        runs.append(evaluate(join_tree(compiled, branch, count_all=count_all), events))
+        runs.append(evaluate(join_tree(compiled, branch, count_all=count_all), events, negate=negate))
     return runs
 
 

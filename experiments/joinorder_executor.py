@@ -6,13 +6,34 @@ tickers by default (``--quick``: 5k over 8, two patterns of size 3). Patterns: t
 negation, conjunction, Kleene, disjunction) of sizes 3 to 8 with ⌊n/2⌋ conditions
 ``x.difference < y.difference`` on disjoint pairs, window 10 minutes. Statistics are estimated from
 the stream (stream -> statistics -> plan -> execution). Per pattern every method plans; each
-distinct plan runs once on Spark and reports the partial matches at its counted nodes (the
-quantity Cost_ord / Cost_tree predicts), the time-averaged active partial matches (the same units
-as the prediction), wall time and throughput. All plans of a pattern must find the same matches.
+distinct plan runs on Spark. All plans of a pattern must find the same matches.
+
+What is measured, and why:
+
+- ``active``: the measured cost. The model's PM(S) = W^|S|·∏r·∏sel is the expected number of
+  partial matches of S *active* in a window (spec §2.1); its time average over the stream is
+  Σ(W - span)/T over the node's partial matches. ``active`` sums it over the nodes Cost_ord /
+  Cost_tree count. For a pattern with negation the model prices the positive part (§2.6: the NOT
+  check adds no cost term and its pruning is not modelled), so ``active`` and ``created`` count
+  the plan run without its NOT checks; ``executed_active`` is the plan as run, checks included
+  (their ratio is the pruning the model ignores).
+- ``created``: the raw number of partial matches created over the stream. It is not the model's
+  quantity: a set S of point events within the window is created about (T/W)·|S|·PM(S) times
+  (|S| W^(|S|-1) of offsets fit a window, against W^|S| of lifetime), so the raw sum weights each
+  node by its size, and a Kleene set of m events counts like m events (it lives W - span, short for
+  big sets). That weighting, not a counting error, is why raw counts rank plans differently from
+  the model; they are reported as a diagnostic.
+- ``time_s`` / ``throughput``: wall time of executing the plan (building the Spark plan, the one
+  job that computes and counts every node) on the already loaded stream; loading the stream and
+  planning are excluded, and each pattern's first plan runs once untimed before the timed runs, so
+  that JVM warm-up and the compilation of the pattern's code are not charged to one method.
 
 Targets checked in the report: measured partial matches rank the plans as the cost model does
-(Spearman >= 0.9 per pattern set), the optimal plan's measured cost within 2x of its prediction,
-and at least 100k events/s for size-4 patterns on local[2].
+(per pattern the Spearman correlation of the predicted cost with ``active`` over its distinct
+plans; the per-set statistic is the mean over the set's patterns, >= 0.9: plans only ever compete
+within a pattern, while a correlation pooled over patterns also asks the model to get the size of
+the gaps between patterns right, and is shown as a secondary figure), the optimal plan's measured
+cost within 2x of its prediction, and at least 100k events/s for size-4 patterns on local[2].
 """
 
 from __future__ import annotations
@@ -80,6 +101,7 @@ def run(point: dict) -> list[dict]:
     stats = estimate_statistics(query, pdf, sample=20_000, seed=point["seed"])
     duration = float(pdf["ts"].max() - pdf["ts"].min())
     problem = build_query(query, stats, name=query.name)
+    unordered = build_query(query, stats, name=query.name, seq_temporal="none")
     executed: dict[str, dict] = {}
     rows = []
     for name in METHODS:
@@ -88,33 +110,75 @@ def run(point: dict) -> list[dict]:
         plan = result.plan if isinstance(result, MethodResult) else result
         plan_time = time.perf_counter() - start
         predicted, log_predicted = _predicted(problem, plan)
+        seq_exact = _predicted_seq_exact(unordered, plan)
         key = str(plan)
+        if not executed:  # warm-up, untimed (see the module docstring)
+            for r in run_plan(problem, plan, sdf):
+                r.release()
         if key not in executed:
-            runs = run_plan(problem, plan, sdf)
-            try:
-                digest = sorted(tuple(sorted(r["value"] for r in _values(run).collect())) for run in runs) \
-                    if point["events"] <= 50_000 else None
-                executed[key] = {
-                    "measured": sum(r.operations for r in runs),
-                    "active": sum(r.active for r in runs) / duration,
-                    "matches": sum(r.match_count for r in runs),
-                    "time_s": sum(r.time_s for r in runs),
-                    "nodes": "; ".join(f"{n.label}={n.count}" for r in runs for n in r.nodes if n.count is not None),
-                    "digest": (hashlib.sha256(repr(digest).encode()).hexdigest()[:16]
-                               if digest is not None else ""),
-                }
-            finally:
-                for r in runs:
-                    r.release()
+            executed[key] = _execute(problem, plan, sdf, point, duration)
         m = executed[key]
         rows.append({
             "method": name, "plan_kind": "tree" if name in TREE_METHODS else "order", "plan": key,
-            "log_predicted": log_predicted, "predicted": predicted, "measured": m["measured"],
-            "active": m["active"], "matches": m["matches"], "time_s": m["time_s"],
+            "log_predicted": log_predicted, "predicted": predicted, "predicted_seq_exact": seq_exact,
+            "active": m["active"],
+            "created": m["created"], "executed_active": m["executed_active"],
+            "executed_created": m["executed_created"], "matches": m["matches"], "time_s": m["time_s"],
             "throughput": point["events"] / m["time_s"] if m["time_s"] > 0 else math.nan,
             "plan_time_s": plan_time, "nodes": m["nodes"], "digest": m["digest"],
         })
     return rows
+
+
+def _execute(problem, plan, sdf, point: dict, duration: float) -> dict:
+    """Run ``plan`` (timed), and its positive part when the pattern has a NOT (untimed)."""
+    from cepopt.executor.joinorder_driver import run_plan
+
+    runs = run_plan(problem, plan, sdf)
+    try:
+        digest = sorted(tuple(sorted(r["value"] for r in _values(run).collect())) for run in runs) \
+            if point["events"] <= 50_000 else None
+        out = {
+            "executed_created": sum(r.operations for r in runs),
+            "executed_active": sum(r.active for r in runs) / duration,
+            "matches": sum(r.match_count for r in runs),
+            "time_s": sum(r.time_s for r in runs),
+            "nodes": "; ".join(f"{n.label}={n.count}" for r in runs for n in r.nodes if n.count is not None),
+            "digest": hashlib.sha256(repr(digest).encode()).hexdigest()[:16] if digest is not None else "",
+        }
+        negated = any(run.tree.pattern.negations for run in runs)
+    finally:
+        for r in runs:
+            r.release()
+    out["created"], out["active"] = out["executed_created"], out["executed_active"]
+    if negated:
+        positive = run_plan(problem, plan, sdf, negate=False)
+        out["created"] = sum(r.operations for r in positive)
+        out["active"] = sum(r.active for r in positive) / duration
+        for r in positive:
+            r.release()
+    return out
+
+
+def _predicted_seq_exact(unordered, plan) -> float:
+    """Diagnostic: the plan's cost with the SEQ order of a node's |S| events priced as 1/|S|!,
+    the probability that independent timestamps fall in the pattern's order ([R-SEQ] default
+    "adjacent" gives 1/2 per adjacent pair and nothing to the others; no pairwise factor is exact)."""
+    from cepopt.executor.join_plan import compile_query, join_tree
+    from cepopt.executor.joinorder_driver import _branches
+    from cepopt.joinorder.cost import log_node
+
+    total = 0.0
+    for conj, (pattern, branch) in zip(unordered.conjuncts, _branches(unordered, plan), strict=True):
+        compiled = compile_query(unordered.query, pattern)
+        tree = unordered.tree_cost(getattr(branch, "kind", "order"))
+        names = compiled.leaf_names()
+        for node in join_tree(compiled, branch, count_all=tree).nodes:
+            if node.counted:
+                idx = [conj.names.index(names[i]) for i in sorted(node.leaves)]
+                order = math.factorial(len(idx)) if compiled.kind == "SEQ" else 1
+                total += math.exp(log_node(conj, idx, tree=tree)) / order
+    return total
 
 
 def _values(run):
@@ -142,47 +206,59 @@ def report(df: pd.DataFrame, out_dir: Path) -> str:
         lambda g: g["matches"].nunique() == 1 and g["digest"].fillna("").nunique() == 1, include_groups=False)
     lines.append(f"Every plan of a pattern found the same number of matches: {bool(same.all())} "
                  f"({int(same.sum())}/{len(same)} patterns).")
-    # Spearman rank correlation of predicted vs measured over the distinct plans of each pattern
-    # (orders and trees together: each plan's measured count is the quantity its own cost counts).
+    # Spearman rank correlation of the predicted cost with the measured cost over the distinct plans
+    # of each pattern (orders and trees together: each plan's count is the quantity its own cost counts).
     corr, pooled = [], []
     for (kind, size, _seed), g in df.groupby(["kind", "size", "seed"]):
         g = g.drop_duplicates("plan")
         if len(g) >= 3:
             corr.append({"kind": kind, "size": size, "plans": len(g),
-                         "spearman_measured": _spearman(g["log_predicted"], g["measured"]),
-                         "spearman_active": _spearman(g["log_predicted"], g["active"])})
+                         "spearman": _spearman(g["log_predicted"], g["active"]),
+                         "spearman_created": _spearman(g["log_predicted"], g["created"]),
+                         "spearman_seq_exact": _spearman(g["predicted_seq_exact"], g["active"])})
         if len(g) >= 2:
             # Pooled over the patterns of a set: each plan relative to its pattern's best plan.
-            pooled.append(pd.DataFrame({
-                "kind": kind, "rel_predicted": g["log_predicted"] - g["log_predicted"].min(),
-                "rel_measured": np.log(g["measured"].clip(lower=1)) - np.log(g["measured"].clip(lower=1)).min(),
-                "rel_active": np.log(g["active"].clip(lower=1e-300)) - np.log(g["active"].clip(lower=1e-300)).min()}))
+            rel = np.log(g["active"].clip(lower=1e-300))
+            pooled.append(pd.DataFrame({"kind": kind, "rel_predicted": g["log_predicted"] - g["log_predicted"].min(),
+                                        "rel_active": rel - rel.min()}))
     if corr:
         cdf = pd.DataFrame(corr)
         per_set = cdf.groupby("kind").agg(
-            patterns=("size", "count"), mean_spearman_measured=("spearman_measured", "mean"),
-            mean_spearman_active=("spearman_active", "mean")).reset_index()
+            patterns=("size", "count"), mean_spearman=("spearman", "mean"), min_spearman=("spearman", "min"),
+            mean_spearman_created=("spearman_created", "mean"),
+            mean_spearman_seq_exact=("spearman_seq_exact", "mean")).reset_index()
         if pooled:
             pdf = pd.concat(pooled)
             pooled_corr = pdf.groupby("kind").apply(lambda g: pd.Series({
-                "pooled_spearman_measured": _spearman(g["rel_predicted"], g["rel_measured"]),
-                "pooled_spearman_active": _spearman(g["rel_predicted"], g["rel_active"])}), include_groups=False)
+                "pooled_spearman": _spearman(g["rel_predicted"], g["rel_active"])}), include_groups=False)
             per_set = per_set.merge(pooled_corr.reset_index(), on="kind", how="left")
+        met = bool((per_set["mean_spearman"] >= 0.9).all())
         lines += ["", "## Rank agreement: Spearman of predicted cost vs measured partial matches", "",
-                  "Per pattern over its distinct plans (mean per set), and pooled over the set with every plan "
-                  "taken relative to its pattern's cheapest (target >= 0.9). `measured` is the raw count of "
-                  "partial matches at the counted nodes; `active` the time-averaged number of active partial "
-                  "matches, the quantity PM(k) = W^k·∏r·∏sel predicts.", "",
+                  "Per pattern over its distinct plans; the target (>= 0.9 per pattern set) is on "
+                  f"`mean_spearman`, the mean over the set's patterns: {'met' if met else 'missed'}. "
+                  "The measured cost is `active`, the time-averaged number of active partial matches at the "
+                  "counted nodes (the model's PM(S); the positive part for negation, spec §2.6). "
+                  "`spearman_created` ranks by the raw number of partial matches created, which weights a node "
+                  "by its size (see the experiment's docstring); `pooled_spearman` pools every plan of the set, "
+                  "relative to its pattern's cheapest; `spearman_seq_exact` (diagnostic) ranks by the cost with the "
+                  "SEQ order priced as 1/|S|! (see below).", "",
                   markdown_table(per_set), "", "Per pattern:", "", markdown_table(cdf)]
     # Optimal plans: measured active partial matches vs prediction.
     opt = df[df["method"].isin(["dp-ld", "dp-b"])].copy()
-    opt["ratio_active_to_predicted"] = opt["active"] / opt["predicted"]
-    within = opt["ratio_active_to_predicted"].between(0.5, 2.0)
+    opt["ratio"] = opt["active"] / opt["predicted"]
+    opt["executed_ratio"] = opt["executed_active"] / opt["predicted"]
+    opt["ratio_seq_exact"] = opt["active"] / opt["predicted_seq_exact"]
+    within = opt["ratio"].between(0.5, 2.0)
     lines += ["", f"Optimal plans within 2x of their prediction: {int(within.sum())}/{len(opt)} (ratio range "
-                  f"{opt['ratio_active_to_predicted'].min():.3g} - {opt['ratio_active_to_predicted'].max():.3g})."]
+                  f"{opt['ratio'].min():.3g} - {opt['ratio'].max():.3g}). With the NOT checks' pruning (not "
+                  f"modelled): {int(opt['executed_ratio'].between(0.5, 2.0).sum())}/{len(opt)} (range "
+                  f"{opt['executed_ratio'].min():.3g} - {opt['executed_ratio'].max():.3g}). Diagnostic, with the "
+                  "SEQ order of a node's |S| events priced as 1/|S|! instead of [R-SEQ]'s 1/2 per adjacent pair: "
+                  f"{int(opt['ratio_seq_exact'].between(0.5, 2.0).sum())}/{len(opt)} (range "
+                  f"{opt['ratio_seq_exact'].min():.3g} - {opt['ratio_seq_exact'].max():.3g})."]
     lines += ["", "## Optimal plans: measured (time-averaged active partial matches) / predicted", "",
-              markdown_table(opt[["kind", "size", "method", "predicted", "active", "ratio_active_to_predicted",
-                                  "measured", "time_s", "throughput"]])]
+              markdown_table(opt[["kind", "size", "method", "predicted", "active", "ratio", "executed_active",
+                                  "executed_ratio", "ratio_seq_exact", "created", "time_s", "throughput"]])]
     # Throughput per method and size (the paper's figures).
     thr = df.pivot_table(index=["kind", "size"], columns="method", values="throughput", aggfunc="mean")
     lines += ["", "## Throughput (events/s) per method", "", markdown_table(thr.reset_index())]

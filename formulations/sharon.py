@@ -1,7 +1,7 @@
 """CP-SAT and MILP models of Sharon's sharing-plan problem.
 
 Two models, each written once as a small linear 0-1 program (:class:`LinearModel`) and handed to
-CP-SAT (integer-scaled) or to a MILP backend through PuLP (:func:`cepopt.formulations.milp.solve_milp`).
+CP-SAT (integer-scaled) or to a MILP backend (:func:`cepopt.formulations.milp.solve_milp`, matrix form).
 
 1. **MWIS** of a Sharon graph (Lemma 1, Def. 11): one binary x_v per vertex, maximise sum w_v x_v.
    Conflict edges are stated as *clique* constraints: every cell (query, position) is covered by a
@@ -27,6 +27,20 @@ CP-SAT (integer-scaled) or to a MILP backend through PuLP (:func:`cepopt.formula
 
 CP-SAT needs integer coefficients: they are multiplied by ``scale`` (1 when they are already integers)
 and rounded; the scale and the resulting objective tolerance are reported.
+
+Solving (decisions measured on the sharon-optimizers instances, 200-1000 queries):
+
+* Both models are solved block by block (:mod:`cepopt.formulations.blocks`, exact); tiny blocks are
+  enumerated. The generated workloads mostly form one large block plus a few isolated candidates, so
+  this mainly guards against workloads of unrelated query groups.
+* The models are written into CP-SAT's proto and MathOpt's ModelProto from flat lists: the Python
+  expression layers (CpModel.Add, PuLP, MathOpt expressions) cost up to 2 s per solve at 500 queries.
+* MWIS cliques can be grown to maximal cliques (``extend``): the LP bound tightens by half but the
+  solve times did not move consistently (CPU s, stress 500: 4.4 -> 5.0, 1.7 -> 1.8; default 500:
+  1.15 -> 1.08), so it is off by default.
+* Not adopted: reduced-cost fixing from the LP dual with the GWMIN incumbent fixed no vertex (stress
+  500: the LP is degenerate and GWMIN 11 % below the optimum); simplicial / neighbourhood-weight
+  reductions apply to 0-2 of ~1000 vertices; CP-SAT's core-based search and presolve (MWIS) were slower.
 """
 
 from __future__ import annotations
@@ -37,7 +51,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-__all__ = ["LinearModel", "mwis_model", "compact_model", "solve_cpsat_model", "solve_milp_model",
+from cepopt.formulations.blocks import solve_by_blocks
+
+__all__ = ["LinearModel", "mwis_model", "extended_cliques", "compact_model", "solve_cpsat_model", "solve_milp_model",
            "integer_scale"]
 
 
@@ -62,13 +78,36 @@ def _maximal(sets: Iterable[frozenset[int]]) -> list[frozenset[int]]:
     return [s for s in uniq if not any(s < t for t in uniq)]
 
 
-def mwis_model(graph) -> LinearModel:
-    """MWIS of a :class:`~cepopt.sharon.graph.SharonGraph` with cell-clique constraints."""
+def mwis_model(graph, extend: bool = False) -> LinearModel:
+    """MWIS of a :class:`~cepopt.sharon.graph.SharonGraph` with cell-clique constraints.
+
+    ``extend`` grows every cell clique greedily (heaviest vertex first) by vertices adjacent to all
+    its members, which conflict with them in other queries: still valid cliques, a tighter LP
+    (measured on stress, 500 queries: LP bound 8656 -> 8224 against the optimum 7696)."""
+    cliques = graph.cliques()
+    if extend:
+        cliques = extended_cliques(graph, cliques)
     model = LinearModel([f"x{i}" for i in range(len(graph))], [v.weight for v in graph.vertices])
-    for clique in graph.cliques():
+    for clique in cliques:
         model.add_le({i: 1 for i in clique}, 1)
     model.decode = ("mwis", None)
     return model
+
+
+def extended_cliques(graph, cliques: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    """Each clique grown to a maximal clique of ``graph`` (duplicates dropped)."""
+    adj = graph.adj
+    weight = [v.weight for v in graph.vertices]
+    out: dict[tuple[int, ...], None] = {}
+    for clique in cliques:
+        members = list(clique)
+        common = set.intersection(*(adj[i] for i in members)).difference(members)
+        while common:
+            j = max(common, key=lambda k: (weight[k], -k))
+            members.append(j)
+            common &= adj[j]
+        out[tuple(sorted(members))] = None
+    return list(out)
 
 
 def compact_model(problem) -> LinearModel:
@@ -153,62 +192,116 @@ def _objective_tolerance(model: LinearModel, scale: int, objective: float) -> fl
 
 
 def solve_cpsat_model(model: LinearModel, *, time_limit, seed, hint: Sequence[int] | None = None,
-                      lp_heavy: bool = False, workers: int = 2, presolve: bool = True):
+                      lp_heavy: bool = False, workers: int = 2, presolve: bool = True, split: bool = True,
+                      extra: dict | None = None):
     """Solve with CP-SAT. Returns (0-1 vector or None, status, solver objective, bound, stats).
 
     ``presolve=False`` sets ``cp_model_presolve=false``: on these models CP-SAT's presolve spends
     more time than the search (measured: 1.2 of 1.8 s at 200 queries, 13 of 30 s at 1000) and
-    removes little, so the Sharon methods turn it off."""
+    removes little, so the Sharon methods turn it off. ``split`` solves independent blocks one by one
+    (:mod:`cepopt.formulations.blocks`). The model is written straight into CP-SAT's proto (flat
+    lists, no per-term Python expressions). ``extra`` are further CP-SAT parameters."""
+    if not model.names:
+        return [], "optimal", 0, 0, {"variables": 0, "constraints": 0, "weight_scale": 1}
+    scale = integer_scale(model.objective)
+    params = dict(extra or {})
+    if not presolve:
+        params["cp_model_presolve"] = False
+
+    def one(sub: LinearModel, left, sub_hint):
+        return _cpsat_block(sub, scale, time_limit=left, seed=seed, hint=sub_hint, lp_heavy=lp_heavy,
+                            workers=workers, extra=params)
+
+    if split:
+        x, status, obj, bound, stats = solve_by_blocks(model, one, time_limit=time_limit, hint=hint)
+    else:
+        x, status, obj, bound, stats = one(model, time_limit, hint)
+    stats.update(variables=len(model.names), constraints=len(model.rows), weight_scale=scale)
+    if x is None:
+        return None, status, None, None, stats
+    stats["objective_tolerance"] = _objective_tolerance(model, scale, obj)
+    return x, status, obj, bound, stats
+
+
+def _cpsat_block(model: LinearModel, scale: int, *, time_limit, seed, hint, lp_heavy, workers, extra):
     from ortools.sat.python import cp_model
 
     from cepopt.formulations.cpsat import cpsat_stats, solve_cpsat
 
-    if not model.names:
-        return [], "optimal", 0, 0, {"variables": 0, "constraints": 0, "weight_scale": 1}
-    scale = integer_scale(model.objective)
     m = cp_model.CpModel()
-    xs = [m.NewBoolVar(n) for n in model.names]
+    proto = m.Proto()
+    for name in model.names:
+        var = proto.variables.add()
+        var.name = name
+        var.domain.extend([0, 1])
     for coefs, rhs in model.rows:
+        ct = proto.constraints.add()
         # cliques as native at-most-one; x <= y stays LINEAR: as an implication (bool_and) it does not
         # reach the LP relaxation when presolve is off, and the fixed-charge model then stalls
         if rhs == 1 and all(c == 1 for c in coefs.values()):
-            m.AddAtMostOne([xs[i] for i in coefs])
+            ct.at_most_one.literals.extend(list(coefs))
         else:
-            m.Add(sum(c * xs[i] for i, c in coefs.items()) <= rhs)
+            ct.linear.vars.extend(list(coefs))
+            ct.linear.coeffs.extend([int(c) for c in coefs.values()])
+            ct.linear.domain.extend([sum(min(int(c), 0) for c in coefs.values()), int(rhs)])
     ints = [int(round(float(c) * scale)) if scale != 1 else int(c) for c in model.objective]
-    m.Maximize(sum(c * x for c, x in zip(ints, xs, strict=True) if c))
-    res = solve_cpsat(m, time_limit=time_limit, seed=seed, workers=workers, lp_heavy=lp_heavy,
-                      hint=None if hint is None else list(zip(xs, hint, strict=True)),
-                      extra=None if presolve else {"cp_model_presolve": False})
+    nz = [i for i, c in enumerate(ints) if c]
+    # maximise = minimise the negated objective with scaling factor -1 (as CpModel.maximize writes it)
+    proto.objective.vars.extend(nz)
+    proto.objective.coeffs.extend([-ints[i] for i in nz])
+    proto.objective.scaling_factor = -1.0
+    if hint is not None:
+        proto.solution_hint.vars.extend(list(range(len(hint))))
+        proto.solution_hint.values.extend([int(v) for v in hint])
+    res = solve_cpsat(m, time_limit=time_limit, seed=seed, workers=workers, lp_heavy=lp_heavy, extra=extra)
     stats = cpsat_stats(m, res)
-    stats["weight_scale"] = scale
     if res.objective is None:
         return None, res.status, None, None, stats
-    x = [res.solver.Value(v) for v in xs]
+    x = list(res.solver.ResponseProto().solution)
     obj = res.objective / scale
-    stats["objective_tolerance"] = _objective_tolerance(model, scale, obj)
     bound = None
     if res.bound is not None:
         bound = res.bound / scale + (0.5 * len(ints) / scale if scale != 1 else 0)
     return x, res.status, obj, bound, stats
 
 
-def solve_milp_model(model: LinearModel, *, backend: str, time_limit, seed, hint=None):
-    """Solve with a MILP backend via PuLP. Returns (0-1 vector or None, status, objective, bound, stats)."""
-    import pulp
+#: HiGHS settings of the compact model: presolve off. Measured (CPU s, HiGHS presolve on -> off) at
+#: 200 / 500 queries: stress 7.6 -> 3.2, 2.0 -> 0.7, 6.6 -> 4.8, 5.0 -> 3.8; default 0.6 -> 0.4,
+#: 2.8 -> 2.0, 2.7 -> 1.1. On the MWIS model presolve pays (stress 500: 10.8 with, 19.6 without), so
+#: the MWIS methods keep HiGHS's defaults.
+COMPACT_HIGHS_OPTIONS = {"presolve": "off"}
 
-    from cepopt.formulations.milp import solve_milp
 
+def solve_milp_model(model: LinearModel, *, backend: str, time_limit, seed, hint=None, split: bool = True,
+                     options: dict | None = None):
+    """Solve with a MILP backend. Returns (0-1 vector or None, status, objective, bound, stats).
+
+    The model goes to :func:`~cepopt.formulations.milp.solve_milp` in matrix form
+    (:class:`~cepopt.formulations.milp.MatrixMilp`); ``split`` solves independent blocks one by one.
+    ``options`` are solver options (:func:`~cepopt.formulations.milp.solve_milp`)."""
     if not model.names:
         return [], "optimal", 0, 0, {"variables": 0, "constraints": 0, "backend": backend}
-    prob = pulp.LpProblem("sharon", pulp.LpMaximize)
-    xs = [prob.add_variable(n, 0, 1, cat="Binary") for n in model.names]
-    prob += pulp.lpSum(float(c) * x for c, x in zip(model.objective, xs, strict=True) if c)
-    for r, (coefs, rhs) in enumerate(model.rows):
-        prob += pulp.lpSum(c * xs[i] for i, c in coefs.items()) <= rhs, f"r{r}"
-    res = solve_milp(prob, backend=backend, time_limit=time_limit, seed=seed)
-    stats = {"variables": len(xs), "constraints": len(model.rows), "backend": backend,
-             "solver_wall_time": res.wall_time, "objective_tolerance": 1e-6}
+    options = dict(options or {})
+
+    def one(sub: LinearModel, left, sub_hint):
+        return _milp_block(sub, backend=backend, time_limit=left, seed=seed, options=options)
+
+    if split:
+        x, status, obj, bound, stats = solve_by_blocks(model, one, time_limit=time_limit)
+    else:
+        x, status, obj, bound, stats = one(model, time_limit, None)
+    stats.update(variables=len(model.names), constraints=len(model.rows), backend=backend,
+                 solver_options=dict(options), objective_tolerance=1e-6)
+    return x, status, obj, bound, stats
+
+
+def _milp_block(model: LinearModel, *, backend, time_limit, seed, options):
+    from cepopt.formulations.milp import MatrixMilp, solve_milp
+
+    rows = [(list(coefs), list(coefs.values()), None, rhs) for coefs, rhs in model.rows]
+    prob = MatrixMilp(model.names, [float(c) for c in model.objective], rows, name="sharon")
+    res = solve_milp(prob, backend=backend, time_limit=time_limit, seed=seed, options=options)
+    stats = {"solver_wall_time": res.wall_time}
     if res.status not in ("optimal", "feasible"):
         return None, res.status, None, res.bound, stats
     x = [1 if res.values.get(n, 0.0) > 0.5 else 0 for n in model.names]

@@ -282,3 +282,24 @@ def test_every_method_plan_has_the_brute_force_matches(case):
         plan = solve(inst, name, time_limit=10, problem=problem).plan
         tree = join_tree(compiled, plan, count_all=plan.kind == "tree")
         assert node_counts(tree, events)[-1] == expected, name
+
+
+@pytest.mark.spark
+@settings(max_examples=4, deadline=None)
+@given(st.data())
+def test_spark_node_counts_and_lifetimes_equal_brute_force(spark, data):
+    """The counting path of the experiment: per counted node the count and the summed lifetime
+    W - span (``active``) of the plan as run and of its positive part (no NOT checks)."""
+    from cepopt.executor.join_eval import evaluate, prepare_events
+
+    query, events = data.draw(cases(max_positive=3))
+    tree = join_tree(compile_query(query), data.draw(plans(query)))
+    sdf = prepare_events(spark.createDataFrame(events))
+    for negate in (True, False):
+        run = evaluate(tree, sdf, negate=negate)
+        run.release()
+        ref = node_counts(tree, events, negate=negate, lifetime=True)
+        got = [(n.count, n.active) for n in run.nodes if n.counted]
+        want = [r for r, n in zip(ref, tree.nodes, strict=True) if n.counted]
+        assert [c for c, _ in got] == [c for c, _ in want]
+        assert [a for _, a in got] == pytest.approx([float(a) for _, a in want])

@@ -250,3 +250,132 @@ def test_ec_shared_workload_is_in_the_papers_sharing_regime():
     total = problem.cost.total_nonshared()
     assert total / (total - g.objective) >= 5
     assert {q for _, qs in g.plan.shared for q in qs} == set(inst.workload.names)
+
+
+def _fast_vs_oracle(workload, plan, events, *, min_events=None, max_batches=None, brute=True):
+    """fast_partition (chunk sizes patched) = brute force and the general kernel, same operation counts."""
+    from cepopt.executor import aseq_fast
+    from cepopt.executor.sharon_kernel import general_partition
+
+    saved = aseq_fast.MIN_EVENTS, aseq_fast.MAX_BATCHES
+    try:
+        if min_events is not None:
+            aseq_fast.MIN_EVENTS, aseq_fast.MAX_BATCHES = min_events, max_batches
+        fa, fops = aseq_fast.fast_partition(workload.queries, plan, events)
+    finally:
+        aseq_fast.MIN_EVENTS, aseq_fast.MAX_BATCHES = saved
+    ga, gops = general_partition(workload.queries, plan, events)
+    got = results_frame([r for a in fa.values() for r in a.rows()])
+    general = results_frame([r for a in ga.values() for r in a.rows()])
+    assert compare_results(general, got) == [], str(plan)
+    if brute:
+        assert compare_results(reference_results(workload, events), got) == [], str(plan)
+    assert fops == gops
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_chunk_boundaries_anywhere(data):
+    """Chunks of 1-3 batches (cut inside windows, between equal-time-stamp neighbours' slides) give
+    the brute-force results and the general kernel's operation counts, under random plans."""
+    workload = data.draw(count_workloads())
+    events = data.draw(streams(max_events=14))
+    plan = data.draw(plans(workload))
+    lo = data.draw(st.integers(1, 3))
+    _fast_vs_oracle(workload, plan, events, min_events=lo, max_batches=data.draw(st.integers(lo, 4)))
+
+
+@settings(max_examples=40)
+@given(st.data())
+def test_mixed_windows_and_filters(data):
+    """Queries with different windows (one frame each) and filters, non-shared and shared among equal windows."""
+    k = data.draw(st.integers(2, 4))
+    queries = []
+    for i in range(k):
+        types = data.draw(st.lists(st.sampled_from(TYPES), min_size=1, max_size=4))
+        w = data.draw(st.integers(1, 9))
+        window = Window(w, data.draw(st.integers(1, w)))
+        where = (Filter(types[0], "v", "<", data.draw(st.integers(-2, 6))),) if data.draw(st.booleans()) else ()
+        if i and data.draw(st.booleans()):
+            # same window and first two types as q1: a candidate for sharing
+            window, where = queries[0].window, ()
+            types = [t.name for t in queries[0].pattern.items[:2]] + types[:2]
+        queries.append(Query(Seq(tuple(Type(t) for t in types)), window, where=where, name=f"q{i + 1}"))
+    workload = Workload(tuple(queries))
+    events = data.draw(streams(max_events=14))
+    _fast_vs_oracle(workload, SharonPlan.empty(), events, min_events=data.draw(st.integers(1, 64)),
+                    max_batches=4096)
+    head = tuple(t.name for t in queries[0].pattern.items[:2])
+
+    def once(q):
+        names = [t.name for t in q.pattern.items]
+        return sum(tuple(names[i:i + 2]) == head for i in range(len(names) - 1)) == 1
+
+    same = [q for q in queries if q.window == queries[0].window and not q.where and once(q)
+            and tuple(t.name for t in q.pattern.items[:2]) == head]
+    if len(same) >= 2:
+        _fast_vs_oracle(workload, SharonPlan.of([(head, {q.name for q in same})]), events)
+
+
+@settings(max_examples=40)
+@given(st.data())
+def test_fast_kernel_int64_guard(data):
+    """With the int64 headroom shrunk, the fast kernel is exact or hands over (Fallback), and
+    sharon_partition is always exact."""
+    import cepopt.executor.aseq as aseq
+    from cepopt.executor.aseq_fast import Fallback, fast_partition
+
+    workload = data.draw(count_workloads())
+    events = data.draw(streams(max_events=14))
+    plan = data.draw(plans(workload))
+    expected = reference_results(workload, events)
+    saved = aseq._INT64_SAFE
+    aseq._INT64_SAFE = data.draw(st.sampled_from([2, 5, 20, 100]))
+    try:
+        try:
+            fa, _ = fast_partition(workload.queries, plan, events)
+            got = results_frame([r for a in fa.values() for r in a.rows()])
+            assert compare_results(expected, got) == []
+        except Fallback:
+            pass
+        got, _ = run(workload.queries, plan, events)
+        assert compare_results(expected, got) == []
+    finally:
+        aseq._INT64_SAFE = saved
+
+
+def test_fast_kernel_hands_over_past_int64():
+    """SEQ of 12 A over 300 A events counts C(300, 12) > 2^63: the fast kernel refuses, the caller is exact."""
+    import math
+
+    from cepopt.executor.aseq_fast import Fallback, fast_partition
+
+    ev = pd.DataFrame({"ts": range(302), "type": ["A"] * 300 + ["B"] * 2})
+    a12 = tuple(Type("A") for _ in range(12))
+    w = Workload((Query(Seq(a12), Window(1000, 1000), name="q1"),
+                  Query(Seq(a12 + (Type("B"),)), Window(1000, 1000), name="q2")))
+    plan = SharonPlan.of([(tuple("A" for _ in range(12)), {"q1", "q2"})])
+    for p in (SharonPlan.empty(), plan):
+        with pytest.raises(Fallback):
+            fast_partition(w.queries, p, ev)
+        got, _ = run(w.queries, p, ev)
+        assert sorted(got["value"].tolist()) == [math.comb(300, 12), 2 * math.comb(300, 12)]
+
+
+@pytest.mark.parametrize("slide", [50, 200])
+def test_long_partition_many_chunks(slide):
+    """A partition of a few thousand batches (many chunks, expiry, boundary maps across chunks):
+    the fast kernel = the general kernel, results and operation counts, default and tiny chunk sizes."""
+    import random
+
+    rnd = random.Random(slide)
+    n = 2500
+    ev = pd.DataFrame({"ts": sorted(rnd.randrange(3000) for _ in range(n)),
+                       "type": [rnd.choice(TYPES) for _ in range(n)], "v": [rnd.randrange(-4, 9) for _ in range(n)]})
+    rows = [("A", "B", "C", "D"), ("A", "B", "C"), ("B", "C", "D"), ("A", "B", "D"), ("C", "A", "B"), ("D", "C")]
+    window = Window(200, slide)
+    w = Workload(tuple(Query(Seq(tuple(Type(t) for t in r)), window, name=f"q{i + 1}") for i, r in enumerate(rows)))
+    for plan in (SharonPlan.empty(), SharonPlan.of([(("A", "B"), {"q1", "q2", "q4", "q5"})]),
+                 SharonPlan.of([(("B", "C"), {"q1", "q2", "q3"})])):
+        _fast_vs_oracle(w, plan, ev, brute=False)
+        _fast_vs_oracle(w, plan, ev, min_events=7, max_batches=30, brute=False)

@@ -48,7 +48,8 @@ def workloads(draw):
 
 
 EXACT_GRAPH = [("bruteforce", {}), ("sharon", {}), ("sharon", {"reduction": "recompute", "per_component": True}),
-               ("cpsat", {}), ("cpsat", {"reduce": False}), ("milp", {}), ("milp", {"backend": "cbc"})]
+               ("cpsat", {}), ("cpsat", {"reduce": False}), ("cpsat", {"extend": True, "split": False}),
+               ("milp", {}), ("milp", {"backend": "cbc"}), ("milp", {"extend": True, "backend": "highs"})]
 
 
 def _run(inst, problem, method, params=None):
@@ -78,8 +79,8 @@ def test_exact_methods_agree(data):
             assert _run(inst, problem, method, params).objective == pytest.approx(best), (label, method)
         if len(problem.graph) <= 14:
             assert _run(inst, problem, "exhaustive").objective == pytest.approx(best)
-        for method in ("cpsat-compact", "milp-compact"):
-            assert _run(inst, problem, method).objective == pytest.approx(best), (label, method)
+        for method, params in (("cpsat-compact", {}), ("milp-compact", {}), ("cpsat-compact", {"split": False})):
+            assert _run(inst, problem, method, params).objective == pytest.approx(best), (label, method, params)
         greedy = solve(inst, "greedy", problem=problem)
         assert greedy.objective <= best + 1e-9
         assert greedy.objective >= greedy.stats["guaranteed_weight"] - 1e-9
