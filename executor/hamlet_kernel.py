@@ -20,11 +20,45 @@ predecessors or external edges differ between queries (edge predicates), gets an
 snapshot z holding its per-query value (Def. 3.11, §3.7 identity test). When the graphlet closes its
 aggregated maps are evaluated once per query and folded into the per-query running sums and results.
 
-Operations counted (the quantities of Eqs. 4 and 6): ``propagations`` (non-shared: predecessor
-events added per query; shared: one snapshot term per event plus the expression terms of its
-in-graphlet predecessors), ``snapshots`` created and ``snapshot_reads`` (events whose values make up
-a snapshot's per-query values; an in-graphlet event counts its expression's terms), ``evaluations``
-(expression terms evaluated per query when a graphlet closes). ``operations`` is their sum.
+Operations counted. ``operations`` is in the unit of the cost model, Eq. 7 (and Eqs. 4/6): one
+operation per predecessor edge read, times the width of what is read, the same unit for both
+modes so that plans can be ranked (as the Gloria kernel counts Eqs. 2-4 units). With
+``pe(e, q)`` = the earlier (strict ``<``) events of the scope matched by q, of a type in
+``pt(e.type, q)``, whose edge predicates hold (hamlet.md §2.3, the GRETA graph):
+
+* ``pred_edges`` (NonShared = k*b*n): every event processed per query q counts ``|pe(e, q)|``,
+  once per query -- whether the kernel scans the stored events or reads per-type running sums;
+* ``shared_edges`` (the b*n*s_p term): every event of a shared graphlet counts
+  ``|pe(e)| * s`` once for all sharing queries, where ``pe(e)`` is the union of ``pe(e, q)`` over
+  the sharing queries that match e (e's predecessor edges in the merged Hamlet graph, external
+  ones included although the kernel reads them through the graphlet-level snapshot) and ``s`` is
+  the width of e's coefficient vector in Algorithm 1: the number of snapshots of the graphlet so
+  far, the graphlet-level snapshot, the event-level snapshots of earlier events and e's own, if it
+  gets one (Eq. 7's s_p is this width at the end of the burst);
+* ``snapshot_edges`` (the s_c*k*g*t term: per snapshot and query, the events of the graphlets it
+  reads): a snapshot's value is computed per sharing query by reading events. The graphlet-level
+  snapshot x of q is computed as §3.7 (b) says, incrementally: one read of q's previous
+  graphlet-level snapshot in the scope (if any) plus every event matched by q of a type in
+  pt(E, q) that arrived since that snapshot (all earlier ones for q's first x: Eq. 5's graphlets);
+  an event-level snapshot z of event e (Def. 3.11) reads, per sharing query q that matches e,
+  q's graphlet-level snapshot x for every predecessor before the graphlet (1; when q has an edge
+  predicate into E, which may block some of them, its external predecessor edges instead) plus
+  its in-graphlet predecessors, one per event (Eq. 7 prices snapshot maintenance by the events of
+  the graphlets read, g*t, not by n);
+* ``evaluations`` (the O(k*s) final-count update of §3.8, which Eq. 7 leaves out): the expression
+  terms evaluated per query when a graphlet closes (§8.20).
+
+``operations = pred_edges + shared_edges + snapshot_edges + evaluations``. A non-shared run gives
+exactly Σ_q Σ_e |pe(e, q)|, the quantity Eq. 4 (k*n^2) bounds and GRETA's ``operations``.
+
+``fastpath_operations`` keeps the work the running-sum implementation does, the count this kernel
+reported before: ``propagations`` (non-shared: the predecessor edges per query, as above; shared:
+one snapshot term per event plus the expression terms of its in-graphlet predecessors -- everything
+before the graphlet is one term, read from the graphlet-level snapshot), ``snapshot_reads`` (events
+whose values make up a graphlet-level snapshot; for an event-level snapshot, per query one
+running-sum read plus the expression terms of its in-graphlet predecessors) and ``evaluations``.
+Shared and non-shared are counted in different units there (a snapshot read vs n edges), which is
+why it cannot rank plans the way Eq. 7 does.
 """
 
 from __future__ import annotations
@@ -44,7 +78,7 @@ from cepopt.hamlet.problem import SharingClass, compile_workload, pane_size
 __all__ = ["hamlet_class", "run_local"]
 
 _COUNTERS = ("propagations", "values", "snapshots", "snapshot_reads", "evaluations", "bursts",
-             "shared_bursts", "graphlets")
+             "shared_bursts", "graphlets", "pred_edges", "shared_edges", "snapshot_edges")
 
 
 def _add_map(dst: dict, src: dict, factor=1) -> None:
@@ -68,6 +102,7 @@ class _Graphlet:
         self.terms_pen = 0
         self.events: list[tuple[int, dict, dict]] = []   # (pos, c, d) for the scan path
         self.committed_upto = 0          # events[:committed_upto] have ts < current tie group
+        self.nsnap = 0                    # snapshots of this graphlet so far (coefficient vector width)
 
     def advance(self, ts) -> None:
         if self.pen_ts is not None and ts != self.pen_ts:
@@ -123,6 +158,13 @@ class _Group:
         self.ee_edges = {q: [ep for ep in self.cqs[q].edges if ep.src == kleene and ep.dst == kleene]
                          for q in cands}
         self.ext_edges = {q: [ep for ep in self.cqs[q].edges if ep.dst == kleene] for q in cands}
+        # Eq. 7 unit counting: candidates of pe(e, q) for an E event (matched, type in pt(E, q)) and,
+        # per event, the number of scope events strictly before it
+        self.pmask = {q: self.masks[q] & np.isin(scope.types, list(self.cqs[q].pt_map.get(kleene, ())))
+                      for q in cands}
+        self.before = np.searchsorted(scope.ts, scope.ts, side="left")
+        self._cum: dict[frozenset, np.ndarray] = {}
+        self.last_x: dict[str, int] = {}   # per query: the event of its last graphlet-level snapshot
 
     # -- snapshots ---------------------------------------------------------------------------
     def _new_snapshot(self, values: dict[str, list], kind: str) -> int:
@@ -131,7 +173,44 @@ class _Group:
             self.trace.append((kind, self.E, {q: v[0] for q, v in values.items()}))
         self.S[sid] = values
         self.metrics["snapshots"] += 1
+        if self.G is not None:
+            self.G.nsnap += 1
         return sid
+
+    def _pe_mask(self, q: str, i: int) -> np.ndarray:
+        """pe(e_i, q) as a mask over the scope events before e_i (hamlet.md §2.3)."""
+        lo = int(self.before[i])
+        m = self.pmask[q][:lo].copy()
+        eps = self.ext_edges[q]
+        if eps:
+            sc = self.scope
+            rec = sc.record(i)
+            for j in np.flatnonzero(m).tolist():
+                if not all(ep.holds(sc.record(j), rec) for ep in eps if ep.src == sc.types[j]):
+                    m[j] = False
+        return m
+
+    def _cumsum(self, qs: frozenset) -> np.ndarray:
+        cum = self._cum.get(qs)
+        if cum is None:
+            union = np.zeros(self.scope.n, dtype=bool)
+            for q in qs:
+                union |= self.pmask[q]
+            cum = self._cum[qs] = np.r_[0, np.cumsum(union)]
+        return cum
+
+    def _union_edges(self, i: int, queries: Sequence[str]) -> int:
+        """|pe(e_i)| in the merged graph of ``queries``: the union of pe(e_i, q) over the queries
+        that match e_i (one Hamlet graph node per event, an edge if it is an edge for some query)."""
+        qs = [q for q in queries if self.masks[q][i]]
+        if not qs:
+            return 0
+        if not any(self.ext_edges[q] for q in qs):
+            return int(self._cumsum(frozenset(qs))[self.before[i]])
+        union = np.zeros(int(self.before[i]), dtype=bool)
+        for q in qs:
+            union |= self._pe_mask(q, i)
+        return int(union.sum())
 
     def _eval(self, q: str, c: dict, d: dict) -> list:
         """A shared expression's value for query q (§3.10)."""
@@ -282,6 +361,13 @@ class _Group:
                             for j in range(st.width):
                                 tot[j] += acc[j]
                 values[q] = tot
+                # Eq. 5 as §3.7 (b) computes it: the previous graphlet-level snapshot of q (one read)
+                # plus the events of the graphlets since, i.e. q's matched pt-type events in between
+                cum = self._cumsum(frozenset((q,)))
+                last = self.last_x.get(q)
+                self.metrics["snapshot_edges"] += int(cum[self.before[i]]) if last is None else \
+                    1 + int(cum[self.before[i]] - cum[self.before[last]])
+                self.last_x[q] = i
             G.ext = {self._new_snapshot(values, 'graphlet'): 1}
         committed = G.events[:G.committed_upto]
         uniform = all(self.masks[q][i] for q in queries)
@@ -329,14 +415,22 @@ class _Group:
                 if not self.masks[q][i]:
                     values[q] = [0] * st.width
                     continue
+                before = st.propagations
                 tot, mn, mx = st.predecessors(i)  # external part (running sums or scan)
+                ext = st.propagations - before   # external predecessor edges of e for q
+                st.propagations = before         # (st.propagations counts per-query processing only)
+                self.metrics["propagations"] += ext
                 self.metrics["snapshot_reads"] += 1
+                # everything before the graphlet is q's graphlet-level snapshot x (one read), unless
+                # an edge predicate into E can block an external edge: then they are scanned
+                self.metrics["snapshot_edges"] += ext if self.ext_edges[q] else 1
                 eps = self.ee_edges[q]
                 for pos, ce, de in committed:
                     if not self.masks[q][pos]:
                         continue
                     if eps and not all(ep.holds(sc.record(pos), sc.record(i)) for ep in eps):
                         continue
+                    self.metrics["snapshot_edges"] += 1
                     # reading an in-graphlet event's value for q evaluates its expression
                     self.metrics["snapshot_reads"] += len(ce) + sum(len(x) for x in de.values())
                     v = self._eval(q, ce, de)
@@ -346,6 +440,8 @@ class _Group:
             c = {self._new_snapshot(values, 'event'): 1}
             d = {w: {} for w in G.weights}
             self.metrics["propagations"] += 1
+        # Eq. 7's b*n*s_p, per event: |pe(e)| edges, each read at the coefficient vector's width
+        self.metrics["shared_edges"] += self._union_edges(i, queries) * G.nsnap
         G.add(i, c, d)
 
     # -- the walk -------------------------------------------------------------------------------
@@ -384,6 +480,7 @@ class _Group:
         self.close()
         for st in self.states.values():
             self.metrics["propagations"] += st.propagations
+            self.metrics["pred_edges"] += st.propagations
             self.metrics["values"] += st.values
 
 
@@ -398,6 +495,7 @@ def hamlet_class(cls: SharingClass, scope: Scope, policy: Policy, accs: dict[str
             st = greta_scope(cq, scope)
             st.emit(accs[cq.name])
             metrics["propagations"] += st.propagations
+            metrics["pred_edges"] += st.propagations
             metrics["values"] += st.values
     if not cls.groups:
         return
@@ -413,8 +511,11 @@ def hamlet_class(cls: SharingClass, scope: Scope, policy: Policy, accs: dict[str
 
 
 def finish_metrics(metrics: dict) -> dict:
-    metrics["operations"] = (metrics.get("propagations", 0) + metrics.get("snapshot_reads", 0)
-                             + metrics.get("evaluations", 0))
+    """``operations`` in Eq. 7 units and ``fastpath_operations`` (see the module docstring)."""
+    metrics["fastpath_operations"] = (metrics.get("propagations", 0) + metrics.get("snapshot_reads", 0)
+                                      + metrics.get("evaluations", 0))
+    metrics["operations"] = (metrics.get("pred_edges", 0) + metrics.get("shared_edges", 0)
+                             + metrics.get("snapshot_edges", 0) + metrics.get("evaluations", 0))
     return metrics
 
 

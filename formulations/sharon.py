@@ -272,7 +272,7 @@ def _cpsat_block(model: LinearModel, scale: int, *, time_limit, seed, hint, lp_h
 COMPACT_HIGHS_OPTIONS = {"presolve": "off"}
 
 
-def solve_milp_model(model: LinearModel, *, backend: str, time_limit, seed, hint=None, split: bool = True,
+def solve_milp_model(model: LinearModel, *, backend: str, time_limit, seed, split: bool = True,
                      options: dict | None = None):
     """Solve with a MILP backend. Returns (0-1 vector or None, status, objective, bound, stats).
 

@@ -12,21 +12,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from cepopt.errors import CepoptError
-from cepopt.hamlet.policy import POLICIES, Decision
+from cepopt.hamlet.policy import Decision, get_policy
 
 __all__ = ["HamletPlan", "plan_from_json", "plan_to_json"]
 
 
 @dataclass(frozen=True)
 class HamletPlan:
-    """``policy``: dynamic | static | nonshared | exhaustive; ``decisions``: one per burst (may be empty)."""
+    """``policy``: dynamic | static | nonshared | exhaustive | random-SEED[-PCT]; ``decisions``: one per
+    burst (may be empty)."""
 
     policy: str
     decisions: tuple[Decision, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
-            raise CepoptError(f"unknown Hamlet policy {self.policy!r} (known: {', '.join(POLICIES)})")
+        get_policy(self.policy)  # raises CepoptError for an unknown name
         object.__setattr__(self, "decisions", tuple(self.decisions))
 
     def describe(self) -> str:

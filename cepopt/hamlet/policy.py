@@ -8,12 +8,15 @@ per query (split / stay non-shared).
 
 Policies: ``dynamic`` (the paper: §4.3 choice of the query set, then the Benefit > 0 check),
 ``static`` (always share all candidates), ``nonshared`` (never share, GRETA), ``exhaustive``
-(the cheapest option of the burst over every query subset: 2^k - k options).
+(the cheapest option of the burst over every query subset: 2^k - k options), and
+``random-SEED[-PCT]`` (:class:`RandomPolicy`: a seeded random valid plan, for ranking experiments).
+Every policy's decisions are priced by the same :func:`option_cost` (Eq. 7).
 """
 
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -21,8 +24,8 @@ from cepopt.errors import CepoptError
 from cepopt.hamlet.benefit import nonshared_cost, shared_cost
 from cepopt.hamlet.graphlets import Burst
 
-__all__ = ["POLICIES", "Decision", "GroupState", "Policy", "choose_query_set", "get_policy", "option_cost",
-           "plan_space"]
+__all__ = ["POLICIES", "Decision", "GroupState", "Policy", "RandomPolicy", "choose_query_set", "get_policy",
+           "option_cost", "plan_space"]
 
 #: the exhaustive policy enumerates 2^k subsets: refuse larger candidate sets
 EXHAUSTIVE_MAX_K = 16
@@ -209,11 +212,41 @@ class ExhaustivePolicy(Policy):
         return best
 
 
+class RandomPolicy(Policy):
+    """A seeded random valid plan: with probability ``share`` a burst is shared by a random subset
+    of >= 2 candidates (size uniform in 2..k, then the members), else by none. The draw depends
+    only on the seed and the burst (scope, type, b, n, candidates, continues), not on the order in
+    which partitions run, so every Spark worker replays the same plan. Name ``random-SEED`` (share
+    = 0.5) or ``random-SEED-PCT`` (share = PCT %)."""
+
+    def __init__(self, seed: int = 0, share: float = 0.5):
+        if not 0 <= share <= 1:
+            raise CepoptError(f"random Hamlet policy: share probability {share} not in [0, 1]")
+        self.seed = int(seed)
+        self.share = float(share)
+        pct = round(100 * self.share)
+        self.name = f"random-{self.seed}" if pct == 50 else f"random-{self.seed}-{pct}"
+
+    def choose(self, burst, state, t):
+        key = (f"{self.seed}|{burst.scope}|{burst.type}|{burst.b}|{burst.n}|{','.join(burst.queries)}|"
+               f"{burst.continues}")
+        rng = random.Random(key)  # str seeds are hashed with SHA-512: stable across processes
+        if rng.random() >= self.share:
+            return ()
+        size = rng.randint(2, len(burst.queries))
+        return sorted(rng.sample(list(burst.queries), size))
+
+
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (DynamicPolicy, StaticPolicy, NonSharedPolicy,
                                                          ExhaustivePolicy)}
 
 
 def get_policy(name: str) -> Policy:
+    """The policy called ``name``: one of :data:`POLICIES` or ``random-SEED[-PCT]``."""
+    if name.startswith("random-"):
+        parts = name.split("-")[1:]
+        if len(parts) in (1, 2) and all(p.isdigit() for p in parts):
+            return RandomPolicy(int(parts[0]), int(parts[1]) / 100 if len(parts) == 2 else 0.5)
     if name not in POLICIES:
-        raise CepoptError(f"unknown Hamlet policy {name!r} (known: {', '.join(POLICIES)})")
+        raise CepoptError(f"unknown Hamlet policy {name!r} (known: {', '.join(POLICIES)}, random-SEED[-PCT])")
     return POLICIES[name]()

@@ -5,8 +5,13 @@ Two layers:
 1. **Log space, on a** :class:`~cepopt.joinorder.problem.Conjunct` (what the library uses). Every
    quantity is a natural log, summed with ``logaddexp``, so ``2^{rW}`` (Kleene, §5.2) never overflows.
 
-   - ``PM(S) = exp(Σ_{i∈S} ln(W r_i sel_ii) + Σ_{i<j∈S} ln sel_ij)``: the expected partial matches of
-     the events S in a window (§4.1); it depends only on the set S.
+   - ``PM(S) = exp(Σ_{i∈S} ln(W r_i sel_ii) + Σ_{i<j∈S} ln sel_ij + ln P(S))``: the expected partial
+     matches of the events S in a window (§4.1); it depends only on the set S. ``P(S)`` is the
+     [R-SEQ-EXACT] order term (``seq_temporal="exact"``; 1 otherwise, the temporal predicates then
+     being pairwise factors of ``sel``): the probability that i.i.d. timestamps of S respect the
+     pattern's order, computed by :func:`order_term` alone, which every subset evaluator below
+     (:func:`log_node`, :func:`all_node_logs`, :func:`order_logs`, hence the tree walks, the DPs,
+     brute force, II, ZSTREAM) and GREEDY's growth go through.
    - Cost_ord(O) = Σ_k PM(first k of O) (§4.1, Eq. of Cost_ord); Cost_tree(T) = Σ over every node N
      of T (leaves and root included) of PM(leaves(N)) (§4.2), leaves ``W r_i sel_ii`` [R-FILT].
    - Cost_LDJ and Cost_BJ (§4.1, §4.2) computed on the JQPG side of the reduction (Theorem 1):
@@ -43,6 +48,7 @@ from cepopt.joinorder.problem import Conjunct, JoinOrderProblem
 
 __all__ = [
     "all_node_logs", "cost_bj", "cost_ldj", "cost_ord", "cost_tree", "lat_ord", "lat_tree", "leaf_log",
+    "order_term",
     "log_order_objective", "log_trpt_lat_tree",
     "log_cost", "log_cost_bj", "log_cost_ldj", "log_cost_ord", "log_cost_tree", "log_lat_ord",
     "log_lat_tree", "log_node", "logsumexp", "next_ord", "next_tree", "order_logs", "plan_indices",
@@ -74,12 +80,59 @@ def combine(log_trpt: float, log_lat: float, alpha: float) -> float:
 # Log space on a Conjunct
 # ---------------------------------------------------------------------------------------------
 
+_ORDER_CHUNK = 1 << 16  # masks per vector operation when pricing all 2^n subsets
+_POP8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    if hasattr(np, "bitwise_count"):  # numpy >= 2
+        return np.bitwise_count(x).astype(np.intp)
+    v = np.ascontiguousarray(x, dtype=np.int64)
+    return _POP8[v.view(np.uint8).reshape(*v.shape, 8)].sum(axis=-1)
+
+
+def order_term(conj: Conjunct, masks: Sequence[int] | np.ndarray) -> np.ndarray:
+    """ln P(S) for each bitmask S: the probability that i.i.d. timestamps of the events of S respect
+    the pattern's SEQ order restricted to S ([R-SEQ-EXACT], ``seq_temporal="exact"``; 0 otherwise).
+
+    The order is series-parallel (SEQ = series, AND = parallel; :func:`cepopt.joinorder.reduce.seq_blocks`),
+    so ``P(S) = e(order|S) / |S|! = ∏ over SEQ operators of ∏_c |S∩c|! / |S∩∪c|!`` (c its elements):
+    1/k! for a chain of k events of S. This is the one implementation of the term.
+
+    >>> from cepopt.joinorder.problem import from_arrays
+    >>> c = from_arrays(1, [1] * 4, [[1] * 4] * 4, seq=[[[0], [1, 2], [3]]]).single  # SEQ(a, AND(b, c), d)
+    >>> [round(float(np.exp(v)), 6) for v in order_term(c, [0b0111, 0b1111, 0b0110])]  # 1/3, 1/12, 1
+    [0.333333, 0.083333, 1.0]
+    """
+    m = np.asarray(masks, dtype=np.int64)
+    out = np.zeros(m.shape)
+    if not conj.order_blocks:
+        return out
+    lnfact = np.array([math.lgamma(k + 1) for k in range(conj.n + 1)])
+    for block in conj.order_blocks:
+        union = 0
+        for child in block:
+            union |= child
+            if child & (child - 1):  # |S∩c|! is 1 for a single event
+                out += lnfact[_popcount(m & child)]
+        out -= lnfact[_popcount(m & union)]
+    return out
+
+
+def _mask(members: Sequence[int]) -> int:
+    mask = 0
+    for i in members:
+        mask |= 1 << int(i)
+    return mask
+
 
 def log_node(conj: Conjunct, members: Sequence[int], *, tree: bool = False) -> float:
     """ln PM(S) (ln m(S) under next-match). ``tree`` with ``leaf_filter=False`` drops the filters
     (the paper-literal tree cost, §4.2)."""
     idx = np.asarray(members, dtype=np.intp)
     v = conj.b[np.ix_(idx, idx)].sum() / 2.0
+    if conj.order_blocks:
+        v += order_term(conj, [_mask(members)])[0]
     if conj.next_match:
         v += conj.lc[idx].min() + conj.lf[idx].sum()
     else:
@@ -116,6 +169,10 @@ def all_node_logs(conj: Conjunct, *, tree: bool = False) -> np.ndarray:
             out[size:2 * size] += conj.lc[h]
     if conj.next_match:
         out[1:] += low[1:]
+    if conj.order_blocks:
+        for lo in range(0, 1 << n, _ORDER_CHUNK):
+            hi = min(lo + _ORDER_CHUNK, 1 << n)
+            out[lo:hi] += order_term(conj, np.arange(lo, hi, dtype=np.int64))
     return out
 
 
@@ -124,6 +181,8 @@ def order_logs(conj: Conjunct, order: Sequence[int]) -> np.ndarray:
     p = np.asarray(order, dtype=np.intp)
     rows = np.tril(conj.b[np.ix_(p, p)], -1).sum(axis=1)
     logs = np.cumsum(conj.lf[p] + rows)
+    if conj.order_blocks:
+        logs = logs + order_term(conj, np.cumsum(np.left_shift(np.int64(1), p.astype(np.int64))))
     if conj.next_match:
         logs = logs + np.minimum.accumulate(conj.lc[p])
         if conj.paper_literal:
@@ -188,7 +247,12 @@ def log_lat_tree(conj: Conjunct, t: IdxTree) -> float:
 
 
 def to_jqpg(conj: Conjunct) -> tuple[np.ndarray, np.ndarray]:
-    """(ln |R_i|, ln f) with ``|R_i| = W r_i`` and ``f_ij = sel_ij`` (diagonal: filters), spec §3.1."""
+    """(ln |R_i|, ln f) with ``|R_i| = W r_i`` and ``f_ij = sel_ij`` (diagonal: filters), spec §3.1.
+    A join query has pairwise selectivities only: a conjunct with the [R-SEQ-EXACT] order term has no
+    JQPG side (the problem builder already refuses cost ldj/bj for it)."""
+    if not conj.pairwise:
+        raise CepoptError("seq_temporal 'exact' is not pairwise: the conjunct has no join-query "
+                          "(JQPG) side (Theorems 1-2); use cost auto, ord or tree")
     f = conj.b.copy()
     np.fill_diagonal(f, conj.lf)
     return conj.lc.copy(), f

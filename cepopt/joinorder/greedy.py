@@ -3,6 +3,8 @@ function (Kolchinsky & Schuster §7.1, after Swami [47]; spec §4.3 [R-GREEDY]).
 
 The next event x minimises the next prefix's ``PM(S ∪ {x})`` (``m(S ∪ {x})`` under next-match), plus
 ``α W Σ_{i∉S∪{x}} r_i`` when x is the latency's last event. Ties go to the smallest index. O(n^2).
+With ``seq_temporal="exact"`` the growth of the prefix also carries the change of the [R-SEQ-EXACT]
+order term, ``ln P(S ∪ {x}) - ln P(S)`` (e.g. 1/(k+1) for an event extending a chain of k).
 
 >>> from cepopt.joinorder.problem import from_arrays
 >>> p = from_arrays(1, [10, 20, 5], [[1, .1, 1], [.1, 1, .5], [1, .5, 1]])
@@ -16,6 +18,7 @@ import math
 
 import numpy as np
 
+from cepopt.joinorder.cost import order_term
 from cepopt.joinorder.problem import Conjunct
 
 __all__ = ["greedy"]
@@ -30,6 +33,8 @@ def greedy(conj: Conjunct) -> list[int]:
     growth = conj.lf.copy()  # Σ of ln sel between x and the chosen events, plus x's filter
     low = math.inf  # min ln(W r) of the prefix (next-match)
     lat_log = None
+    singles = np.left_shift(np.int64(1), np.arange(n, dtype=np.int64))
+    mask = 0
     if conj.has_latency:
         lat_log = math.log(conj.alpha)
     while len(chosen) < n:
@@ -37,6 +42,8 @@ def greedy(conj: Conjunct) -> list[int]:
             score = growth + np.minimum(conj.lc, low)
         else:
             score = growth + conj.lc
+        if conj.order_blocks:
+            score = score + order_term(conj, mask | singles) - order_term(conj, [mask])[0]
         if lat_log is not None and free[conj.last]:
             rest = free.copy()
             rest[conj.last] = False
@@ -51,6 +58,7 @@ def greedy(conj: Conjunct) -> list[int]:
         x = int(np.flatnonzero(score <= best + _TIE * max(1.0, abs(best)))[0])
         chosen.append(x)
         free[x] = False
+        mask |= 1 << x
         growth = growth + conj.b[x]
         low = min(low, float(conj.lc[x]))
     return chosen

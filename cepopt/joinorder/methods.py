@@ -17,6 +17,12 @@ Methods (plan kind): trivial, efreq, greedy, ii-random, ii-greedy, dp-ld (order)
 dp-b (tree); milp-order, cpsat-order (order); milp-tree (tree); bruteforce (``plan=order|tree``).
 Exact: dp-ld, dp-b, milp-order, milp-tree, bruteforce. An exact method reports "optimal" unless the
 pattern has several DNF conjuncts *and* a latency term (the max over conjuncts couples them).
+
+``--param seq_temporal=exact`` [R-SEQ-EXACT] prices a node's SEQ order by 1/k!, which is not a product
+of pairwise selectivities. Every method over the subset costs PM(S) honours it (trivial, efreq,
+greedy, ii-*, dp-ld, dp-b, zstream*, bruteforce); the solver models (milp-order, milp-tree,
+cpsat-order) encode pairwise selectivities only and refuse a pattern whose order term is not trivial
+(status "error" in ``compare``), as the problem builder refuses cost ldj/bj.
 """
 
 from __future__ import annotations
@@ -122,6 +128,14 @@ def _result(problem: JoinOrderProblem, plans: list, exact: bool, stats: dict | N
 
 def _tree_ld(problem: JoinOrderProblem) -> bool:
     return problem.tree_cost("order")
+
+
+def _pairwise_only(problem: JoinOrderProblem, name: str) -> None:
+    """Refuse the [R-SEQ-EXACT] order term in a model that prices pairwise selectivities only."""
+    if not all(c.pairwise for c in problem.conjuncts):
+        raise MethodLimitError(f"{name}: seq_temporal 'exact' prices a node's SEQ order by 1/k!, which "
+                               "is no product of pairwise selectivities and not in this model; use "
+                               "dp-ld, dp-b or bruteforce, or another seq_temporal")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -307,6 +321,7 @@ def _milp_order(problem, *, time_limit=None, seed=0, backend="highs", max_iters=
 
     if _tree_ld(problem):
         raise MethodLimitError("milp-order: scores orders by Cost_ord; use dp-ld for cost=tree")
+    _pairwise_only(problem, "milp-order")
     return _model_method(problem, lambda c, tl: solve_order_milp(
         c, time_limit=tl, seed=seed, backend=backend, max_iters=int(max_iters), tol=float(tol)),
         "order", time_limit, "milp-order")
@@ -317,6 +332,7 @@ def _milp_order(problem, *, time_limit=None, seed=0, backend="highs", max_iters=
 def _milp_tree(problem, *, time_limit=None, seed=0, backend="highs", max_iters=50, tol=1e-7):
     from cepopt.formulations.joinorder import solve_tree_milp
 
+    _pairwise_only(problem, "milp-tree")
     return _model_method(problem, lambda c, tl: solve_tree_milp(
         c, time_limit=tl, seed=seed, backend=backend, max_iters=int(max_iters), tol=float(tol)),
         "tree", time_limit, "milp-tree")
@@ -329,6 +345,7 @@ def _cpsat_order(problem, *, time_limit=None, seed=0, workers=2, scale=1000):
 
     if _tree_ld(problem):
         raise MethodLimitError("cpsat-order: scores orders by Cost_ord; use dp-ld for cost=tree")
+    _pairwise_only(problem, "cpsat-order")
     deadline = _deadline(time_limit)
     plans, stats_all, solver = [], [], []
     for c in problem.conjuncts:

@@ -8,6 +8,11 @@ selectivities keyed by *variable* pairs, ``params``) into a :class:`JoinOrderPro
 - ``lc[i] = ln(W r_i)`` (for ``KL(T_i)``: ``r_i W ln 2``, Theorem 4), ``lf[i] = ln sel_ii`` (filter),
 - ``b[i, j] = ln sel_ij`` symmetric with a zero diagonal: the product of every condition on the pair,
   times the temporal predicate's selectivity for SEQ pairs [R-SEQ], times the contiguity factor.
+- ``order_blocks`` (``seq_temporal="exact"`` only, else empty): the SEQ order as a non-pairwise factor
+  of every node, ``P(S) = ∏_blocks ∏_c |S∩c|! / |S∩∪c|!`` (1/k! for a chain of k events of S), the
+  probability that i.i.d. timestamps respect the pattern's (series-parallel) order on S
+  [R-SEQ-EXACT], see :mod:`cepopt.joinorder.reduce`. The cost model adds it through
+  :func:`cepopt.joinorder.cost.order_term`, its one implementation.
 
 Selectivity of a pair: the statistics' value for the variable pair (or, failing that, the type pair);
 else the product of the ``SEL`` annotations of the WHERE conditions on that pair; else 1.
@@ -27,9 +32,16 @@ strategy           any         ``any`` (skip-till-any-match), ``next`` (skip-til
                                ``contiguity``, ``partition`` (both: next-match cost plus adjacency
                                predicates of selectivity 1/(W Σ r) [R-CONTIG])
 seq_selectivity    0.5         selectivity of a temporal predicate ``e_i.ts < e_j.ts``
-seq_temporal       adjacent    ``adjacent``, ``all_pairs`` or ``none`` [R-SEQ]
+seq_temporal       adjacent    ``adjacent`` (paper-literal: ``seq_selectivity`` per adjacent SEQ
+                               pair), ``all_pairs``, ``none`` [R-SEQ], or ``exact``: the probability
+                               that i.i.d. timestamps respect the order, 1/k! for k ordered events
+                               of a node, exact for every pattern's partial order; not pairwise, so
+                               cost ``ldj``/``bj`` and the MILP/CP-SAT methods refuse it [R-SEQ-EXACT]
 leaf_filter        true        tree leaves carry their filter: ``PM(leaf) = W r_i sel_ii`` [R-FILT]
 kleene_nonempty    false       ``W r' = 2^{rW} - 1`` instead of ``2^{rW}`` [R-KL]
+kleene_poisson     false       base e instead of 2: ``W r' = e^{rW}`` (``e^{rW} - 1`` with
+                               ``kleene_nonempty``), the expected number of subsets E[2^N] when the
+                               N events of a window arrive as a Poisson process [R-KL-POISSON]
 paper_literal      false       next-match order cost ``Σ W m[k]`` as printed (§6.2) [R-NEXT]
 =================  ==========  ===================================================================
 """
@@ -52,7 +64,7 @@ __all__ = ["PROBLEM_OPTIONS", "Conjunct", "JoinOrderProblem", "build", "build_qu
 #: The --param keys that shape the problem (Family.problem_options).
 PROBLEM_OPTIONS = frozenset({
     "cost", "alpha", "last", "strategy", "seq_selectivity", "seq_temporal", "leaf_filter",
-    "kleene_nonempty", "paper_literal",
+    "kleene_nonempty", "kleene_poisson", "paper_literal",
 })
 COSTS = ("auto", "ord", "ldj", "tree", "bj")
 _STRATEGIES = {
@@ -87,6 +99,9 @@ class Conjunct:
     paper_literal: bool = False
     negations: tuple[tuple[str, int], ...] = ()
     is_seq: bool = False
+    #: [R-SEQ-EXACT] per SEQ operator, the bitmasks of its elements' positive events (empty unless
+    #: ``seq_temporal="exact"``); priced by :func:`cepopt.joinorder.cost.order_term`.
+    order_blocks: tuple[tuple[int, ...], ...] = ()
 
     @property
     def n(self) -> int:
@@ -104,6 +119,11 @@ class Conjunct:
     @property
     def has_latency(self) -> bool:
         return self.alpha > 0 and self.last is not None
+
+    @property
+    def pairwise(self) -> bool:
+        """Is every node's cost a product of pairwise selectivities (no [R-SEQ-EXACT] order term)?"""
+        return not self.order_blocks
 
     def index(self, name: str) -> int:
         try:
@@ -183,9 +203,10 @@ def _options(params: Mapping[str, Any]) -> dict:
         "strategy": _choice("strategy", params.get("strategy", "any"), _STRATEGIES),
         "seq_selectivity": _float("seq_selectivity", params.get("seq_selectivity", 0.5), 0.0, 1.0, True),
         "seq_temporal": _choice("seq_temporal", params.get("seq_temporal", "adjacent"),
-                                ("adjacent", "all_pairs", "none")),
+                                ("adjacent", "all_pairs", "none", "exact")),
         "leaf_filter": _bool("leaf_filter", params.get("leaf_filter", True)),
         "kleene_nonempty": _bool("kleene_nonempty", params.get("kleene_nonempty", False)),
+        "kleene_poisson": _bool("kleene_poisson", params.get("kleene_poisson", False)),
         "paper_literal": _bool("paper_literal", params.get("paper_literal", False)),
     }
     if opts["last"] is not None and not isinstance(opts["last"], str):
@@ -280,6 +301,11 @@ def build_query(query: Query, statistics: Statistics, *, name: str | None = None
     built = []
     for sc in conjuncts(query.pattern):
         built.append(_conjunct(sc, window, rates, selectivity, linked, opts))
+    if opts["cost"] in ("ldj", "bj") and not all(c.pairwise for c in built):
+        raise CepoptError(f"params.seq_temporal: 'exact' prices a node's SEQ order by 1/k!, which is no "
+                          f"product of pairwise selectivities; cost {opts['cost']!r} is the join-query "
+                          "side of Theorems 1-2 and needs them: use cost auto, ord or tree, or another "
+                          "seq_temporal")
     return JoinOrderProblem(tuple(built), opts["cost"], query, name or query.name,
                             {k: v for k, v in opts.items()})
 
@@ -296,9 +322,9 @@ def _conjunct(sc: SimpleConjunct, window: float, rates: Mapping[str, float], sel
         if r <= 0:
             raise CepoptError(f"statistics.rates.{e.type}: join-order planning needs a rate > 0, got {r!r}")
         if e.kleene:
-            rw = r * window
-            lc[i] = rw * LN2 if not opts["kleene_nonempty"] else (
-                rw * LN2 + math.log1p(-math.exp(-rw * LN2)) if rw * LN2 > 0 else -math.inf)
+            # ln(W r') = rW ln(base); Poisson arrivals: E[2^N] = e^{rW}, so base e
+            x = r * window * (1.0 if opts["kleene_poisson"] else LN2)
+            lc[i] = x if not opts["kleene_nonempty"] else (x + math.log1p(-math.exp(-x)) if x > 0 else -math.inf)
         else:
             lc[i] = math.log(window * r)
     lf = np.array([math.log(max(selectivity(v, v), MIN_SEL)) for v in names])
@@ -310,6 +336,9 @@ def _conjunct(sc: SimpleConjunct, window: float, rates: Mapping[str, float], sel
     ls = math.log(opts["seq_selectivity"])
     strategy = opts["strategy"]
     total_rate = sum(float(rates[t]) for t in {e.type for e in sc.events})
+    blocks: tuple[tuple[int, ...], ...] = ()
+    if opts["seq_temporal"] == "exact":
+        blocks = tuple(tuple(_mask(index, group) for group in block) for block in sc.seq_blocks)
     for x, y, adjacent in sc.order_pairs:
         i, j = index[x], index[y]
         if opts["seq_temporal"] == "all_pairs" or (opts["seq_temporal"] == "adjacent" and adjacent):
@@ -341,15 +370,27 @@ def _conjunct(sc: SimpleConjunct, window: float, rates: Mapping[str, float], sel
         negs.append((neg.var, mask))
     return Conjunct(names, tuple(e.type for e in sc.events), tuple(e.kleene for e in sc.events), window,
                     lc, lf, b, "any" if strategy == "any" else "next", opts["alpha"], last,
-                    opts["leaf_filter"], opts["paper_literal"], tuple(negs), sc.is_seq)
+                    opts["leaf_filter"], opts["paper_literal"], tuple(negs), sc.is_seq, blocks)
+
+
+def _mask(index: Mapping[str, int], names) -> int:
+    mask = 0
+    for v in names:
+        mask |= 1 << index[v]
+    return mask
 
 
 def from_arrays(window: float, rates, sel, *, names=None, alpha: float = 0.0, last: int | None = None,
                 strategy: str = "any", leaf_filter: bool = True, paper_literal: bool = False,
-                cost: str = "auto") -> JoinOrderProblem:
+                cost: str = "auto", seq=None) -> JoinOrderProblem:
     """A single-conjunct problem straight from W, r and a symmetric sel matrix (diagonal = filters),
-    with no temporal predicates: the ``CostInstance(n, W, r, sel)`` of the spec, for tests and
-    experiments. Names default to a, b, c, ..."""
+    with no pairwise temporal predicates: the ``CostInstance(n, W, r, sel)`` of the spec, for tests and
+    experiments. Names default to a, b, c, ...
+
+    ``seq`` adds the [R-SEQ-EXACT] order term: ``"chain"`` (all events in index order) or the SEQ
+    operators, each a sequence of its elements' index groups (any series-parallel order, see
+    :func:`cepopt.joinorder.reduce.seq_blocks`): ``[[[0], [1, 2], [3]]]`` is ``SEQ(a, AND(b, c), d)``,
+    ``[[[0], [1, 2, 3]], [[1], [2]]]`` is ``SEQ(a, AND(SEQ(b, c), d))``."""
     r = np.asarray(rates, dtype=float)
     s = np.asarray(sel, dtype=float)
     n = len(r)
@@ -363,8 +404,20 @@ def from_arrays(window: float, rates, sel, *, names=None, alpha: float = 0.0, la
     lf = np.diag(ls).copy()
     b = ls.copy()
     np.fill_diagonal(b, 0.0)
+    if seq is None:
+        blocks: tuple[tuple[int, ...], ...] = ()
+    elif isinstance(seq, str):
+        if seq != "chain":
+            raise CepoptError(f"seq must be 'chain' or a list of SEQ operators, got {seq!r}")
+        blocks = (tuple(1 << i for i in range(n)),) if n >= 2 else ()
+    else:
+        ids = {i: i for i in range(n)}
+        try:
+            blocks = tuple(tuple(_mask(ids, group) for group in block) for block in seq)
+        except KeyError as exc:
+            raise CepoptError(f"seq names index {exc.args[0]!r}, not in 0..{n - 1}") from None
     conj = Conjunct(names, names, (False,) * n, float(window), lc, lf, b, strategy, float(alpha),
-                    last if alpha > 0 else None, leaf_filter, paper_literal, (), False)
+                    last if alpha > 0 else None, leaf_filter, paper_literal, (), bool(blocks), blocks)
     return JoinOrderProblem((conj,), cost, None, None, {"cost": cost, "alpha": alpha, "strategy": strategy})
 
 

@@ -6,12 +6,29 @@ The rewrites are used only to *plan*; nothing is rewritten at run time.
   its own. ``SEQ(A, OR(B, C), D)`` becomes ``OR(SEQ(A,B,D), SEQ(A,C,D))``: an OR operand keeps its
   position [R, spec E8]. Nested SEQ/AND inside a conjunct stay as a tree of operators.
 - Sequences (§5.1, Theorem 3): SEQ is AND plus temporal predicates ``e_i.ts < e_{i+1}.ts``. Their
-  selectivity is a parameter [R-SEQ]: ``seq_temporal`` = ``"adjacent"`` (default: the predicates
-  between neighbouring positive elements of a SEQ get ``seq_selectivity``, default 1/2),
-  ``"all_pairs"`` (every ordered pair of a SEQ) or ``"none"``. When an element of a SEQ is itself an
-  AND, the predicate applies to every event of the neighbouring elements.
+  selectivity is a parameter [R-SEQ]: ``seq_temporal`` = ``"adjacent"`` (default, paper-literal: the
+  predicates between neighbouring positive elements of a SEQ get ``seq_selectivity``, default 1/2),
+  ``"all_pairs"`` (every ordered pair of a SEQ), ``"none"``, or ``"exact"``. When an element of a SEQ
+  is itself an AND, the predicate applies to every event of the neighbouring elements.
+
+  ``"exact"`` [R-SEQ-EXACT] is not a pairwise selectivity: a node S (a set of positive events) gets
+  the factor P(S) = the probability that independent, identically distributed timestamps of the
+  events of S respect the pattern's order restricted to S, i.e. ``e(P|S) / |S|!`` with ``e`` the
+  number of linear extensions. The orders a pattern can express are *partial* (``SEQ(A, AND(B, C),
+  D)`` leaves B and C unordered; ``AND(SEQ(A, B), SEQ(C, D))`` too), but always series-parallel:
+  SEQ is series composition, AND parallel composition, and NOT/OR add none (a negated event is not
+  positive; OR is split into DNF conjuncts). Restricting a series-parallel order to S keeps its
+  decomposition, and the linear extensions multiply over it, so the probability is exact and closed:
+  ``P(S) = ∏ over SEQ operators of ∏_c |S∩c|! / |S∩∪c|!`` over the operator's elements c
+  (:func:`seq_blocks` lists them). For a chain of k events of S it is 1/k!, and it is incremental:
+  adding an ordered event to a set holding k of them multiplies by 1/(k+1). No partial order is
+  rejected. A Kleene variable ``KL(T)`` counts as one element (as in the pairwise options: the
+  relative order of the events inside the Kleene set is not priced), and ``seq_selectivity`` is
+  unused. Methods that need pairwise selectivities (the JQPG costs ``ldj``/``bj`` of Theorems 1-2,
+  the MILP and CP-SAT models) refuse the option with an error naming it.
 - Kleene closure (§5.2, Theorem 4): ``KL(T_i)`` becomes a type with ``W r_i' = 2^{r_i W}``, kept as
-  ``ln(W r_i') = r_i W ln 2`` so it never overflows [R-KL]; ``kleene_nonempty`` uses ``2^{rW} - 1``.
+  ``ln(W r_i') = r_i W ln 2`` so it never overflows [R-KL]; ``kleene_nonempty`` uses ``2^{rW} - 1``,
+  ``kleene_poisson`` base e (E[2^N] = e^{rW} for a Poisson count N) [R-KL-POISSON].
   Selectivities are unchanged. KL applies to a single event only.
 - Negation (§5.3): a negated event is dropped from the positive part; its check is placed when its
   dependency set ``dep`` is bound [R-NEG]: the nearest positive predecessor and successor in its SEQ
@@ -32,7 +49,7 @@ from dataclasses import dataclass
 from cepopt.errors import CepoptError
 from cepopt.model import And, Kleene, Not, Or, Pattern, Seq, Type
 
-__all__ = ["Element", "Negated", "SimpleConjunct", "conjuncts", "dnf", "temporal_pairs"]
+__all__ = ["Element", "Negated", "SimpleConjunct", "conjuncts", "dnf", "seq_blocks", "temporal_pairs"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,8 @@ class SimpleConjunct:
     negated: tuple[Negated, ...]
     #: (earlier, later, adjacent) pairs of positive variables ordered by a SEQ
     order_pairs: tuple[tuple[str, str, bool], ...]
+    #: per SEQ operator, the positive variables of each of its elements (see :func:`seq_blocks`)
+    seq_blocks: tuple[tuple[frozenset[str], ...], ...] = ()
 
     @property
     def is_seq(self) -> bool:
@@ -133,6 +152,28 @@ def temporal_pairs(p: Pattern) -> list[tuple[str, str, bool]]:
     return out
 
 
+def seq_blocks(p: Pattern) -> list[tuple[frozenset[str], ...]]:
+    """The series-parallel form of the order of an OR-free pattern: per SEQ operator, the sets of
+    positive variables of its elements, in order (elements without a positive event left out; an
+    operator with fewer than two such elements orders nothing and is left out). The pairs of
+    :func:`temporal_pairs` are exactly ``x < y`` for x in an earlier and y in a later set of one
+    operator. [R-SEQ-EXACT] prices a node S by ``∏_blocks ∏_c |S∩c|! / |S∩∪c|!``.
+
+    >>> from cepopt.model import And, Seq, Type
+    >>> [[sorted(c) for c in b] for b in seq_blocks(Seq((Type("A"), And((Type("B"), Type("C"))), Type("D"))))]
+    [[['A'], ['B', 'C'], ['D']]]
+    """
+    out: list[tuple[frozenset[str], ...]] = []
+    if isinstance(p, Seq | And):
+        for item in p.items:
+            out.extend(seq_blocks(item))
+    if isinstance(p, Seq):
+        groups = tuple(frozenset(g) for g in (_positives(item) for item in p.items) if g)
+        if len(groups) >= 2:
+            out.append(groups)
+    return out
+
+
 def _negations(p: Pattern, everything: frozenset[str]) -> list[Negated]:
     out: list[Negated] = []
     if not isinstance(p, Seq | And):
@@ -175,7 +216,7 @@ def conjuncts(pattern: Pattern) -> list[SimpleConjunct]:
             raise CepoptError("a pattern (or one of its OR branches) has no positive event to plan")
         everything = frozenset(e.var for e in events)
         out.append(SimpleConjunct(c, tuple(events), tuple(_negations(c, everything)),
-                                  tuple(temporal_pairs(c))))
+                                  tuple(temporal_pairs(c)), tuple(seq_blocks(c))))
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 
 import pandas as pd
@@ -16,7 +17,7 @@ from cepopt.executor.results import compare_results
 from cepopt.model import Aggregate, AttrRef, Condition, Equivalence, Filter, Kleene, Query, Seq, Type, Window, Workload
 
 TYPES = "ABCD"
-POLICIES = ("dynamic", "static", "nonshared", "exhaustive")
+POLICIES = ("dynamic", "static", "nonshared", "exhaustive", "random-3-75")
 
 
 @st.composite
@@ -80,6 +81,46 @@ def _check(wl, events, params=None, truth=None):
 @given(workloads(), streams())
 def test_kernels_equal_brute_force(wl, events):
     _check(wl, events)
+
+
+_CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+        "!=": operator.ne}
+
+
+def _graph_edges(q: Query, events: pd.DataFrame) -> int:
+    """Brute force of hamlet.md §2.3: the edges (e', e) of q's GRETA graph summed over its partitions
+    and windows -- e' and e matched by q, same GROUP-BY / equivalence key, both in window k,
+    e'.ts < e.ts, e'.type in pt(e.type, q) and every condition on (e', e) holds (adjacent events)."""
+    items = q.pattern.items
+    names = [it.inner.name if isinstance(it, Kleene) else it.name for it in items]
+    pt = {n: ({names[j - 1]} if j else set()) | ({n} if isinstance(items[j], Kleene) else set())
+          for j, n in enumerate(names)}
+    keys = [a.attr for a in q.group_by] + [w.attr for w in q.where if isinstance(w, Equivalence)]
+    recs = [r for r in events.to_dict("records") if r["type"] in names
+            and all(_CMP[f.op](r[f.attr], f.value) for f in q.where if isinstance(f, Filter) and f.ref == r["type"])]
+
+    def edge_ok(a, b) -> bool:
+        return all(_CMP[c.op](a[c.left.attr], b[c.right.attr]) for c in q.where if isinstance(c, Condition)
+                   and (c.left.ref, c.right.ref) == (a["type"], b["type"]))
+
+    w, s = q.window.length, q.window.slide
+    total = 0
+    for b in recs:
+        for k in range(max(0, (b["ts"] - w) // s + 1), b["ts"] // s + 1):
+            total += sum(1 for a in recs if a["ts"] < b["ts"] and a["ts"] >= k * s and a["type"] in pt[b["type"]]
+                         and all(a[x] == b[x] for x in keys) and edge_ok(a, b))
+    return total
+
+
+@settings(max_examples=80)
+@given(workloads(), streams())
+def test_nonshared_operations_are_graph_edges(wl, events):
+    """Non-shared operations = sum over queries of the predecessor edges of the brute-force graph
+    (Eq. 4 units), for GRETA and for Hamlet's nonshared policy alike."""
+    expected = sum(_graph_edges(q, events) for q in wl)
+    assert greta.run_local(wl, events)[1]["operations"] == expected
+    _, m = hamlet_kernel.run_local(wl, events, "nonshared")
+    assert m["operations"] == m["pred_edges"] == expected
 
 
 def _brute(wl, events, edges):

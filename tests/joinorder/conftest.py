@@ -42,3 +42,40 @@ def cost_instances(draw, n_min: int = 2, n_max: int = 6, exact: bool = False):
 def problem_of(w, r, sel, **kw):
     return from_arrays(float(w), np.array([float(x) for x in r]),
                        np.array([[float(x) for x in row] for row in sel]), **kw)
+
+
+@st.composite
+def seq_orders(draw, n: int):
+    """A ``seq`` argument of ``from_arrays`` ([R-SEQ-EXACT]): None (no order term), "chain", or a
+    random series-parallel order over a random subset of the n events, as its SEQ operators."""
+    kind = draw(st.sampled_from(["chain", "sp", "none"]))
+    if kind == "none" or n < 2:
+        return None
+    if kind == "chain":
+        return "chain"
+    items = draw(st.permutations(range(n)))
+    items = items[:draw(st.integers(2, n))]
+    blocks: list[list[list[int]]] = []
+
+    def build(xs: list[int]) -> None:
+        if len(xs) == 1:
+            return
+        cuts = sorted(draw(st.lists(st.integers(1, len(xs) - 1), min_size=1, max_size=len(xs) - 1,
+                                    unique=True)))
+        parts = [xs[a:b] for a, b in zip([0, *cuts], [*cuts, len(xs)], strict=True)]
+        if draw(st.booleans()):  # SEQ of the parts, else AND
+            blocks.append(parts)
+        for part in parts:
+            build(part)
+
+    build(list(items))
+    return blocks or None
+
+
+def order_pairs_of(seq, n: int) -> set[tuple[int, int]]:
+    """The (earlier, later) index pairs a ``seq`` argument orders."""
+    if seq is None:
+        return set()
+    blocks = [[[i] for i in range(n)]] if seq == "chain" else seq
+    return {(x, y) for block in blocks for a, ca in enumerate(block) for cb in block[a + 1:]
+            for x in ca for y in cb}

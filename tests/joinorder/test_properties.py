@@ -1,6 +1,8 @@
 """Spec E11: random property tests. Exact methods equal brute force (orders n <= 7, bushy trees
 n <= 6), no heuristic beats the optimum, ZSTREAM >= DP-B, and the latency / next-match DPs equal brute
-force. Costs are compared with a relative tolerance (ties make plan identity meaningless)."""
+force. Costs are compared with a relative tolerance (ties make plan identity meaningless). The DP /
+brute-force / heuristic properties also run with the [R-SEQ-EXACT] order term (``seq_temporal="exact"``:
+a chain or a random series-parallel SEQ order, drawn by ``seq_orders``)."""
 
 import math
 import os
@@ -10,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepopt.joinorder import bruteforce as bf
-from cepopt.joinorder.cost import log_cost_tree, log_order_objective
+from cepopt.joinorder.cost import log_cost_tree, log_node, log_order_objective
 from cepopt.joinorder.dp import dp_b, dp_ld
 from cepopt.joinorder.efreq import efreq
 from cepopt.joinorder.greedy import greedy
@@ -18,7 +20,7 @@ from cepopt.joinorder.ii import ii
 from cepopt.joinorder.trivial import trivial
 from cepopt.joinorder.zstream import zstream
 
-from .conftest import cost_instances, problem_of
+from .conftest import cost_instances, problem_of, seq_orders
 
 TOL = 1e-9
 
@@ -28,13 +30,14 @@ def _le(a, b):
     return a <= b + 1e-9
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(cost_instances(2, 7), st.sampled_from(["any", "next"]), st.sampled_from([0.0, 0.5, 1.0]),
-       st.booleans())
-def test_dp_ld_equals_bruteforce(inst, strategy, alpha, tree_ld):
+       st.booleans(), st.data())
+def test_dp_ld_equals_bruteforce(inst, strategy, alpha, tree_ld, data):
     w, r, sel = inst
     n = len(r)
-    conj = problem_of(w, r, sel, strategy=strategy, alpha=alpha, last=n - 1).single
+    seq = data.draw(seq_orders(n))
+    conj = problem_of(w, r, sel, strategy=strategy, alpha=alpha, last=n - 1, seq=seq).single
     order, value = dp_ld(conj, tree_ld=tree_ld)
     assert math.isclose(value, log_order_objective(conj, order, tree_ld), rel_tol=TOL, abs_tol=TOL)
     _, best = bf.best_order(conj, tree_ld=tree_ld)
@@ -43,12 +46,12 @@ def test_dp_ld_equals_bruteforce(inst, strategy, alpha, tree_ld):
         assert _le(best, log_order_objective(conj, heuristic, tree_ld))
 
 
-@settings(max_examples=25, deadline=None)
-@given(cost_instances(2, 6), st.sampled_from(["any", "next"]), st.sampled_from([0.0, 1.0]))
-def test_dp_b_equals_bruteforce(inst, strategy, alpha):
+@settings(max_examples=35, deadline=None)
+@given(cost_instances(2, 6), st.sampled_from(["any", "next"]), st.sampled_from([0.0, 1.0]), st.data())
+def test_dp_b_equals_bruteforce(inst, strategy, alpha, data):
     w, r, sel = inst
     n = len(r)
-    conj = problem_of(w, r, sel, strategy=strategy, alpha=alpha, last=0).single
+    conj = problem_of(w, r, sel, strategy=strategy, alpha=alpha, last=0, seq=data.draw(seq_orders(n))).single
     tree, value = dp_b(conj)
     assert math.isclose(value, log_cost_tree(conj, tree), rel_tol=TOL, abs_tol=TOL)
     _, best = bf.best_tree(conj)
@@ -60,6 +63,19 @@ def test_dp_b_equals_bruteforce(inst, strategy, alpha):
     # DP-B over all trees is never worse than the best left-deep tree.
     _, ld = bf.best_order(conj, tree_ld=True)
     assert _le(value, ld)
+
+
+@settings(max_examples=30, deadline=None)
+@given(cost_instances(2, 7), st.sampled_from(["any", "next"]), st.data())
+def test_greedy_takes_the_cheapest_next_prefix(inst, strategy, data):
+    """[R-GREEDY] with the order term: each step's event minimises ln PM(prefix + x) (log_node)."""
+    w, r, sel = inst
+    n = len(r)
+    conj = problem_of(w, r, sel, strategy=strategy, seq=data.draw(seq_orders(n))).single
+    order = greedy(conj)
+    for k in range(n):
+        values = [log_node(conj, [*order[:k], y]) for y in range(n) if y not in order[:k]]
+        assert log_node(conj, order[:k + 1]) <= min(values) + 1e-9
 
 
 @settings(max_examples=12, deadline=None)

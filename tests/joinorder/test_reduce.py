@@ -129,3 +129,16 @@ def test_user_errors():
         build_query(q, Statistics(rates=RATES), alpha=1, last="zz")
     with pytest.raises(CepoptError, match="params.cost"):
         build_query(q, Statistics(rates=RATES), cost="ldj", strategy="next")
+
+
+def test_kleene_poisson_prices_expected_subsets():
+    """kleene_poisson: base e, so W r' = E[2^N] = e^{rW} for Poisson counts (minus the empty set with
+    kleene_nonempty), checked against the Poisson expectation summed directly."""
+    q = parse_query("PATTERN AND(A a, KL(B b)) WITHIN 2")
+    stats = Statistics(rates={"A": 1, "B": 0.7})
+    lam = 0.7 * 2
+    expected = sum(2 ** n * math.exp(-lam) * lam ** n / math.factorial(n) for n in range(60))
+    both = build_query(q, stats, kleene_nonempty=True, kleene_poisson=True).single
+    assert math.isclose(math.exp(both.lc[1]), expected - 1, rel_tol=1e-12)
+    assert math.isclose(math.exp(build_query(q, stats, kleene_poisson=True).single.lc[1]), expected, rel_tol=1e-12)
+    assert math.isclose(math.exp(build_query(q, stats).single.lc[1]), 2 ** lam)
