@@ -49,7 +49,10 @@ from cepopt.joinorder.zstream import zstream
 from cepopt.solution import MethodResult
 from cepopt.solve import Family, MethodLimitError, declare, register
 
-__all__ = ["FAMILY", "baseline_plan", "evaluate"]
+__all__ = ["FAMILY", "PAIRWISE_ONLY", "baseline_plan", "evaluate"]
+
+#: the methods whose models price pairwise selectivities only: they refuse seq_temporal="exact"
+PAIRWISE_ONLY = ("milp-order", "milp-tree", "cpsat-order")
 
 NAME = "joinorder"
 
@@ -131,7 +134,9 @@ def _tree_ld(problem: JoinOrderProblem) -> bool:
 
 
 def _pairwise_only(problem: JoinOrderProblem, name: str) -> None:
-    """Refuse the [R-SEQ-EXACT] order term in a model that prices pairwise selectivities only."""
+    """Refuse the [R-SEQ-EXACT] order term in a model that prices pairwise selectivities only
+    (every method of :data:`PAIRWISE_ONLY` calls this)."""
+    assert name in PAIRWISE_ONLY, name
     if not all(c.pairwise for c in problem.conjuncts):
         raise MethodLimitError(f"{name}: seq_temporal 'exact' prices a node's SEQ order by 1/k!, which "
                                "is no product of pairwise selectivities and not in this model; use "
