@@ -31,3 +31,13 @@ def shared_dir() -> Path:
     if not (SHARED / "anchors-data").is_dir():
         pytest.skip(f"{SHARED} is absent: the published data cannot be read")
     return SHARED
+
+
+def pytest_collection_modifyitems(config, items):
+    """Benchmarks run only when asked for (``pytest -m bench``): deselected, not skipped, otherwise."""
+    if "bench" in (config.option.markexpr or ""):
+        return
+    benches = [item for item in items if "bench" in item.keywords]
+    if benches:
+        config.hook.pytest_deselected(items=benches)
+        items[:] = [item for item in items if "bench" not in item.keywords]
