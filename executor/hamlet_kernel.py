@@ -315,7 +315,7 @@ class _Group:
 
     def decide(self, seg, n_graph: int) -> tuple[str, ...]:
         burst = Burst(self.E, self.cands, len(seg.positions), n_graph, self._signatures(seg.positions),
-                      seg.continues)
+                      seg.continues, n_rule=self.cls.n_rule)
         dec = self.policy.decide(burst, self.gstate, lambda qs: sum(self.t[q] for q in qs) / len(qs))
         self.metrics["bursts"] += 1
         if self.decisions is not None:

@@ -25,7 +25,13 @@ import numpy as np
 
 from cepopt.errors import CepoptError
 
-__all__ = ["Burst", "Segment", "burst_from_json", "burst_to_json", "classes_of", "segment", "stream_bursts"]
+__all__ = ["N_RULES", "Burst", "Segment", "burst_from_json", "burst_to_json", "classes_of", "segment",
+           "stream_bursts"]
+
+#: what n of Eq. 7 counts (hamlet.md §8.7): "graph", the events in the graph at decision time
+#: including the burst (the paper's examples: 7, 11, 15; the default); "before", the events before
+#: the burst's first event (the authors' code)
+N_RULES = ("graph", "before")
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,8 @@ class Burst:
     graph at decision time including the burst (§8.7); ``classes``: per burst event, the signature
     class of each candidate (empty = every event uniform); ``continues``: the previous burst of this
     scope ended only at a pane boundary, so its shared graphlet is still active; ``scope``: the
-    (class, partition, window) the burst lives in (state does not carry across scopes).
+    (class, partition, window) the burst lives in (state does not carry across scopes); ``n_rule``:
+    which n Eq. 7 prices (:data:`N_RULES`, :attr:`n_eq7`).
     """
 
     type: str
@@ -46,8 +53,16 @@ class Burst:
     classes: tuple[tuple[int, ...], ...] = ()
     continues: bool = False
     scope: str = ""
+    n_rule: str = "graph"
+
+    @property
+    def n_eq7(self) -> int:
+        """n as Eq. 7 prices it under ``n_rule``."""
+        return self.n if self.n_rule == "graph" else self.n - self.b
 
     def __post_init__(self) -> None:
+        if self.n_rule not in N_RULES:
+            raise CepoptError(f"eq7_n: expected one of {', '.join(N_RULES)}, got {self.n_rule!r}")
         if self.b < 1 or self.n < self.b:
             raise CepoptError(f"burst of {self.type}: need 1 <= b <= n, got b={self.b}, n={self.n}")
         if len(self.queries) < 2:
@@ -205,6 +220,6 @@ def stream_bursts(classes, stream: Sequence[Mapping]) -> list[Burst]:
                     sigs = [[bool(masks[q][i]) for q in cands] for i in seg.positions]
                     n_before = int(anyq[:seg.n_before].sum())
                     out.append(Burst(e, tuple(cands), len(seg.positions), n_before + len(seg.positions),
-                                     classes_of(sigs), seg.continues, f"{ci}|{key}|{wk}"))
+                                     classes_of(sigs), seg.continues, f"{ci}|{key}|{wk}", cls.n_rule))
     return out
 

@@ -90,14 +90,14 @@ def option_cost(burst: Burst, state: GroupState, queries: Iterable[str], t: Call
     queries = tuple(sorted(queries))
     k_all = len(burst.queries)
     if len(queries) < 2:
-        return nonshared_cost(k_all, burst.b, burst.n)
+        return nonshared_cost(k_all, burst.b, burst.n_eq7)
     ev = burst.snapshot_events(queries)
     if _extends(burst, state, queries):
         s_c, s_p, g = ev, state.s + ev, state.g + burst.b
     else:
         s_c, s_p, g = 1 + ev, 1 + ev, burst.b
-    return (shared_cost(burst.b, burst.n, s_p, s_c, len(queries), g, t(queries))
-            + nonshared_cost(k_all - len(queries), burst.b, burst.n))
+    return (shared_cost(burst.b, burst.n_eq7, s_p, s_c, len(queries), g, t(queries))
+            + nonshared_cost(k_all - len(queries), burst.b, burst.n_eq7))
 
 
 def _action(burst: Burst, state: GroupState, queries: Sequence[str]) -> str:
@@ -115,7 +115,7 @@ def _action(burst: Burst, state: GroupState, queries: Sequence[str]) -> str:
 def _decision(burst: Burst, state: GroupState, queries: Sequence[str], t) -> Decision:
     queries = tuple(sorted(queries)) if len(queries) >= 2 else ()
     cost = option_cost(burst, state, queries, t)
-    none = nonshared_cost(len(burst.queries), burst.b, burst.n)
+    none = nonshared_cost(len(burst.queries), burst.b, burst.n_eq7)
     considered = queries or burst.queries
     return Decision(burst.type, queries, _action(burst, state, queries), cost,
                     none - option_cost(burst, state, considered, t))

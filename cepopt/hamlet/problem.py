@@ -176,6 +176,7 @@ class SharingClass:
 
     queries: tuple[CompiledQuery, ...]
     groups: tuple[tuple[str, tuple[str, ...]], ...]
+    n_rule: str = "graph"   # n of Eq. 7 for its bursts (cepopt.hamlet.graphlets.N_RULES)
 
     @property
     def length(self) -> float:
@@ -234,6 +235,7 @@ def compile_workload(workload: Workload, params: Mapping | None = None, *,
     shares across pane-compatible windows, gloria.md §10 A13): its scopes are the longest windows, and
     each query's events are cut to its own window (:class:`cepopt.executor.greta.Scope`)."""
     edges = _parse_edges(params or {}, workload)
+    n_rule = _n_rule((params or {}).get("eq7_n", "graph"))
     compiled = [compile_query(q, edges.get(q.name, ())) for q in workload]
     by_key: dict[tuple, list[CompiledQuery]] = {}
     for cq in compiled:
@@ -246,8 +248,16 @@ def compile_workload(workload: Workload, params: Mapping | None = None, *,
             if cq.kleene is not None and cq.linear:
                 cands.setdefault(cq.kleene, []).append(cq.name)
         groups = tuple((e, tuple(names)) for e, names in cands.items() if len(names) >= 2)
-        classes.append(SharingClass(tuple(qs), groups))
+        classes.append(SharingClass(tuple(qs), groups, n_rule))
     return tuple(classes)
+
+
+def _n_rule(value: Any) -> str:
+    from cepopt.hamlet.graphlets import N_RULES
+
+    if value not in N_RULES:
+        raise CepoptError(f"params.eq7_n: expected one of {', '.join(N_RULES)}, got {value!r}")
+    return value
 
 
 def pane_size(lengths_and_slides: Sequence[float]) -> float:
@@ -285,20 +295,28 @@ class HamletProblem:
         return sum(tq[q] for q in queries) / len(queries) if queries else 0.0
 
 
-def build(instance: Any) -> HamletProblem:
+def build(instance: Any, eq7_n: str | None = None) -> HamletProblem:
     """The Hamlet problem of an instance: ``params.bursts`` (list of bursts, see
     :func:`cepopt.hamlet.graphlets.burst_from_json`) or, without it, the bursts of the embedded
-    stream (:func:`cepopt.hamlet.graphlets.stream_bursts`); ``params.edge_predicates`` optional."""
+    stream (:func:`cepopt.hamlet.graphlets.stream_bursts`); ``params.edge_predicates`` optional;
+    ``eq7_n`` (or ``params.eq7_n``): what n of Eq. 7 counts, "graph" (default) or "before"
+    (:data:`cepopt.hamlet.graphlets.N_RULES`; the executor's run-time decisions use it too)."""
+    import dataclasses
+
     from cepopt.hamlet.graphlets import burst_from_json, stream_bursts
 
     params = dict(getattr(instance, "params", {}) or {})
+    if eq7_n is not None:
+        params["eq7_n"] = eq7_n
     workload = instance.workload
     classes = compile_workload(workload, params)
     names = set(workload.names)
     if "bursts" in params:
         if not isinstance(params["bursts"], list):
             raise CepoptError("params.bursts: expected a list of bursts")
-        bursts = tuple(burst_from_json(b, f"params.bursts[{i}]", names)
+        # given n are the paper's (graph events including the burst); the rule says how Eq. 7 reads them
+        bursts = tuple(dataclasses.replace(burst_from_json(b, f"params.bursts[{i}]", names),
+                                           n_rule=_n_rule(params.get("eq7_n", "graph")))
                        for i, b in enumerate(params["bursts"]))
     elif getattr(instance, "stream", None):
         bursts = tuple(stream_bursts(classes, instance.stream))
