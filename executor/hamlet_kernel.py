@@ -73,7 +73,7 @@ from cepopt.executor.greta import QueryState, Scope, _num, greta_scope, scopes
 from cepopt.executor.results import AggAccumulator, results_frame
 from cepopt.hamlet.graphlets import Burst, classes_of, segment
 from cepopt.hamlet.policy import GroupState, Policy, get_policy
-from cepopt.hamlet.problem import SharingClass, compile_workload, pane_size
+from cepopt.hamlet.problem import SharingClass, compile_workload, pane_size, query_t
 
 __all__ = ["hamlet_class", "run_local"]
 
@@ -150,7 +150,7 @@ class _Group:
         self.states = {q: QueryState(self.cqs[q], scope) for q in cands}
         self.masks = {q: scope.masks[q] for q in cands}
         self.types = frozenset().union(*(self.cqs[q].types for q in cands))
-        self.t = {q: len(self.cqs[q].types) for q in cands}
+        self.t = {q: query_t(len(self.cqs[q].types), cls.t_rule) for q in cands}
         self.S: dict[int, dict[str, list]] = {}     # snapshot table: sid -> {q: value}
         self.G: _Graphlet | None = None
         self.gstate = GroupState()

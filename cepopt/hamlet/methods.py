@@ -35,8 +35,8 @@ def evaluate(problem: HamletProblem, plan: HamletPlan) -> float:
     return float(total)
 
 
-def _build(instance, eq7_n: str | None = None) -> HamletProblem:
-    return build(instance, eq7_n=eq7_n)
+def _build(instance, eq7_n: str | None = None, eq7_t: str | None = None) -> HamletProblem:
+    return build(instance, eq7_n=eq7_n, eq7_t=eq7_t)
 
 
 FAMILY = declare(Family(
@@ -48,7 +48,7 @@ FAMILY = declare(Family(
     evaluate=evaluate,
     plan_to_json=plan_to_json,
     plan_from_json=plan_from_json,
-    problem_options=frozenset({"eq7_n"}),
+    problem_options=frozenset({"eq7_n", "eq7_t"}),
     default_methods=("dynamic", "static", "nonshared", "exhaustive", "optimal"),
     baseline_plan=lambda problem: HamletPlan("nonshared"),
 ))

@@ -177,6 +177,7 @@ class SharingClass:
     queries: tuple[CompiledQuery, ...]
     groups: tuple[tuple[str, tuple[str, ...]], ...]
     n_rule: str = "graph"   # n of Eq. 7 for its bursts (cepopt.hamlet.graphlets.N_RULES)
+    t_rule: str = "types"   # t of Eq. 7 for its queries (T_RULES)
 
     @property
     def length(self) -> float:
@@ -236,6 +237,7 @@ def compile_workload(workload: Workload, params: Mapping | None = None, *,
     each query's events are cut to its own window (:class:`cepopt.executor.greta.Scope`)."""
     edges = _parse_edges(params or {}, workload)
     n_rule = _n_rule((params or {}).get("eq7_n", "graph"))
+    t_rule = _choice((params or {}).get("eq7_t", "types"), T_RULES, "eq7_t")
     compiled = [compile_query(q, edges.get(q.name, ())) for q in workload]
     by_key: dict[tuple, list[CompiledQuery]] = {}
     for cq in compiled:
@@ -248,16 +250,31 @@ def compile_workload(workload: Workload, params: Mapping | None = None, *,
             if cq.kleene is not None and cq.linear:
                 cands.setdefault(cq.kleene, []).append(cq.name)
         groups = tuple((e, tuple(names)) for e, names in cands.items() if len(names) >= 2)
-        classes.append(SharingClass(tuple(qs), groups, n_rule))
+        classes.append(SharingClass(tuple(qs), groups, n_rule, t_rule))
     return tuple(classes)
+
+
+#: what t of Eq. 7 counts per query (hamlet.md §8.8): "types", |T_q| (Table 2 and the paper's
+#: examples: 2 for SEQ(A, B+); the default); "others", |T_q| - 1 (the text of Eq. 6: the graphlets of
+#: the other types); "one", 1 (the authors' code)
+T_RULES = ("types", "others", "one")
+
+
+def query_t(types: int, rule: str) -> float:
+    """t of Eq. 7 for a query with ``types`` event types under ``rule`` (:data:`T_RULES`)."""
+    return {"types": types, "others": types - 1, "one": 1}[rule]
+
+
+def _choice(value: Any, allowed: Sequence[str], key: str) -> str:
+    if value not in allowed:
+        raise CepoptError(f"params.{key}: expected one of {', '.join(allowed)}, got {value!r}")
+    return value
 
 
 def _n_rule(value: Any) -> str:
     from cepopt.hamlet.graphlets import N_RULES
 
-    if value not in N_RULES:
-        raise CepoptError(f"params.eq7_n: expected one of {', '.join(N_RULES)}, got {value!r}")
-    return value
+    return _choice(value, N_RULES, "eq7_n")
 
 
 def pane_size(lengths_and_slides: Sequence[float]) -> float:
@@ -284,30 +301,33 @@ class HamletProblem:
     workload: Workload
     classes: tuple[SharingClass, ...]
     bursts: tuple  # of cepopt.hamlet.graphlets.Burst
-    types_per_query: tuple[tuple[str, int], ...]
+    types_per_query: tuple[tuple[str, float], ...]   # t of Eq. 7 per query, under the class's t_rule
     expected: dict = field(default_factory=dict, compare=False, hash=False)
     stream: tuple = field(default=(), compare=False, hash=False)
     name: str | None = None
 
     def t_of(self, queries: Sequence[str]) -> float:
-        """t of Eq. 7: the average number of event types per query of the costed set (§8.8)."""
+        """t of Eq. 7: the average of the costed queries' t (§8.8; by default their number of types)."""
         tq = dict(self.types_per_query)
         return sum(tq[q] for q in queries) / len(queries) if queries else 0.0
 
 
-def build(instance: Any, eq7_n: str | None = None) -> HamletProblem:
+def build(instance: Any, eq7_n: str | None = None, eq7_t: str | None = None) -> HamletProblem:
     """The Hamlet problem of an instance: ``params.bursts`` (list of bursts, see
     :func:`cepopt.hamlet.graphlets.burst_from_json`) or, without it, the bursts of the embedded
     stream (:func:`cepopt.hamlet.graphlets.stream_bursts`); ``params.edge_predicates`` optional;
     ``eq7_n`` (or ``params.eq7_n``): what n of Eq. 7 counts, "graph" (default) or "before"
-    (:data:`cepopt.hamlet.graphlets.N_RULES`; the executor's run-time decisions use it too)."""
+    (:data:`cepopt.hamlet.graphlets.N_RULES`); ``eq7_t`` (or ``params.eq7_t``): what t counts,
+    "types" (default), "others" or "one" (:data:`T_RULES`). The executor's run-time decisions use
+    both."""
     import dataclasses
 
     from cepopt.hamlet.graphlets import burst_from_json, stream_bursts
 
     params = dict(getattr(instance, "params", {}) or {})
-    if eq7_n is not None:
-        params["eq7_n"] = eq7_n
+    for key, value in (("eq7_n", eq7_n), ("eq7_t", eq7_t)):
+        if value is not None:
+            params[key] = value
     workload = instance.workload
     classes = compile_workload(workload, params)
     names = set(workload.names)
@@ -322,6 +342,6 @@ def build(instance: Any, eq7_n: str | None = None) -> HamletProblem:
         bursts = tuple(stream_bursts(classes, instance.stream))
     else:
         raise CepoptError("params.bursts: a hamlet instance needs burst statistics or an embedded stream")
-    tpq = tuple((q.name, len(q.pattern.event_types())) for q in workload)
+    tpq = tuple((cq.name, query_t(len(cq.types), cls.t_rule)) for cls in classes for cq in cls.queries)
     return HamletProblem(workload, classes, bursts, tpq, dict(getattr(instance, "expected", {}) or {}),
                          tuple(getattr(instance, "stream", None) or ()), getattr(instance, "name", None))
