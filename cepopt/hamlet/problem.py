@@ -27,6 +27,7 @@ from typing import Any
 
 from cepopt.errors import CepoptError
 from cepopt.model import Kleene, Or, Query, Seq, Type, Workload
+from cepopt.params import parse_choice
 
 __all__ = [
     "CompiledQuery", "EdgePredicate", "HamletProblem", "SharingClass", "build", "compile_query",
@@ -236,8 +237,7 @@ def compile_workload(workload: Workload, params: Mapping | None = None, *,
     shares across pane-compatible windows, gloria.md §10 A13): its scopes are the longest windows, and
     each query's events are cut to its own window (:class:`cepopt.executor.greta.Scope`)."""
     edges = _parse_edges(params or {}, workload)
-    n_rule = _n_rule((params or {}).get("eq7_n", "graph"))
-    t_rule = _choice((params or {}).get("eq7_t", "types"), T_RULES, "eq7_t")
+    n_rule, t_rule = _eq7_rules(params or {})
     compiled = [compile_query(q, edges.get(q.name, ())) for q in workload]
     by_key: dict[tuple, list[CompiledQuery]] = {}
     for cq in compiled:
@@ -265,16 +265,12 @@ def query_t(types: int, rule: str) -> float:
     return {"types": types, "others": types - 1, "one": 1}[rule]
 
 
-def _choice(value: Any, allowed: Sequence[str], key: str) -> str:
-    if value not in allowed:
-        raise CepoptError(f"params.{key}: expected one of {', '.join(allowed)}, got {value!r}")
-    return value
-
-
-def _n_rule(value: Any) -> str:
+def _eq7_rules(params: Mapping) -> tuple[str, str]:
+    """``params.eq7_n`` and ``params.eq7_t`` (defaults: the paper's "graph" and "types")."""
     from cepopt.hamlet.graphlets import N_RULES
 
-    return _choice(value, N_RULES, "eq7_n")
+    return (parse_choice("eq7_n", params.get("eq7_n", "graph"), N_RULES),
+            parse_choice("eq7_t", params.get("eq7_t", "types"), T_RULES))
 
 
 def pane_size(lengths_and_slides: Sequence[float]) -> float:
@@ -336,7 +332,7 @@ def build(instance: Any, eq7_n: str | None = None, eq7_t: str | None = None) -> 
             raise CepoptError("params.bursts: expected a list of bursts")
         # given n are the paper's (graph events including the burst); the rule says how Eq. 7 reads them
         bursts = tuple(dataclasses.replace(burst_from_json(b, f"params.bursts[{i}]", names),
-                                           n_rule=_n_rule(params.get("eq7_n", "graph")))
+                                           n_rule=_eq7_rules(params)[0])
                        for i, b in enumerate(params["bursts"]))
     elif getattr(instance, "stream", None):
         bursts = tuple(stream_bursts(classes, instance.stream))

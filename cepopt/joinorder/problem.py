@@ -58,6 +58,7 @@ import numpy as np
 from cepopt.errors import CepoptError
 from cepopt.joinorder.reduce import SimpleConjunct, conjuncts
 from cepopt.model import Condition, Filter, Query, Statistics
+from cepopt.params import parse_choice
 
 __all__ = ["PROBLEM_OPTIONS", "Conjunct", "JoinOrderProblem", "build", "build_query", "from_arrays"]
 
@@ -188,21 +189,14 @@ def _float(key: str, value: Any, lo: float, hi: float, lo_open: bool = False) ->
     return x
 
 
-def _choice(key: str, value: Any, choices: Mapping[str, str] | tuple) -> str:
-    table = choices if isinstance(choices, Mapping) else {c: c for c in choices}
-    if not isinstance(value, str) or value.strip().lower() not in table:
-        raise CepoptError(f"params.{key}: expected one of {', '.join(dict.fromkeys(table))}, got {value!r}")
-    return table[value.strip().lower()]
-
-
 def _options(params: Mapping[str, Any]) -> dict:
     opts = {
-        "cost": _choice("cost", params.get("cost", "auto"), COSTS),
+        "cost": parse_choice("cost", params.get("cost", "auto"), COSTS),
         "alpha": _float("alpha", params.get("alpha", 0.0), 0.0, math.inf),
         "last": params.get("last"),
-        "strategy": _choice("strategy", params.get("strategy", "any"), _STRATEGIES),
+        "strategy": parse_choice("strategy", params.get("strategy", "any"), _STRATEGIES),
         "seq_selectivity": _float("seq_selectivity", params.get("seq_selectivity", 0.5), 0.0, 1.0, True),
-        "seq_temporal": _choice("seq_temporal", params.get("seq_temporal", "adjacent"),
+        "seq_temporal": parse_choice("seq_temporal", params.get("seq_temporal", "adjacent"),
                                 ("adjacent", "all_pairs", "none", "exact")),
         "leaf_filter": _bool("leaf_filter", params.get("leaf_filter", True)),
         "kleene_nonempty": _bool("kleene_nonempty", params.get("kleene_nonempty", False)),
