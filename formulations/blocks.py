@@ -94,6 +94,9 @@ def solve_by_blocks(model, solve: Callable, *, time_limit: float | None, hint: S
             sub = make([model.names[i] for i in members], obj, rows)
             bhint = None if hint is None else [hint[i] for i in members]
             bx, status, value, bbound, bstats = solve(sub, left, bhint)
+            if status in ("error", "infeasible"):  # the solver failed: no answer for the whole model
+                stats.update(bstats)
+                return None, status, None, None, stats
             if bx is None:  # no solution in time: the all-zero vector is feasible (rows are <= with rhs >= 0)
                 bx, value, status = [0] * len(members), 0, "timeout"
         if b == 0:
@@ -103,11 +106,5 @@ def solve_by_blocks(model, solve: Callable, *, time_limit: float | None, hint: S
         objective += value
         bound = None if bound is None or bbound is None else bound + bbound
         statuses.append(status)
-    if all(s == "optimal" for s in statuses):
-        status = "optimal"
-    elif any(s in ("error", "infeasible") for s in statuses):
-        status = next(s for s in statuses if s in ("error", "infeasible"))
-        return None, status, None, None, stats
-    else:
-        status = "feasible"
+    status = "optimal" if all(s == "optimal" for s in statuses) else "feasible"
     return x, status, objective, bound, stats

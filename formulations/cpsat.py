@@ -74,7 +74,7 @@ def solve_cpsat(model: cp_model.CpModel, *, time_limit: float | None, seed: int,
     bound = solver.BestObjectiveBound() if code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN) else None
     used = {"workers": workers, "seed": int(seed), "time_limit": time_limit,
             "linearization_level": params.linearization_level,
-            "extra_subsolvers": list(params.extra_subsolvers)}
+            "extra_subsolvers": list(params.extra_subsolvers), **dict(extra or {})}
     return CpSatResult(status, objective, bound, solver, wall, used)
 
 

@@ -105,6 +105,8 @@ def solve_milp(prob: pulp.LpProblem | MatrixMilp, *, backend: str = "highs", tim
         result = _solve_mathopt(prob, backend, time_limit, seed, rel_gap, feas_tol, threads, options or {})
     result.wall_time = time.perf_counter() - start
     result.backend = backend
+    if result.status == "error" and options:  # OR-Tools hides the solver's reason (e.g. an unknown option)
+        result.message += f" (solver options given: {', '.join(sorted(options))})"
     return result
 
 

@@ -35,9 +35,13 @@ Solving (decisions measured on the sharon-optimizers instances, 200-1000 queries
   this mainly guards against workloads of unrelated query groups.
 * The models are written into CP-SAT's proto and MathOpt's ModelProto from flat lists: the Python
   expression layers (CpModel.Add, PuLP, MathOpt expressions) cost up to 2 s per solve at 500 queries.
-* MWIS cliques can be grown to maximal cliques (``extend``): the LP bound tightens by half but the
-  solve times did not move consistently (CPU s, stress 500: 4.4 -> 5.0, 1.7 -> 1.8; default 500:
-  1.15 -> 1.08), so it is off by default.
+* MWIS cliques can be grown to maximal cliques (``extend``): the LP bound tightens by half. CP-SAT
+  does not gain from it (CPU s, stress 500: 4.4 -> 5.0, 1.7 -> 1.8; default 500: 1.15 -> 1.08), so
+  the cpsat method leaves it off; SCIP with its cutting planes off gains up to 3x, so the milp method
+  turns it on (:data:`cepopt.sharon.methods.MILP_EXTEND_CLIQUES`).
+* The solvers' generic cuts (CP-SAT's CG/MIR/zero-half, SCIP's separation rounds) cost more than they
+  save on the clique LP: the MWIS methods turn them off (:data:`MWIS_CPSAT_NO_CUTS`,
+  :data:`MWIS_SCIP_NO_CUTS`; option ``cuts=true`` restores them).
 * Not adopted: reduced-cost fixing from the LP dual with the GWMIN incumbent fixed no vertex (stress
   500: the LP is degenerate and GWMIN 11 % below the optimum); simplicial / neighbourhood-weight
   reductions apply to 0-2 of ~1000 vertices; CP-SAT's core-based search and presolve (MWIS) were slower.
@@ -54,7 +58,7 @@ from fractions import Fraction
 from cepopt.formulations.blocks import solve_by_blocks
 
 __all__ = ["LinearModel", "mwis_model", "extended_cliques", "compact_model", "solve_cpsat_model", "solve_milp_model",
-           "integer_scale"]
+           "integer_scale", "COMPACT_HIGHS_OPTIONS", "MWIS_CPSAT_NO_CUTS", "MWIS_SCIP_NO_CUTS"]
 
 
 @dataclass
@@ -265,6 +269,21 @@ def _cpsat_block(model: LinearModel, scale: int, *, time_limit, seed, hint, lp_h
     return x, res.status, obj, bound, stats
 
 
+#: CP-SAT cuts switched off on the MWIS model (the ``cuts`` option of the cpsat method turns them back on).
+#: On clique rows these separators mostly rediscover odd-cycle-like rows that cost more LP time than
+#: they save in branches. Measured (wall s, default cuts -> these off, 2 runs each, 2 workers): stress
+#: 200 queries seed 0 3.6 -> 1.8-2.6, seed 1 1.6-2.4 -> 1.0-1.2; stress 500 seed 0 9.9 -> 6.4, seed 1
+#: 0.8 -> 0.6; default 500 seed 2 0.7-1.3 -> 0.3-0.4; stress 1000 seed 0 6.9-7.1 -> 3.1-3.6. Switching
+#: off clique cuts as well helped no further. On the compact model the effect was mixed (kept on).
+MWIS_CPSAT_NO_CUTS = {"add_cg_cuts": False, "add_mir_cuts": False, "add_zero_half_cuts": False}
+
+#: SCIP without cutting-plane rounds on the MWIS model (the ``cuts`` option of the milp method turns
+#: them back on). Measured (wall s, SCIP defaults -> these): default 500 queries seeds 0-2 0.5 / 0.4 /
+#: 2.9 -> 0.3 / 0.2 / 0.7; stress 500 25.5 / 6.6 / 1.3 -> 13.5 / 2.8 / 0.9; stress 200 5.2 / 6.0 / 2.5
+#: -> 2.0 / 0.7 / 0.35; 1000 queries default 16.0 -> 10.1, stress 10.1 -> 5.2. The cell-clique LP is
+#: already the strong relaxation; SCIP's separators spend their rounds on it for little bound.
+MWIS_SCIP_NO_CUTS = {"separating/maxrounds": 0, "separating/maxroundsroot": 0}
+
 #: HiGHS settings of the compact model: presolve off. Measured (CPU s, HiGHS presolve on -> off) at
 #: 200 / 500 queries: stress 7.6 -> 3.2, 2.0 -> 0.7, 6.6 -> 4.8, 5.0 -> 3.8; default 0.6 -> 0.4,
 #: 2.8 -> 2.0, 2.7 -> 1.1. On the MWIS model presolve pays (stress 500: 10.8 with, 19.6 without), so
@@ -302,6 +321,8 @@ def _milp_block(model: LinearModel, *, backend, time_limit, seed, options):
     prob = MatrixMilp(model.names, [float(c) for c in model.objective], rows, name="sharon")
     res = solve_milp(prob, backend=backend, time_limit=time_limit, seed=seed, options=options)
     stats = {"solver_wall_time": res.wall_time}
+    if res.message:
+        stats["solver_message"] = res.message
     if res.status not in ("optimal", "feasible"):
         return None, res.status, None, res.bound, stats
     x = [1 if res.values.get(n, 0.0) > 0.5 else 0 for n in model.names]

@@ -56,6 +56,7 @@ class SharonGraph:
     starts: Mapping[str, Mapping[tuple[str, ...], int]]
     _adj: list[set[int]] | None = field(default=None, repr=False)
     _cells: dict | None = field(default=None, repr=False)
+    _cliques: list | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, vertices: Iterable[Vertex], starts: Mapping[str, Mapping[tuple[str, ...], int]]
@@ -85,6 +86,11 @@ class SharonGraph:
 
     def cliques(self) -> list[tuple[int, ...]]:
         """Distinct maximal-per-query cell cliques of size >= 2; their pairs are exactly the edges."""
+        if self._cliques is None:
+            self._cliques = self._cell_cliques()
+        return list(self._cliques)
+
+    def _cell_cliques(self) -> list[tuple[int, ...]]:
         by_query: dict[str, list[frozenset[int]]] = defaultdict(list)
         for (q, _), members in self.cells.items():
             if len(members) > 1:

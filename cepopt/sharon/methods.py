@@ -23,6 +23,8 @@ import time
 
 from cepopt.formulations.sharon import (
     COMPACT_HIGHS_OPTIONS,
+    MWIS_CPSAT_NO_CUTS,
+    MWIS_SCIP_NO_CUTS,
     compact_model,
     decode_compact,
     mwis_model,
@@ -43,8 +45,13 @@ from cepopt.solve import Family, declare, register
 
 __all__ = ["FAMILY"]
 
-#: default of the cpsat / milp ``extend`` option (maximal instead of cell cliques)
-EXTEND_CLIQUES = False
+#: defaults of the ``extend`` option (maximal instead of cell cliques) of cpsat and milp: the tighter LP
+#: pays for SCIP once its own cuts are off (:data:`~cepopt.formulations.sharon.MWIS_SCIP_NO_CUTS`;
+#: measured wall s, cell -> maximal cliques: stress 500 queries 13.0 / 3.5 / 1.2 -> 4.3 / 2.2 / 1.5,
+#: stress 200 seed 0 1.8 -> 1.0, 1000 queries default 11.3 -> 9.7, stress 6.8 -> 5.5; default 500 within
+#: 0.1 s), not for CP-SAT (stress 500 seed 0 2.7-4.1 -> 5.4, seed 1 1.3 -> 1.5, stress 200 1.5 -> 1.9)
+CPSAT_EXTEND_CLIQUES = False
+MILP_EXTEND_CLIQUES = True
 
 FAMILY = declare(Family(
     name="sharon",
@@ -156,10 +163,11 @@ def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict
 
 @register("sharon", "cpsat", "MWIS in CP-SAT with cell-clique constraints, hinted with GWMIN", exact=True)
 def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2, lp_heavy: bool = True,
-          presolve: bool = False, reduce: bool = True, split: bool = True, extend: bool = EXTEND_CLIQUES
-          ) -> MethodResult:
+          presolve: bool = False, reduce: bool = True, split: bool = True, extend: bool = CPSAT_EXTEND_CLIQUES,
+          cuts: bool = False) -> MethodResult:
     """CP-SAT parameters: ``workers`` (2), ``seed``, LP-heavy search (linearization_level=2 + max_lp),
-    CP-SAT presolve off (it costs more than it saves here), GWMIN solution as hint. ``reduce``: drop
+    CP-SAT presolve off (it costs more than it saves here), GWMIN solution as hint, CG/MIR/zero-half
+    cuts off unless ``cuts`` (:data:`~cepopt.formulations.sharon.MWIS_CPSAT_NO_CUTS`). ``reduce``: drop
     dominated vertices first (exact, :mod:`cepopt.sharon.dominance`); ``split``: solve independent
     blocks one by one (:mod:`cepopt.formulations.blocks`); ``extend``: grow the cell cliques to
     maximal cliques (:func:`cepopt.formulations.sharon.mwis_model`)."""
@@ -171,25 +179,31 @@ def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2, 
                                                   hint=_mwis_hint(problem, keep), workers=int(workers),
                                                   lp_heavy=parse_bool(lp_heavy, "lp_heavy"),
                                                   presolve=parse_bool(presolve, "presolve"),
-                                                  split=parse_bool(split, "split"))
+                                                  split=parse_bool(split, "split"),
+                                                  extra=None if parse_bool(cuts, "cuts") else MWIS_CPSAT_NO_CUTS)
     return _result(problem, x, status, obj, bound, _stats(problem, **st, **extra),
                    lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi))
 
 
 @register("sharon", "milp", "MWIS MILP with cell-clique constraints (backend highs|scip|cbc)", exact=True)
 def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "scip",
-         reduce: bool = True, split: bool = True, extend: bool = EXTEND_CLIQUES) -> MethodResult:
+         reduce: bool = True, split: bool = True, extend: bool = MILP_EXTEND_CLIQUES, cuts: bool = False
+         ) -> MethodResult:
     """``backend`` scip (default) | highs | cbc; ``reduce``, ``split``, ``extend`` as for ``cpsat``.
+    With SCIP, no cutting-plane rounds unless ``cuts`` (:data:`~cepopt.formulations.sharon.MWIS_SCIP_NO_CUTS`);
+    HiGHS and CBC keep their defaults.
 
     SCIP is the default on this model: measured CPU seconds at 500 queries (stress seeds 0-2, default
-    seeds 0-2), SCIP 23.7 / 8.5 / 1.0 / 0.3 / 0.2 / 3.6, HiGHS 29.2 / 10.8 / 1.6 / 0.3 / 0.3 / 8.3
-    (HiGHS without presolve 26.7 / 19.6 / 0.4 / 0.2 / 0.2 / 5.3)."""
+    seeds 0-2), both with their default cuts, SCIP 23.7 / 8.5 / 1.0 / 0.3 / 0.2 / 3.6, HiGHS 29.2 /
+    10.8 / 1.6 / 0.3 / 0.3 / 8.3 (HiGHS without presolve 26.7 / 19.6 / 0.4 / 0.2 / 0.2 / 5.3)."""
     from cepopt.sharon.problem import parse_bool
 
     keep, sub, extra = _mwis_graph(problem, reduce)
     model = mwis_model(sub, extend=parse_bool(extend, "extend"))
+    no_cuts = backend == "scip" and not parse_bool(cuts, "cuts")
     x, status, obj, bound, st = solve_milp_model(model, backend=backend, time_limit=time_limit, seed=seed,
-                                                 split=parse_bool(split, "split"))
+                                                 split=parse_bool(split, "split"),
+                                                 options=MWIS_SCIP_NO_CUTS if no_cuts else None)
     return _result(problem, x, status, obj, bound, _stats(problem, **st, **extra),
                    lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi))
 

@@ -145,3 +145,16 @@ def test_matrix_milp_backends(backend):
     res = solve_milp(prob, backend=backend, time_limit=10)
     assert res.status == "optimal" and res.objective == pytest.approx(6.0)
     assert res.values["b"] == pytest.approx(1) and res.values["c"] == pytest.approx(1)
+
+
+@pytest.mark.parametrize("split", [True, False])
+@pytest.mark.parametrize("backend", ["highs", "scip"])
+def test_a_failing_solver_is_an_error_not_an_empty_plan(backend, split):
+    """A solver that fails on a block (here: an option it does not know) makes the whole model an
+    error with the solver's message; before, the failed block counted as an all-zero timeout and
+    the model came back "feasible" with objective 0."""
+    model = _model(5, [(0, 1), (1, 2), (2, 3), (3, 4)], [3, 4, 5, 6, 7])
+    x, status, obj, bound, stats = solve_milp_model(model, backend=backend, time_limit=10, seed=0, split=split,
+                                                    options={"no_such/option": 1})
+    assert (x, status, obj, bound) == (None, "error", None, None)
+    assert "no_such/option" in stats["solver_message"]

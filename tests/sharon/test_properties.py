@@ -49,7 +49,8 @@ def workloads(draw):
 
 EXACT_GRAPH = [("bruteforce", {}), ("sharon", {}), ("sharon", {"reduction": "recompute", "per_component": True}),
                ("cpsat", {}), ("cpsat", {"reduce": False}), ("cpsat", {"extend": True, "split": False}),
-               ("milp", {}), ("milp", {"backend": "cbc"}), ("milp", {"extend": True, "backend": "highs"})]
+               ("cpsat", {"cuts": True}), ("milp", {}), ("milp", {"cuts": True, "extend": False}),
+               ("milp", {"backend": "cbc"}), ("milp", {"extend": True, "backend": "highs"})]
 
 
 def _run(inst, problem, method, params=None):
