@@ -12,8 +12,10 @@ Methods:
   finder (Alg. 3-4); falls back to the better of its best plan and GWMIN when it runs out of time.
 * ``exhaustive`` - EO: scores every subset of the vertices (2^|V|); refuses beyond 22 vertices.
 * ``bruteforce`` - enumerates every independent set (the test oracle).
-* ``cpsat`` / ``milp`` - MWIS with cell-clique constraints after an exact neighbourhood-dominance
-  reduction (``reduce=false`` turns it off); CP-SAT is hinted with GWMIN; milp uses SCIP by default.
+* ``cpsat`` / ``milp`` - MWIS with clique constraints (cell cliques for CP-SAT, maximal cliques for
+  the MILP: ``extend``) after an exact neighbourhood-dominance reduction (``reduce=false`` turns it
+  off); CP-SAT is hinted with GWMIN; milp uses SCIP by default; the solvers' generic cuts are off
+  (``cuts=true`` turns them on).
 * ``cpsat-compact`` / ``milp-compact`` - the compact x[p,q]/y[p] model (also honours subsets=all).
 """
 
@@ -161,7 +163,8 @@ def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict
     return keep, sub, {"dominated_removed": len(g) - len(keep)}
 
 
-@register("sharon", "cpsat", "MWIS in CP-SAT with cell-clique constraints, hinted with GWMIN", exact=True)
+@register("sharon", "cpsat", "MWIS in CP-SAT with cell-clique constraints, hinted with GWMIN, generic cuts off",
+          exact=True)
 def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2, lp_heavy: bool = True,
           presolve: bool = False, reduce: bool = True, split: bool = True, extend: bool = CPSAT_EXTEND_CLIQUES,
           cuts: bool = False) -> MethodResult:
@@ -185,7 +188,8 @@ def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2, 
                    lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi))
 
 
-@register("sharon", "milp", "MWIS MILP with cell-clique constraints (backend highs|scip|cbc)", exact=True)
+@register("sharon", "milp", "MWIS MILP with maximal-clique constraints (backend scip|highs|cbc; SCIP without "
+          "cut rounds)", exact=True)
 def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "scip",
          reduce: bool = True, split: bool = True, extend: bool = MILP_EXTEND_CLIQUES, cuts: bool = False
          ) -> MethodResult:
