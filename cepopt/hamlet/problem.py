@@ -331,8 +331,8 @@ def build(instance: Any, eq7_n: str | None = None, eq7_t: str | None = None) -> 
         if not isinstance(params["bursts"], list):
             raise CepoptError("params.bursts: expected a list of bursts")
         # given n are the paper's (graph events including the burst); the rule says how Eq. 7 reads them
-        bursts = tuple(dataclasses.replace(burst_from_json(b, f"params.bursts[{i}]", names),
-                                           n_rule=_eq7_rules(params)[0])
+        n_rule = _eq7_rules(params)[0]
+        bursts = tuple(dataclasses.replace(burst_from_json(b, f"params.bursts[{i}]", names), n_rule=n_rule)
                        for i, b in enumerate(params["bursts"]))
     elif getattr(instance, "stream", None):
         bursts = tuple(stream_bursts(classes, instance.stream))

@@ -193,9 +193,10 @@ def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2, 
 def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "scip",
          reduce: bool = True, split: bool = True, extend: bool = MILP_EXTEND_CLIQUES, cuts: bool = False
          ) -> MethodResult:
-    """``backend`` scip (default) | highs | cbc; ``reduce``, ``split``, ``extend`` as for ``cpsat``.
-    With SCIP, no cutting-plane rounds unless ``cuts`` (:data:`~cepopt.formulations.sharon.MWIS_SCIP_NO_CUTS`);
-    HiGHS and CBC keep their defaults.
+    """``backend`` scip (default) | highs | cbc; ``reduce``, ``split``, ``extend`` as for ``cpsat``
+    (``extend`` defaults to true here: :data:`MILP_EXTEND_CLIQUES`). With SCIP, no cutting-plane
+    rounds unless ``cuts`` (:data:`~cepopt.formulations.sharon.MWIS_SCIP_NO_CUTS`); HiGHS and CBC
+    keep their defaults.
 
     SCIP is the default on this model: measured CPU seconds at 500 queries (stress seeds 0-2, default
     seeds 0-2), both with their default cuts, SCIP 23.7 / 8.5 / 1.0 / 0.3 / 0.2 / 3.6, HiGHS 29.2 /
@@ -204,7 +205,7 @@ def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "sci
 
     keep, sub, extra = _mwis_graph(problem, reduce)
     model = mwis_model(sub, extend=parse_bool(extend, "extend"))
-    no_cuts = backend == "scip" and not parse_bool(cuts, "cuts")
+    no_cuts = not parse_bool(cuts, "cuts") and backend == "scip"
     x, status, obj, bound, st = solve_milp_model(model, backend=backend, time_limit=time_limit, seed=seed,
                                                  split=parse_bool(split, "split"),
                                                  options=MWIS_SCIP_NO_CUTS if no_cuts else None)

@@ -182,6 +182,10 @@ def test_bad_params():
         solve(inst, "greedy", params={"expand": False, "subsets": "all"})
     with pytest.raises(CepoptError, match="params.comb"):
         solve(inst, "greedy", params={"comb": "x"})
+    # the cuts option is checked whatever the backend, though only CP-SAT and SCIP use it
+    for method, extra in (("cpsat", {}), ("milp", {}), ("milp", {"backend": "highs"})):
+        with pytest.raises(CepoptError, match="params.cuts"):
+            solve(inst, method, params={"cuts": "maybe", **extra})
 
 
 def test_fractional_rates_are_scaled_for_cpsat():
