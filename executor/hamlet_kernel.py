@@ -73,7 +73,7 @@ from cepopt.executor.greta import QueryState, Scope, _num, greta_scope, scopes
 from cepopt.executor.results import AggAccumulator, results_frame
 from cepopt.hamlet.graphlets import Burst, classes_of, segment
 from cepopt.hamlet.policy import GroupState, Policy, get_policy
-from cepopt.hamlet.problem import SharingClass, compile_workload, pane_size, query_t
+from cepopt.hamlet.problem import SharingClass, compile_workload, mean_t, pane_size, query_t
 
 __all__ = ["hamlet_class", "run_local"]
 
@@ -316,7 +316,7 @@ class _Group:
     def decide(self, seg, n_graph: int) -> tuple[str, ...]:
         burst = Burst(self.E, self.cands, len(seg.positions), n_graph, self._signatures(seg.positions),
                       seg.continues, n_rule=self.cls.n_rule)
-        dec = self.policy.decide(burst, self.gstate, lambda qs: sum(self.t[q] for q in qs) / len(qs))
+        dec = self.policy.decide(burst, self.gstate, lambda qs: mean_t(self.t, qs))
         self.metrics["bursts"] += 1
         if self.decisions is not None:
             self.decisions.append(dec)

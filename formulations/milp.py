@@ -105,7 +105,7 @@ def solve_milp(prob: pulp.LpProblem | MatrixMilp, *, backend: str = "highs", tim
         result = _solve_mathopt(prob, backend, time_limit, seed, rel_gap, feas_tol, threads, options or {})
     result.wall_time = time.perf_counter() - start
     result.backend = backend
-    if result.status == "error" and options:  # OR-Tools hides the solver's reason (e.g. an unknown option)
+    if result.status == "error" and options:  # the options are the usual suspects: name them
         result.message += f" (solver options given: {', '.join(sorted(options))})"
     return result
 
@@ -234,13 +234,21 @@ def _pulp_model(prob: pulp.LpProblem):
     return model, variables
 
 
+def _root_message(exc: BaseException) -> str:
+    """The first exception's text: OR-Tools 9.15 re-raises a solver's StatusNotOk as an unrelated
+    AttributeError ('StatusNotOk' object has no attribute 'canonical_code'), chaining the real one."""
+    while (exc.__cause__ or exc.__context__) is not None:
+        exc = exc.__cause__ or exc.__context__
+    return str(exc)
+
+
 def _run_mathopt(model, variables, solver_type, params, backend) -> MilpResult:
     from ortools.math_opt.python import mathopt
 
     try:
         result = mathopt.solve(model, solver_type, params=params)
     except Exception as exc:  # noqa: BLE001 - seen: HiGHS "kError [INTERNAL]", which OR-Tools re-raises badly
-        return MilpResult("error", None, None, message=f"{backend} failed: {exc}"[:300])
+        return MilpResult("error", None, None, message=f"{backend} failed: {_root_message(exc)}"[:300])
     reason = result.termination.reason
     has_solution = result.has_primal_feasible_solution()
     values = {}

@@ -65,3 +65,14 @@ def test_infeasible_and_unknown_backend():
 
     with pytest.raises(CepoptError, match="unknown MILP backend"):
         solve_milp(prob, backend="gurobi")
+
+
+@pytest.mark.parametrize("backend", ["highs", "scip"])
+def test_a_solver_error_keeps_the_solvers_reason(backend):
+    # OR-Tools re-raises the solver's status as an unrelated AttributeError; the reason must survive
+    option = {"highs": {"presolve": "bogus"}, "scip": {"separating/no_such_parameter": 1}}[backend]
+    result = solve_milp(knapsack([1, 2], [3, 4], 2), backend=backend, options=option)
+    assert result.status == "error"
+    assert "canonical_code" not in result.message
+    assert ("bogus" if backend == "highs" else "no_such_parameter") in result.message
+    assert result.message.startswith(f"{backend} failed:") and "solver options given" in result.message

@@ -31,7 +31,7 @@ from cepopt.params import parse_choice
 
 __all__ = [
     "CompiledQuery", "EdgePredicate", "HamletProblem", "SharingClass", "build", "compile_query",
-    "compile_workload", "pane_size",
+    "compile_workload", "mean_t", "pane_size", "query_t",
 ]
 
 OPS = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
@@ -265,6 +265,11 @@ def query_t(types: int, rule: str) -> float:
     return {"types": types, "others": types - 1, "one": 1}[rule]
 
 
+def mean_t(t_by_query: Mapping[str, float], queries: Sequence[str]) -> float:
+    """t of Eq. 7 for a group of costed queries: the average of their t (§8.8); 0 for none."""
+    return sum(t_by_query[q] for q in queries) / len(queries) if queries else 0.0
+
+
 def _eq7_rules(params: Mapping) -> tuple[str, str]:
     """``params.eq7_n`` and ``params.eq7_t`` (defaults: the paper's "graph" and "types")."""
     from cepopt.hamlet.graphlets import N_RULES
@@ -304,8 +309,7 @@ class HamletProblem:
 
     def t_of(self, queries: Sequence[str]) -> float:
         """t of Eq. 7: the average of the costed queries' t (§8.8; by default their number of types)."""
-        tq = dict(self.types_per_query)
-        return sum(tq[q] for q in queries) / len(queries) if queries else 0.0
+        return mean_t(dict(self.types_per_query), queries)
 
 
 def build(instance: Any, eq7_n: str | None = None, eq7_t: str | None = None) -> HamletProblem:
