@@ -234,11 +234,14 @@ def _pulp_model(prob: pulp.LpProblem):
     return model, variables
 
 
-def _root_message(exc: BaseException) -> str:
-    """The first exception's text: OR-Tools 9.15 re-raises a solver's StatusNotOk as an unrelated
-    AttributeError ('StatusNotOk' object has no attribute 'canonical_code'), chaining the real one."""
-    while (exc.__cause__ or exc.__context__) is not None:
-        exc = exc.__cause__ or exc.__context__
+def _solver_reason(exc: BaseException) -> str:
+    """The solver's reason for a failed MathOpt solve. OR-Tools 9.15 re-raises a solver's StatusNotOk as
+    an unrelated AttributeError ('StatusNotOk' object has no attribute 'canonical_code') with the real
+    error as its context: step past that wrapper only, not further down the chain (which may hold an
+    exception the caller was handling)."""
+    inner = exc.__cause__ or exc.__context__
+    if isinstance(exc, AttributeError) and "canonical_code" in str(exc) and inner is not None:
+        return str(inner)
     return str(exc)
 
 
@@ -248,7 +251,7 @@ def _run_mathopt(model, variables, solver_type, params, backend) -> MilpResult:
     try:
         result = mathopt.solve(model, solver_type, params=params)
     except Exception as exc:  # noqa: BLE001 - seen: HiGHS "kError [INTERNAL]", which OR-Tools re-raises badly
-        return MilpResult("error", None, None, message=f"{backend} failed: {_root_message(exc)}"[:300])
+        return MilpResult("error", None, None, message=f"{backend} failed: {_solver_reason(exc)}"[:300])
     reason = result.termination.reason
     has_solution = result.has_primal_feasible_solution()
     values = {}

@@ -76,3 +76,13 @@ def test_a_solver_error_keeps_the_solvers_reason(backend):
     assert "canonical_code" not in result.message
     assert ("bogus" if backend == "highs" else "no_such_parameter") in result.message
     assert result.message.startswith(f"{backend} failed:") and "solver options given" in result.message
+
+
+def test_a_solver_error_does_not_report_the_callers_exception():
+    # the solver's error is chained to whatever the caller was handling; only the wrapper is skipped
+    try:
+        raise ValueError("the caller's own error")
+    except ValueError:
+        result = solve_milp(knapsack([1, 2], [3, 4], 2), backend="highs", options={"presolve": "bogus"})
+    assert result.status == "error"
+    assert "bogus" in result.message and "caller" not in result.message
