@@ -30,6 +30,9 @@ from cepopt.model import And, Kleene, Not, Or, Pattern, Query, Seq, Statistics, 
 __all__ = ["Instance", "from_json", "load", "save", "to_json", "schema", "pattern_from_json", "pattern_to_json"]
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "instance.schema.json"
+# jsonschema spends 6-8 stack frames per level of a pattern AST, so JSON cannot have the text
+# parser's MAX_PATTERN_DEPTH: deeper documents would overflow Python's 1000-frame stack.
+MAX_JSON_DEPTH = 100
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,9 +82,25 @@ def _json_path(parts) -> str:
     return out or "(top level)"
 
 
+def _check_depth(data: Any) -> None:
+    """Reject nesting deeper than MAX_JSON_DEPTH under a top-level key (checked level by level,
+    without recursion)."""
+    for key, value in data.items():
+        level = [value]
+        for _ in range(MAX_JSON_DEPTH):
+            level = [item for node in level if isinstance(node, dict | list)
+                     for item in (node.values() if isinstance(node, dict) else node)]
+            if not level:
+                break
+        else:
+            raise InstanceError(f"{key}: nested more than {MAX_JSON_DEPTH} levels deep")
+
+
 def _validate_schema(data: Any) -> None:
     import jsonschema
 
+    if isinstance(data, dict):
+        _check_depth(data)
     validator = jsonschema.Draft202012Validator(schema())
     errors = list(validator.iter_errors(data))
     if not errors:
@@ -90,7 +109,11 @@ def _validate_schema(data: Any) -> None:
     # Descend into oneOf alternatives to the most specific message.
     while error.context:
         error = jsonschema.exceptions.best_match(error.context)
-    raise InstanceError(f"{_json_path(error.absolute_path)}: {error.message}")
+    message = error.message
+    found = {dict: "an object", list: "an array", str: "a string"}.get(type(error.instance))
+    if error.validator == "type" and found:  # name the type rather than echo a value of any length
+        message = f"must be a JSON {error.validator_value}, not {found}"
+    raise InstanceError(f"{_json_path(error.absolute_path)}: {message}")
 
 
 def pattern_from_json(data: Any) -> Pattern:
@@ -140,7 +163,7 @@ def _structured_query(entry: Mapping, path: str) -> Query:
             value = entry[key]
             try:
                 seconds = syntax.parse_duration(value) if isinstance(value, str) else value
-                Window(seconds)
+                Window(seconds) if key == "within" else Window(1, seconds)  # errors say length or slide
             except (QuerySyntaxError, ModelError) as exc:
                 raise InstanceError(f"{path}.{key}: {exc}") from None
             parts.append(f"{key.upper()} {seconds}")
@@ -188,21 +211,28 @@ def from_json(data: Any) -> Instance:
     except ModelError as exc:
         raise InstanceError(f"statistics: {exc}") from None
     declared = data.get("event_types")
-    declared = tuple(declared) if declared is not None else ()
-    known = set(declared) | {name for name, _ in statistics.rates}
-    if known:
-        source = "event_types" if declared else "statistics.rates"
+    if declared is not None:
+        declared = tuple(declared)
+        known, source = set(declared), "event_types"
+        # The declaration is the whole vocabulary: the statistics may not name other types either.
+        for key in ("rates", "events_per_window"):
+            for name, _ in getattr(statistics, key):
+                if name not in known:
+                    raise InstanceError(f"statistics.{key}.{name}: unknown event type {name!r} (not in event_types)")
+    else:
+        known, source = {name for name, _ in statistics.rates}, "statistics.rates"
+    if declared is not None or known:  # else there is nothing to check against
         for query, path in zip(workload, paths, strict=True):
             for name in query.pattern.event_types():
                 if name not in known:
                     raise InstanceError(f"{path}.pattern: unknown event type {name!r} (not in {source})")
-    for i, event in enumerate(data.get("stream") or ()):
-        if known and event["type"] not in known:
-            raise InstanceError(f"stream[{i}].type: unknown event type {event['type']!r}")
+        for i, event in enumerate(data.get("stream") or ()):
+            if event["type"] not in known:
+                raise InstanceError(f"stream[{i}].type: unknown event type {event['type']!r}")
     return Instance(
         problem=data["problem"], workload=workload, statistics=statistics, name=data.get("name"),
         description=data.get("description", ""), params=dict(data.get("params", {})),
-        expected=dict(data.get("expected", {})), stream=data.get("stream"), event_types=declared,
+        expected=dict(data.get("expected", {})), stream=data.get("stream"), event_types=declared or (),
     )
 
 
@@ -239,13 +269,20 @@ def load(source: str | Path) -> Instance:
             raise InstanceError(f"{source}: no such file or bundled instance (see `cepopt instances`)")
         path = bundled
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InstanceError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object.count(b"\n", 0, exc.start) + 1
+        raise InstanceError(f"{source}: not UTF-8 text (byte {exc.object[exc.start]:#04x} on line {line})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InstanceError(f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise InstanceError(f"{source}: JSON nested too deeply") from None
+    except ValueError:  # json parses integers with int(), which refuses more than 4300 digits
+        raise InstanceError(f"{source}: a JSON integer has too many digits") from None
     try:
         return from_json(data)
     except InstanceError as exc:
@@ -254,7 +291,11 @@ def load(source: str | Path) -> Instance:
 
 def save(instance: Instance, path: str | Path) -> Path:
     path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(to_json(instance), indent=2) + "\n")
+    text = json.dumps(to_json(instance), indent=2) + "\n"
+    try:
+        if not path.parent.exists():
+            path.parent.mkdir(parents=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InstanceError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return path

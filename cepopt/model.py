@@ -22,6 +22,7 @@ Pattern AST::
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Union
@@ -31,11 +32,12 @@ from cepopt.errors import ModelError
 __all__ = [
     "Aggregate", "And", "AttrRef", "Condition", "Equivalence", "Filter", "Kleene", "Not", "Or",
     "Pattern", "Predicate", "Query", "Seq", "Statistics", "Type", "Window", "Workload",
-    "AGGREGATE_FUNCTIONS", "COMPARISON_OPS",
+    "AGGREGATE_FUNCTIONS", "COMPARISON_OPS", "MAX_PATTERN_DEPTH",
 ]
 
 AGGREGATE_FUNCTIONS = ("COUNT", "SUM", "AVG", "MIN", "MAX")
 COMPARISON_OPS = ("=", "!=", "<", "<=", ">", ">=")
+MAX_PATTERN_DEPTH = 200  # deeper patterns would overflow the recursive walks (iter_types, printing)
 _KEYWORDS = frozenset({
     "RETURN", "PATTERN", "WHERE", "GROUP", "BY", "GROUP-BY", "WITHIN", "WINDOW", "SLIDE", "AND",
     "OR", "SEQ", "NOT", "KL", "SEL", "COUNT", "SUM", "AVG", "MIN", "MAX",
@@ -62,6 +64,7 @@ class Type:
 
     name: str
     var: str | None = None
+    _height = 1  # a class attribute, not a field: see _set_height
 
     def __post_init__(self) -> None:
         _check_identifier(self.name, "event type")
@@ -86,6 +89,7 @@ class _Nary:
         for item in items:
             if not isinstance(item, Type | Seq | And | Or | Kleene | Not):
                 raise ModelError(f"{type(self).__name__.upper()} operand is not a pattern: {item!r}")
+        _set_height(self, items)
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ class _Unary:
     def __post_init__(self) -> None:
         if not isinstance(self.inner, Type | Seq | And | Or | Kleene | Not):
             raise ModelError(f"{type(self).__name__} operand is not a pattern: {self.inner!r}")
+        _set_height(self, (self.inner,))
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,15 @@ class Not(_Unary):
 
 
 Pattern = Union[Type, Seq, And, Or, Kleene, Not]
+
+
+def _set_height(node: _Nary | _Unary, children: tuple[Pattern, ...]) -> None:
+    """Store the node's height (not a field: no effect on equality or repr) and bound it; the
+    parser's nesting limit alone misses chains of postfix ``+``."""
+    height = 1 + max(child._height for child in children)
+    if height > MAX_PATTERN_DEPTH:
+        raise ModelError(f"pattern nested more than {MAX_PATTERN_DEPTH} levels deep")
+    object.__setattr__(node, "_height", height)
 
 
 def iter_types(pattern: Pattern) -> Iterator[Type]:
@@ -280,18 +294,27 @@ class Window:
     slide: float | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.length, bool) or not isinstance(self.length, int | float) or not (
-            math.isfinite(self.length) and self.length > 0
-        ):
-            raise ModelError(f"window length must be > 0, got {self.length!r}")
-        if self.slide is not None and (
-            isinstance(self.slide, bool) or not isinstance(self.slide, int | float)
-            or not (math.isfinite(self.slide) and self.slide > 0)
-        ):
-            raise ModelError(f"window slide must be > 0, got {self.slide!r}")
+        _check_number(self.length, "window length", positive=True)
+        if self.slide is not None:
+            _check_number(self.slide, "window slide", positive=True)
         object.__setattr__(self, "length", _normal_number(self.length))
         if self.slide is not None:
             object.__setattr__(self, "slide", _normal_number(self.slide))
+
+
+def _check_number(value: object, what: str, *, positive: bool = False) -> None:
+    """A finite number >= 0 (> 0 if ``positive``). JSON admits NaN, Infinity and integers of any
+    size; math.isfinite overflows on an int beyond the float range (and its repr would fill a line)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ModelError(f"{what} must be a number, got {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:
+        raise ModelError(f"{what} is too large (over {sys.float_info.max:.1e})") from None
+    if not finite:
+        raise ModelError(f"{what} must be a finite number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise ModelError(f"{what} must be {'> 0' if positive else '>= 0'}, got {value!r}")
 
 
 def _normal_number(x: float) -> float:
@@ -473,10 +496,7 @@ class Statistics:
         rates = _frozen_items(self.rates)
         for name, rate in rates:
             _check_identifier(name, "event type")
-            if isinstance(rate, bool) or not isinstance(rate, int | float) or not math.isfinite(rate):
-                raise ModelError(f"rate of {name!r} must be a finite number, got {rate!r}")
-            if rate < 0:
-                raise ModelError(f"rate of {name!r} must be >= 0, got {rate!r}")
+            _check_number(rate, f"rate of {name!r}")
         sels = []
         items = self.selectivities.items() if isinstance(self.selectivities, Mapping) else self.selectivities
         for key, value in items:
@@ -496,8 +516,7 @@ class Statistics:
         per_window = _frozen_items(self.events_per_window)
         for name, count in per_window:
             _check_identifier(name, "event type")
-            if isinstance(count, bool) or not isinstance(count, int | float) or count < 0:
-                raise ModelError(f"events per window of {name!r} must be >= 0, got {count!r}")
+            _check_number(count, f"events per window of {name!r}")
         object.__setattr__(self, "rates", rates)
         object.__setattr__(self, "selectivities", tuple(sorted(sels)))
         object.__setattr__(self, "events_per_window", per_window)

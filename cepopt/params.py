@@ -1,19 +1,173 @@
-"""Reading family options (``params.KEY`` / ``--param KEY=VALUE``) with one-line user errors."""
+"""Reading family options (``params.KEY`` / ``--param KEY=VALUE``) with one-line user errors.
+
+Method options are read from the method's signature (:func:`read_options`): each option is converted
+to its annotation (``bool``, ``int``, ``float``, ``str``, ``Literal[...]``, ``X | None``; unannotated:
+the type of its default) and checked against the bounds of ``Annotated[X, Bound(">=", 1), ...]``
+(:data:`PositiveInt`, :data:`PositiveFloat`, :data:`Workers`); ``Any`` opts out. The values come as
+JSON from ``--param`` (so ``abc`` arrives as text) or as Python values.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import functools
+import inspect
+import math
+import numbers
+import operator
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 from cepopt.errors import CepoptError
 
-__all__ = ["parse_choice"]
+__all__ = ["Bound", "PositiveFloat", "PositiveInt", "Workers", "parse_bool", "parse_choice", "read_options"]
+
+_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+
+
+@dataclass(frozen=True)
+class Bound:
+    """``Annotated`` metadata: a numeric option must satisfy ``value OP limit``."""
+
+    op: Literal[">=", ">", "<=", "<"]
+    limit: float
+
+    def holds(self, value: Any) -> bool:
+        return _OPS[self.op](value, self.limit)
+
+
+PositiveInt = Annotated[int, Bound(">=", 1)]
+PositiveFloat = Annotated[float, Bound(">", 0)]
+#: solver threads; the cap keeps the value within what the solvers accept (CP-SAT: a 32-bit int)
+Workers = Annotated[int, Bound(">=", 1), Bound("<=", 1024)]
+
+_BOOL_WORDS = {"true": True, "yes": True, "1": True, "on": True,
+               "false": False, "no": False, "0": False, "off": False}
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
+        return _BOOL_WORDS[value.strip().lower()]
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _from_text(value: Any) -> Any:
+    """A number written as text (Python callers; ``--param`` already reads JSON numbers), else ``value``."""
+    if isinstance(value, str):
+        for parse in (int, float):
+            try:
+                return parse(value)
+            except ValueError:
+                pass
+    return value
+
+
+def _int(value: Any) -> int:
+    x = _from_text(value)
+    if not isinstance(x, bool):
+        if isinstance(x, numbers.Integral):
+            return int(x)
+        if isinstance(x, numbers.Real) and float(x).is_integer():  # 2e6 reads as a float
+            return int(x)
+    raise ValueError(f"expected an integer, got {value!r}")
+
+
+def _float(value: Any) -> float:
+    x = _from_text(value)
+    if isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x):
+        return float(x)
+    raise ValueError(f"expected a finite number, got {value!r}")
+
+
+def _str(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"expected text, got {value!r}")
+
+
+def _choice(value: Any, table: Mapping[str, str]) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in table:
+        raise ValueError(f"expected one of {', '.join(table)}, got {value!r}")
+    return table[value.strip().lower()]
+
+
+_READERS: dict[Any, Callable[[Any], Any]] = {bool: _bool, int: _int, float: _float, str: _str}
+
+
+def _reader(annotation: Any) -> Callable[[Any], Any] | None:
+    """The reader of values of ``annotation``; None when it is not one of the supported forms."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        read = _reader(args[0])
+        bounds = [m for m in annotation.__metadata__ if isinstance(m, Bound)]
+        if read is None:
+            return None
+
+        def bounded(value: Any) -> Any:
+            x = read(value)
+            for b in bounds:
+                if not b.holds(x):
+                    raise ValueError(f"must be {b.op} {b.limit:g}, got {value!r}")
+            return x
+
+        return bounded
+    if origin is Literal:
+        return functools.partial(_choice, table={str(a).lower(): a for a in args})
+    if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
+        inner = _reader(next(a for a in args if a is not type(None)))
+        return None if inner is None else lambda v: None if v is None else inner(v)
+    return _READERS.get(annotation)
+
+
+@functools.cache
+def _readers(fn: Callable[..., Any], names: tuple[str, ...]) -> dict[str, Callable[[Any], Any]]:
+    # Resolved on first use, not at @register time: annotations may name what the module defines later.
+    hints = typing.get_type_hints(fn, include_extras=True)
+    params = inspect.signature(fn).parameters
+    out = {}
+    for name in names:
+        declared = hints.get(name, type(params[name].default))
+        out[name] = (lambda v: v) if declared is Any else _reader(declared)
+        if out[name] is None:  # an unchecked option is how int("abc") tracebacks happen: refuse it
+            raise TypeError(f"{fn.__qualname__}: annotate option {name!r} as bool, int, float, str, "
+                            f"Literal[...], X | None or Annotated[X, Bound(...)] (or Any), not {declared!r}")
+    return out
+
+
+def read_options(fn: Callable[..., Any], names: tuple[str, ...], options: Mapping[str, Any],
+                 what: str) -> dict[str, Any]:
+    """``options`` (a subset of the keyword-only parameters ``names`` of ``fn``) converted and checked
+    as ``fn``'s signature declares; a bad value raises a CepoptError naming ``params.KEY`` and ``what``."""
+    readers = _readers(fn, names)
+    out = {}
+    for key, value in options.items():
+        try:
+            out[key] = readers[key](value)
+        except ValueError as exc:
+            raise CepoptError(f"params.{key} ({what}): {exc}") from None
+    return out
+
+
+def parse_bool(value: Any, key: str) -> bool:
+    """``value`` as a boolean (true/false, yes/no, on/off, 1/0); anything else raises a CepoptError
+    naming ``params.KEY``."""
+    try:
+        return _bool(value)
+    except ValueError as exc:
+        raise CepoptError(f"params.{key}: {exc}") from None
 
 
 def parse_choice(key: str, value: Any, choices: Mapping[str, str] | tuple) -> str:
     """``value`` as one of ``choices`` (case and surrounding blanks ignored); a mapping also renames
     (alias -> canonical name). Anything else raises a CepoptError naming ``params.KEY``."""
     table = choices if isinstance(choices, Mapping) else {c: c for c in choices}
-    if not isinstance(value, str) or value.strip().lower() not in table:
-        raise CepoptError(f"params.{key}: expected one of {', '.join(dict.fromkeys(table))}, got {value!r}")
-    return table[value.strip().lower()]
+    try:
+        return _choice(value, table)
+    except ValueError as exc:
+        raise CepoptError(f"params.{key}: {exc}") from None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cepopt.errors import CepoptError, NotBuiltError, UnknownNameError
+from cepopt.params import read_options
 from cepopt.plugins import import_built
 from cepopt.solution import MethodResult, Solution, Solutions, gap
 
@@ -173,18 +174,24 @@ def solve(instance: Any, method: str, time_limit: float | None = None, seed: int
     inst = _load(instance)
     fam = family(inst.problem)
     problem_params, method_params = _split_params(fam, params)
+    meth = _method_entry(fam.name, method)
+    options = _method_options(meth, method_params)
     if problem is None:
         problem = fam.build(inst, **problem_params)
-    return _run(fam, problem, _method_entry(fam.name, method), time_limit, seed, method_params,
-                inst.name)
+    return _run(fam, problem, meth, time_limit, seed, options, inst.name)
 
 
-def _run(fam: Family, problem: Any, meth: Method, time_limit: float | None, seed: int,
-         options: dict, instance_name: str | None) -> Solution:
+def _method_options(meth: Method, options: Mapping[str, Any]) -> dict:
+    """``options`` read as ``meth``'s signature declares them (checked before the problem is built)."""
     unknown = sorted(set(options) - set(meth.options))
     if unknown:
         known = ", ".join(meth.options) or "none"
         raise CepoptError(f"method {meth.name!r} has no option {unknown[0]!r} (options: {known})")
+    return read_options(meth.fn, meth.options, options, f"method {meth.name!r}")
+
+
+def _run(fam: Family, problem: Any, meth: Method, time_limit: float | None, seed: int,
+         options: dict, instance_name: str | None) -> Solution:
     if time_limit is not None and not (isinstance(time_limit, int | float) and time_limit > 0):
         raise CepoptError(f"time limit must be > 0 seconds, got {time_limit!r}")
     start = time.perf_counter()
@@ -231,14 +238,21 @@ def compare(instance: Any, methods: Iterable[str] | None = None, time_limit: flo
     fam = family(inst.problem)
     table = _method_table(fam.name)
     names = list(methods) if methods is not None else list(fam.default_methods or table)
-    for name in names:
-        _method_entry(fam.name, name)
+    if not names:
+        raise CepoptError("compare: no method given")
+    chosen = [_method_entry(fam.name, name) for name in names]
     problem_params, method_params = _split_params(fam, params)
+    # Each method gets the keys it knows; a key that no compared method knows is a typo, not a no-op.
+    known = sorted({o for meth in chosen for o in meth.options})
+    unused = sorted(set(method_params) - set(known))
+    if unused:
+        raise CepoptError(f"no compared method has option {unused[0]!r} (their options: "
+                          f"{', '.join(known) or 'none'})")
+    runs = [(meth, _method_options(meth, {k: v for k, v in method_params.items() if k in meth.options}))
+            for meth in chosen]
     problem = fam.build(inst, **problem_params)
     out = Solutions()
-    for name in names:
-        meth = table[name]
-        options = {k: v for k, v in method_params.items() if k in meth.options}
+    for meth, options in runs:
         out.append(_run(fam, problem, meth, time_limit, seed, options, inst.name))
     return out
 

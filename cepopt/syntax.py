@@ -39,6 +39,7 @@ True
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from typing import NamedTuple
@@ -47,6 +48,7 @@ from cepopt.errors import ModelError, QuerySyntaxError
 from cepopt.model import (
     _KEYWORDS,
     AGGREGATE_FUNCTIONS,
+    MAX_PATTERN_DEPTH,
     Aggregate,
     And,
     AttrRef,
@@ -110,7 +112,6 @@ for _names, _factor in (
         _UNITS[_name] = _factor
 
 _RESERVED = frozenset(_KEYWORDS)
-_MAX_DEPTH = 200
 
 
 class _Token(NamedTuple):
@@ -171,14 +172,10 @@ def _describe(tok: _Token) -> str:
     return "end of input" if tok.kind == _EOF else f"'{tok.text}'"
 
 
-def _literal(text: str) -> int | float:
-    return float(text) if any(c in text for c in ".eE") else int(text)
-
-
 def _unescape_one(m: re.Match) -> str:
     code = m.group(1)
     if len(code) > 1:
-        return chr(int(code[1:], 16))  # ValueError beyond U+10FFFF
+        return chr(int(code[1:], 16))  # ValueError beyond U+10FFFF, OverflowError beyond 2**31
     return _ESCAPES.get(code, code)
 
 
@@ -188,8 +185,10 @@ def _unescape(text: str) -> str:
     return _ESCAPE_RE.sub(_unescape_one, text[1:-1])
 
 
-def _seconds(value: int | Fraction) -> int | float:
-    """An exact duration as the model stores it: int when integral, else the nearest float."""
+def _seconds(value: int | float | Fraction) -> int | float:
+    """A duration as the model stores it: int when exact and integral, else the nearest float."""
+    if isinstance(value, float):
+        return value
     return int(value) if value.denominator == 1 else float(value)
 
 
@@ -252,6 +251,18 @@ class _Parser:
         except ModelError as exc:
             raise self.error(str(exc), tok) from None
 
+    def number(self, tok: _Token, exact: bool = False) -> int | float | Fraction:
+        """A number token's value: an int for plain digits, else a float; with ``exact`` (durations,
+        where 0.1 min is 6 s) a Fraction, but only for a finite non-zero float: Fraction builds
+        10**exponent, which takes minutes for 1e999999999."""
+        try:
+            if tok.text.isdigit():
+                return int(tok.text)
+            value = float(tok.text)
+            return Fraction(tok.text) if exact and math.isfinite(value) and value != 0 else value
+        except ValueError:  # int() and Fraction() refuse more digits than sys.get_int_max_str_digits()
+            raise self.error(f"number too long ({len(tok.text)} characters)", tok) from None
+
     def groupby_len(self) -> int:
         """Tokens of a GROUP-BY keyword at the cursor (GROUP-BY, GROUP BY, GROUP_BY), else 0."""
         tok = self.peek()
@@ -265,12 +276,13 @@ class _Parser:
 
     # -- durations ----------------------------------------------------------------------------
 
-    def duration(self) -> tuple[int | Fraction, _Token]:
+    def duration(self, what: str = "duration") -> tuple[int | float, _Token]:
+        """A duration in seconds and its number token."""
         tok = self.peek()
         if tok.kind != _NUMBER:
             raise self.expected("a duration (a number with an optional unit: ms, s, min, h)", tok)
         self.advance()
-        value = int(tok.text) if tok.text.isdigit() else Fraction(tok.text)
+        value = self.number(tok, exact=True)
         unit = self.peek()
         if unit.kind == _IDENT and self.peek(1).key != ":" and "\n" not in self.text[tok.pos:unit.pos]:
             factor = _UNITS.get(unit.text.lower())
@@ -281,16 +293,17 @@ class _Parser:
                 "RETURN", "PATTERN"
             ):
                 raise self.error(f"unknown time unit {unit.text!r} (use ms, s, min, h or d)", unit)
-        return value, tok
+        try:
+            too_large = math.isinf(value)
+        except OverflowError:  # an int or Fraction beyond the float range
+            too_large = True
+        if too_large:
+            raise self.error(f"{what} is too large", tok)
+        return _seconds(value), tok
 
     def window_number(self, what: str) -> float:
-        value, tok = self.duration()
-        seconds = _seconds(value)
-        try:
-            positive = value > 0 and float(seconds) > 0
-        except OverflowError:
-            raise self.error(f"window {what} is too large", tok) from None
-        if not positive:
+        seconds, tok = self.duration(f"window {what}")
+        if not seconds > 0:  # 0, or a positive duration that underflows to 0.0
             raise self.error(f"window {what} must be > 0, got {tok.text}", tok)
         return seconds
 
@@ -298,8 +311,8 @@ class _Parser:
 
     def pattern(self) -> Pattern:
         self.depth += 1
-        if self.depth > _MAX_DEPTH:
-            raise self.error(f"pattern nested more than {_MAX_DEPTH} levels deep", self.peek())
+        if self.depth > MAX_PATTERN_DEPTH:
+            raise self.error(f"pattern nested more than {MAX_PATTERN_DEPTH} levels deep", self.peek())
         try:
             tok = self.peek()
             if tok.key == "NOT" and tok.kind == _IDENT:
@@ -420,14 +433,14 @@ class _Parser:
         value: int | float | str
         if tok.kind == _OP and tok.key == "-" and self.peek(1).kind == _NUMBER:
             self.advance()
-            value = -_literal(self.advance().text)
+            value = -self.number(self.advance())
         elif tok.kind == _NUMBER:
-            value = _literal(self.advance().text)
+            value = self.number(self.advance())
         elif tok.kind == _STRING:
             self.advance()
             try:
                 value = _unescape(tok.text)
-            except ValueError:
+            except (ValueError, OverflowError):
                 raise self.error("bad escape in string (\\U code point beyond 10FFFF)", tok) from None
         elif self.is_name(tok):
             self.advance()
@@ -446,7 +459,7 @@ class _Parser:
             if sel_tok.kind != _NUMBER:
                 raise self.expected("a selectivity in (0, 1]", sel_tok)
             self.advance()
-            sel = _literal(sel_tok.text)
+            sel = self.number(sel_tok)
             if not 0 < sel <= 1:
                 raise self.error(f"selectivity must be in (0, 1], got {sel_tok.text}", sel_tok)
         if right is not None:
@@ -629,12 +642,12 @@ def parse_duration(text: str) -> int | float:
     (1200, 0.5, 5400, 7)
     """
     parser = _Parser(text)
-    value, _ = parser.duration()
+    seconds, _ = parser.duration()
     tok = parser.peek()
     if tok.kind == _IDENT and parser.peek(1).kind == _EOF:
         raise parser.error(f"unknown time unit {tok.text!r} (use ms, s, min, h or d)", tok)
     parser.finish()
-    return _seconds(value)
+    return seconds
 
 
 # ---------------------------------------------------------------------------------------------

@@ -61,11 +61,24 @@ def _as_instance(instance: Any):
     return instance if isinstance(instance, Instance) else load(instance)
 
 
-def _events(stream: Any, instance: Any, spark):
-    from cepopt.executor.streams import resolve_stream, to_spark
+def _local_stream(stream: Any, instance: Any):
+    """Do what needs no Spark before starting it, so that a bad stream fails fast: the embedded and
+    ``gen:`` streams become pandas frames; a stream file must exist and be CSV or Parquet (read_stream
+    reads it with Spark)."""
+    from cepopt.executor.streams import resolve_stream_pandas, stream_format
 
-    if stream is None or isinstance(stream, str | Path):
-        return resolve_stream(None if stream is None else str(stream), instance, spark)
+    if stream is None or isinstance(stream, str) and stream.startswith("gen:"):
+        return resolve_stream_pandas(stream, instance)
+    if isinstance(stream, str | Path):
+        stream_format(stream)
+    return stream
+
+
+def _events(stream: Any, spark):
+    from cepopt.executor.streams import read_stream, to_spark
+
+    if isinstance(stream, str | Path):
+        return read_stream(stream, spark)
     if isinstance(stream, pd.DataFrame):
         return to_spark(stream, spark)
     if isinstance(stream, list | tuple):
@@ -96,8 +109,9 @@ def execute(instance: Any, plan: Any, stream: Any = None, *, spark=None, problem
         if fam.baseline_plan is None:
             raise CepoptError(f"family {fam.name} has no baseline plan")
         plan = fam.baseline_plan(problem)
+    stream = _local_stream(stream, inst)
     spark = spark or get_spark()
-    events = _events(stream, inst, spark)
+    events = _events(stream, spark)
     accepted = inspect.signature(driver.execute).parameters
     kwargs = {k: v for k, v in driver_options.items() if k in accepted}
     return driver.execute(problem, plan, events, spark, **kwargs)
@@ -116,8 +130,10 @@ def load_plan(fam, problem, instance, plan_spec: str, *, params: dict | None = N
         if not path.is_file():
             raise CepoptError(f"{plan_spec}: no such plan file")
         try:
-            value = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise CepoptError(f"{plan_spec}: cannot read: {exc.strerror or exc}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: deep nesting
             raise CepoptError(f"{plan_spec}: not JSON ({exc})") from None
         if isinstance(value, dict) and "plan" in value and ("method" in value or "status" in value):
             value = value["plan"]  # a saved Solution
@@ -130,19 +146,27 @@ def load_plan(fam, problem, instance, plan_spec: str, *, params: dict | None = N
                       "objective": sol.objective, "solve_time_s": round(sol.time_s, 6)}
 
 
+def _results_format(output: str | Path) -> str:
+    """``csv`` or ``parquet`` by the extension of ``output``."""
+    suffix = Path(output).suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    raise CepoptError(f"{output}: unknown results format (use .csv or .parquet)")
+
+
 def write_results(results: pd.DataFrame, output: str | Path) -> None:
     """Write results as CSV or Parquet by extension; values as exact text (ints can exceed 2^63)."""
     output = Path(output)
+    fmt = _results_format(output)
     df = results.copy()
     df["value"] = [res.format_value(v) if isinstance(v, float) else str(res.py_scalar(v)) for v in df["value"]]
-    suffix = output.suffix.lower()
     output.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".csv":
+    if fmt == "csv":
         df.to_csv(output, index=False)
-    elif suffix in (".parquet", ".pq"):
-        df.to_parquet(output, index=False)
     else:
-        raise CepoptError(f"{output}: unknown results format (use .csv or .parquet)")
+        df.to_parquet(output, index=False)
 
 
 def execute_command(instance: Any, plan_spec: str, stream_spec: str | None, *, master: str | None = None,
@@ -159,10 +183,14 @@ def execute_command(instance: Any, plan_spec: str, stream_spec: str | None, *, m
     fam, problem, _ = build_problem(inst, params)
     plan, info = load_plan(fam, problem, inst, plan_spec or "nonshared", params=params, time_limit=time_limit,
                            seed=seed)
+    # Check the inputs before Spark starts (slow, and noisy on stderr).
+    if output:
+        _results_format(output)
+    stream = _local_stream(stream_spec, inst)
     spark = get_spark(master)
     start = time.perf_counter()
     # With estimate_stats a driver that supports it re-plans with `method` on the estimated statistics.
-    result = execute(inst, plan, stream_spec, spark=spark, problem=problem, estimate_stats=estimate_stats,
+    result = execute(inst, plan, stream, spark=spark, problem=problem, estimate_stats=estimate_stats,
                      method=info.get("method"), time_limit=time_limit, seed=seed)
     wall = time.perf_counter() - start
     if output:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from cepopt.errors import CepoptError
 
-__all__ = ["parse_generator_spec", "read_stream", "read_stream_pandas", "resolve_stream",
+__all__ = ["parse_generator_spec", "stream_format", "read_stream", "read_stream_pandas", "resolve_stream",
            "resolve_stream_pandas", "to_spark"]
 
 
@@ -85,22 +85,30 @@ def _check_pandas(df: pd.DataFrame, where: str, line_offset: int | None) -> pd.D
 def read_stream_pandas(path: str | Path) -> pd.DataFrame:
     """Read a CSV or Parquet stream into pandas, with the schema checks."""
     path = Path(path)
-    if not path.exists():
-        raise CepoptError(f"{path}: no such stream file")
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
+    if stream_format(path) == "csv":
         try:
             df = pd.read_csv(path)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise CepoptError(f"{path}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
         return _check_pandas(df, str(path), 2)
-    if suffix in (".parquet", ".pq") or path.is_dir():
-        try:
-            df = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises many types for a bad file
-            raise CepoptError(f"{path}: not a readable Parquet stream ({exc})") from None
-        return _check_pandas(df, str(path), None)
-    raise CepoptError(f"{path}: unknown stream format (use .csv or .parquet)")
+    try:
+        df = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises many types for a bad file
+        raise CepoptError(f"{path}: not a readable Parquet stream ({exc})") from None
+    return _check_pandas(df, str(path), None)
+
+
+def stream_format(path: str | Path) -> str:
+    """``csv`` or ``parquet`` for an existing stream file (or Parquet folder); CepoptError otherwise."""
+    p = Path(path)
+    if not p.exists():
+        raise CepoptError(f"{p}: no such stream file")
+    suffix = p.suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".parquet", ".pq") or p.is_dir():
+        return "parquet"
+    raise CepoptError(f"{p}: unknown stream format (use .csv or .parquet)")
 
 
 def resolve_stream_pandas(spec: str | None, instance: Any = None) -> pd.DataFrame:
@@ -161,16 +169,12 @@ def read_stream(path: str | Path, spark):
     from pyspark.sql import functions as F
 
     p = Path(path)
-    if not p.exists():
-        raise CepoptError(f"{p}: no such stream file")
-    suffix = p.suffix.lower()
+    fmt = stream_format(p)
     try:
-        if suffix == ".csv":
+        if fmt == "csv":
             sdf = spark.read.csv(str(p), header=True, inferSchema=True)
-        elif suffix in (".parquet", ".pq") or p.is_dir():
-            sdf = spark.read.parquet(str(p))
         else:
-            raise CepoptError(f"{p}: unknown stream format (use .csv or .parquet)")
+            sdf = spark.read.parquet(str(p))
     except AnalysisException as exc:
         raise CepoptError(f"{p}: not a readable stream ({str(exc).splitlines()[0]})") from None
     for col in ("ts", "type"):
@@ -180,7 +184,7 @@ def read_stream(path: str | Path, spark):
     ts_num = F.expr("try_cast(ts as double)")
     bad = sdf.filter(ts_long.isNull() | (ts_num != ts_long.cast("double")) | F.col("type").isNull())
     if bad.limit(1).count():
-        if suffix == ".csv":
+        if fmt == "csv":
             found = _csv_bad_line(p, "ts")
             if found:
                 lineno, value = found

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cepopt.errors import UnknownNameError
+from cepopt.errors import CepoptError, UnknownNameError
 from cepopt.plugins import import_built
 
 __all__ = ["EXPERIMENTS", "Experiment", "ExperimentOutput", "get_experiment", "markdown_table", "run_experiment"]
@@ -170,7 +170,10 @@ def run_experiment(exp: Experiment, *, quick: bool = False, out_dir: str | Path 
     from tqdm import tqdm
 
     out = Path(out_dir) if out_dir is not None else RESULTS_DIR / (exp.name + ("-quick" if quick else ""))
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. --out names an existing file
+        raise CepoptError(f"{out}: cannot create the output folder: {exc.strerror or exc}") from None
     csv_path = out / f"{exp.name}.csv"
     if not resume and csv_path.exists():
         csv_path.unlink()

@@ -7,8 +7,9 @@ Grid: preset (default, stress; instances/sharon_generator.py) x queries (10, 20,
 * ``original``: the Sharon graph (expand=false): greedy (the paper's GO), sharon (SO without
   expansion), exhaustive, cpsat, milp, cpsat-compact, milp-compact;
 * ``expanded``: the conflict-resolved graph of Alg. 5-6 (expand=true): the same methods. The graph
-  methods work on the enumerated options (capped at 256 per candidate, reported in ``options_cut``);
-  the compact models encode the full option set without enumerating it;
+  methods work on the enumerated options (capped at 256 per candidate, reported in ``options_cut``;
+  a capped graph makes their result ``feasible``, not a proof); the compact models encode the full
+  option set without enumerating it;
 * ``all``: every subset of every sharable pattern (subsets=all): cpsat-compact, milp-compact.
 
 Every call has a 60 s limit. Methods are skipped beyond the sizes in ``LIMITS`` (the enumeration of

@@ -21,7 +21,8 @@ __all__ = ["configure", "generate", "random_instance"]
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queries", type=int, default=8, help="number of queries (default 8)")
-    parser.add_argument("--types", type=int, default=None, help="number of event types (default N/2 + 3)")
+    parser.add_argument("--types", type=int, default=None,
+                        help="number of event types (default N/2 + 3; at least --max-length)")
     parser.add_argument("--min-length", type=int, default=2, help="fewest types per query (default 2)")
     parser.add_argument("--max-length", type=int, default=5, help="most types per query (default 5)")
     parser.add_argument("--kleene", type=float, default=0.3, help="share of Kleene queries (default 0.3)")
@@ -59,6 +60,11 @@ def random_instance(queries: int = 8, seed: int = 0, *, types: int | None = None
         raise CepoptError("--min-length/--max-length: need 2 <= min <= max")
     if max_frequency < 1:
         raise CepoptError("--max-frequency: must be >= 1")
+    if types is not None and types < 1:
+        raise CepoptError(f"--types: must be >= 1, got {types}")
+    for flag, share in (("--kleene", kleene), ("--nested", nested)):
+        if not 0 <= share <= 1:  # also rejects nan
+            raise CepoptError(f"{flag}: must be a probability in [0, 1], got {share}")
     rng = random.Random(seed)
     k = types if types is not None else queries // 2 + 3
     k = max(k, max_length)

@@ -15,6 +15,7 @@ FREQ.csv --dataset stock|bus|taxi -o INSTANCE.json`` calls it.
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
 from cepopt.errors import CepoptError
@@ -25,30 +26,44 @@ __all__ = ["DATASETS", "import_workload", "read_frequencies", "read_workload"]
 DATASETS = ("stock", "bus", "taxi")
 
 
+def _read_text(path: Path) -> str:
+    """The file as UTF-8 text; a bad byte names its line (decoding the whole file gives its offset)."""
+    try:
+        return path.read_bytes().decode()
+    except OSError as exc:
+        raise CepoptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object.count(b"\n", 0, exc.start) + 1
+        raise CepoptError(f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x})") from None
+
+
 def read_frequencies(path: str | Path, dataset: str) -> dict[str, float]:
     """Event type -> frequency for one data set of ``event_type_frequencies.csv``."""
     if dataset not in DATASETS:
         raise CepoptError(f"--dataset: must be one of {', '.join(DATASETS)}, got {dataset!r}")
     path = Path(path)
+    rows = csv.DictReader(_read_text(path).splitlines())
+    columns = ("dataset", "event_type", "frequency")
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise CepoptError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    rows = csv.DictReader(text.splitlines())
-    missing = {"dataset", "event_type", "frequency"} - set(rows.fieldnames or ())
-    if missing:
-        raise CepoptError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
-    out: dict[str, float] = {}
-    for line, row in enumerate(rows, start=2):
-        if row["dataset"].strip() != dataset:
-            continue
-        try:
-            value = float(row["frequency"])
-        except ValueError:
-            raise CepoptError(f"{path}:{line}: frequency {row['frequency']!r} is not a number") from None
-        if value < 0:
-            raise CepoptError(f"{path}:{line}: frequency must be >= 0")
-        out[row["event_type"].strip()] = int(value) if value.is_integer() else value
+        missing = set(columns) - set(rows.fieldnames or ())
+        if missing:
+            raise CepoptError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+        out: dict[str, float] = {}
+        for row in rows:
+            line = rows.line_num
+            if any(row[c] is None for c in columns):  # DictReader fills a short row with None
+                raise CepoptError(f"{path}:{line}: expected {len(rows.fieldnames)} fields, got fewer")
+            if row["dataset"].strip() != dataset:
+                continue
+            try:
+                value = float(row["frequency"])
+            except ValueError:
+                raise CepoptError(f"{path}:{line}: frequency {row['frequency']!r} is not a number") from None
+            if not (math.isfinite(value) and value >= 0):
+                raise CepoptError(f"{path}:{line}: frequency must be a finite number >= 0")
+            out[row["event_type"].strip()] = int(value) if value.is_integer() else value
+    except csv.Error as exc:
+        raise CepoptError(f"{path}:{rows.reader.line_num}: not valid CSV ({exc})") from None
     if not out:
         raise CepoptError(f"{path}: no frequencies for data set {dataset!r}")
     return out
@@ -59,10 +74,7 @@ def read_workload(path: str | Path):
     from cepopt.syntax import parse_queries
 
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise CepoptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    text = _read_text(path)
     try:
         return parse_queries(text)
     except CepoptError as exc:

@@ -3,6 +3,7 @@
 Kolchinsky & Schuster §7.2 (synthetic regeneration, spec §5.2 [R]): n distinct event types, rates
 ``r_i ~ U[1, 45]`` events/s, ⌊n/2⌋ distinct random pairs carrying a predicate (``e_i.v < e_j.v``)
 with selectivity log-uniform in [0.002, 0.88] [R-SEL-DIST], window W = 20 min = 1200 s, no filters.
+``--predicates P`` sets the number of pairs instead (0 <= P <= n(n-1)/2).
 
 Presets (explicit flags override them):
 
@@ -114,7 +115,8 @@ def make_instance(n: int, *, seed: int = 0, preset: str = "paper", kind: str = "
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     if predicates is None:
         predicates = n // 2 if cfg["pairs"] == "half" else max(1, len(pairs) // 4) if pairs else 0
-    predicates = min(max(predicates, 0), len(pairs))
+    elif not 0 <= predicates <= len(pairs):
+        raise CepoptError(f"--predicates: must be in 0..{len(pairs)} (the pairs of {n} events), got {predicates}")
     chosen = sorted(rng.sample(pairs, predicates))
     sels = {}
     for i, j in chosen:

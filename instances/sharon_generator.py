@@ -24,6 +24,7 @@ Presets (explicit flags override them):
 from __future__ import annotations
 
 import argparse
+import math
 import random
 
 from cepopt.errors import CepoptError
@@ -108,8 +109,8 @@ def make_instance(*, queries: int = 20, length: int = 10, seed: int = 0, preset:
     rates = {t: rng.randint(cfg["rate_min"], cfg["rate_max"]) for t in used}
     per_window = {}
     if events_per_window is not None:
-        if events_per_window <= 0:
-            raise CepoptError("--events-per-window must be > 0")
+        if not 0 < events_per_window < math.inf:  # also rejects nan
+            raise CepoptError(f"--events-per-window must be a finite number > 0, got {events_per_window}")
         total = sum(rates.values())
         per_window = {t: round(events_per_window * r / total, 6) for t, r in rates.items()}
     win = Window(window, slide)

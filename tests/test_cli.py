@@ -108,3 +108,87 @@ def test_console_script_prints_one_line_on_error(files):
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("instance,method,param,fragment", [
+    ("sharon-fig4", "cpsat", "workers=abc", "expected an integer, got 'abc'"),
+    ("sharon-fig4", "bruteforce", "max_sets=abc", "expected an integer, got 'abc'"),
+    ("sharon-fig4", "sharon", "max_level=abc", "expected an integer, got 'abc'"),
+    ("sharon-fig4", "cpsat", "workers=-3", "must be >= 1, got -3"),
+    ("sharon-fig4", "bruteforce", "max_sets=0", "must be >= 1, got 0"),
+    ("sharon-fig4", "sharon", "max_level=-1", "must be >= 1, got -1"),
+    ("sharon-fig4", "sharon", "reduction=nope", "expected one of paper, recompute, literal, got 'nope'"),
+    ("gloria-fig7", "gloria", "max_nodes=abc", "expected an integer, got 'abc'"),
+    ("gloria-fig7", "gloria", "max_nodes=-1", "must be >= 1, got -1"),
+    ("gloria-fig7", "cpsat", "workers=-3", "must be >= 1, got -3"),
+    ("gloria-fig7", "cpsat", "workers=[1]", "expected an integer, got [1]"),
+    ("gloria-fig7", "exhaustive", "max_options=abc", "expected an integer, got 'abc'"),
+    ("gloria-fig7", "exhaustive", "max_plans=-1", "must be > 0, got -1"),
+    ("gloria-fig7", "greedy", "tie=maybe", "expected one of share, nonshare, got 'maybe'"),
+    ("joinorder-e6", "ii-random", "restarts=abc", "expected an integer, got 'abc'"),
+    ("joinorder-e6", "ii-random", "max_evals=-1", "must be >= 1, got -1"),
+    ("joinorder-e6", "dp-ld", "max_n=-1", "must be >= 1, got -1"),
+    ("joinorder-e6", "milp-order", "max_iters=abc", "expected an integer, got 'abc'"),
+    ("joinorder-e6", "milp-order", "tol=-1", "must be >= 0, got -1"),
+    ("joinorder-e6", "cpsat-order", "workers=1e400", "expected an integer, got inf"),
+    ("joinorder-e6", "cpsat-order", "scale=0", "must be > 0, got 0"),
+    ("joinorder-e6", "cpsat-order", "scale=-1", "must be > 0, got -1"),
+])
+def test_bad_method_option_values(capsys, instance, method, param, fragment):
+    code, _, err = run(capsys, "solve", instance, "-m", method, "--param", param)
+    assert_user_error(code, err, f"params.{param.partition('=')[0]} (method '{method}'): {fragment}")
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["--param", "bogus=1"], "no compared method has option 'bogus'"),
+    (["--methods", "greedy", "--param", "bogus=1"], "no compared method has option 'bogus'"),
+    (["--methods", ","], "no method"),
+])
+def test_compare_refuses_unknown_options_and_no_methods(capsys, argv, fragment):
+    code, _, err = run(capsys, "compare", "sharon-fig4", *argv)
+    assert_user_error(code, err, fragment)
+
+
+def test_an_option_of_one_compared_method_is_accepted(capsys):
+    code, out, _ = run(capsys, "compare", "joinorder-e6", "--methods", "greedy,dp-ld", "--param", "max_n=2e1")
+    assert code == 0 and "dp-ld" in out and "optimal" in out
+
+
+@pytest.mark.parametrize("content,fragment", [
+    (b'{"problem": "sharon", "name": "\xff"}', "not UTF-8 text (byte 0xff on line 1)"),
+    (b"[" * 100_000, "JSON nested too deeply"),
+    (json.dumps([{"problem": "sharon"}] * 100).encode(), "(top level): must be a JSON object, not an array"),
+    (b'{"problem": "sharon", "queries": "PATTERN A WITHIN 1", "statistics": {"rates": {"A": 1' + b"0" * 400 + b"}}}",
+     "statistics: rate of 'A' is too large"),
+    (json.dumps({"problem": "sharon", "queries": "PATTERN A" + "+" * 1000 + " WITHIN 5"}).encode(),
+     "nested more than 200 levels deep"),
+], ids=["non-utf8", "deep-nesting", "top-level-array", "huge-rate", "kleene-chain"])
+def test_unreadable_instance_files(capsys, tmp_path, content, fragment):
+    path = tmp_path / "inst.json"
+    path.write_bytes(content)
+    code, _, err = run(capsys, "solve", str(path), "-m", "greedy")
+    assert_user_error(code, err, fragment)
+    assert len(err) < 300  # the message names the problem, it does not echo the document
+
+
+@pytest.fixture
+def gloria_files(tmp_path):
+    (tmp_path / "freq.csv").write_text("dataset,class,event_type,frequency\nstock,a,A,5\nstock,a,B,7\n")
+    (tmp_path / "workload.txt").write_text("q0\nPATTERN SEQ(A, B) WITHIN 10 min\n")
+    (tmp_path / "plus.txt").write_text("q0\nPATTERN A" + "+" * 1000 + " WITHIN 10 min\n")
+    return tmp_path
+
+
+FREQ = ["--frequencies", "{dir}/freq.csv", "--dataset", "stock"]
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["generate", "joinorder", "--size", "3", "-o", "{dir}"], "{dir}: cannot write: Is a directory"),
+    (["generate", "joinorder", "--size", "3", "-o", "{dir}/freq.csv/x.json"], "cannot write: Not a directory"),
+    (["import", "gloria", "{dir}/workload.txt", *FREQ, "-o", "{dir}"], "{dir}: cannot write: Is a directory"),
+    (["import", "gloria", "{dir}/plus.txt", *FREQ, "-o", "{dir}/x.json"],
+     "plus.txt: line 2, column 209: pattern nested more than 200 levels deep"),
+], ids=["generate-to-dir", "generate-under-file", "import-to-dir", "import-kleene-chain"])
+def test_write_and_import_errors(capsys, gloria_files, argv, fragment):
+    code, _, err = run(capsys, *(arg.format(dir=gloria_files) for arg in argv))
+    assert_user_error(code, err, fragment.format(dir=gloria_files))

@@ -4,6 +4,7 @@ import pytest
 
 from cepopt.errors import CepoptError, ModelError
 from cepopt.model import (
+    MAX_PATTERN_DEPTH,
     Aggregate,
     And,
     AttrRef,
@@ -114,3 +115,37 @@ def test_statistics_accessors_and_validation():
         Statistics(selectivities={"a,b": 0})
     with pytest.raises(ModelError, match="twice"):
         Statistics(selectivities={"a,b": 0.1, "b,a": 0.2})
+
+
+HUGE = 10**400  # a JSON integer beyond the float range
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: Statistics(rates={"A": float("nan")}), "rate of 'A' must be a finite number, got nan"),
+    (lambda: Statistics(rates={"A": float("inf")}), "rate of 'A' must be a finite number, got inf"),
+    (lambda: Statistics(rates={"A": HUGE}), "rate of 'A' is too large"),
+    (lambda: Statistics(events_per_window={"A": float("nan")}), "events per window of 'A' must be a finite number"),
+    (lambda: Statistics(events_per_window={"A": float("inf")}), "events per window of 'A' must be a finite number"),
+    (lambda: Statistics(events_per_window={"A": HUGE}), "events per window of 'A' is too large"),
+    (lambda: Statistics(selectivities={"a,b": float("nan")}), "selectivity must be in (0, 1], got nan"),
+    (lambda: Statistics(selectivities={"a": float("inf")}), "selectivity must be in (0, 1], got inf"),
+    (lambda: Window(HUGE), "window length is too large"),
+    (lambda: Window(5, float("nan")), "window slide must be a finite number, got nan"),
+], ids=["rate-nan", "rate-inf", "rate-huge", "epw-nan", "epw-inf", "epw-huge", "sel-nan", "sel-inf", "window-huge",
+        "slide-nan"])
+def test_non_finite_and_huge_numbers_are_rejected(make, message):
+    with pytest.raises(ModelError) as info:
+        make()
+    assert message in str(info.value) and len(str(info.value)) < 100
+
+
+def test_pattern_height_is_bounded():
+    p = Type("A")
+    for _ in range(MAX_PATTERN_DEPTH - 1):
+        p = Kleene(p)
+    assert p.event_types() == ("A",)  # MAX_PATTERN_DEPTH levels: accepted, and walkable
+    with pytest.raises(ModelError, match=f"pattern nested more than {MAX_PATTERN_DEPTH} levels deep"):
+        Not(p)
+    # The height is not a field: equality and repr ignore it.
+    assert Kleene(Type("A")) == Kleene(Type("A"))
+    assert repr(Kleene(Type("A"))) == "Kleene(inner=Type(name='A', var=None))"

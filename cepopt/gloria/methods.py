@@ -21,6 +21,7 @@ space is the true optimum of Def. 2.7 under the cost model.
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 from cepopt.gloria import cost
 from cepopt.gloria.exhaustive import brute_force, exhaustive_graph
@@ -30,6 +31,7 @@ from cepopt.gloria.nodes import generate
 from cepopt.gloria.path_search import search
 from cepopt.gloria.plan import plan_from_json, plan_to_json
 from cepopt.gloria.problem import PROBLEM_OPTIONS, GloriaProblem, build
+from cepopt.params import PositiveFloat, PositiveInt, Workers
 from cepopt.solution import MethodResult
 from cepopt.solve import Family, declare, register
 
@@ -84,29 +86,25 @@ def _searched(problem: GloriaProblem, mode: str, max_nodes: int) -> MethodResult
 
 @register("gloria", "gloria", "GLORIA as published: generation, progressive pruning, path search (§5-§6)")
 def gloria(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
-           max_nodes: int = 20000) -> MethodResult:
+           max_nodes: PositiveInt = 20000) -> MethodResult:
     return _searched(problem, "gloria", max_nodes)
 
 
 @register("gloria", "gloria-safe", "GLORIA with the safe node pruning (spec §4.2), no frequency test")
 def gloria_safe(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
-                max_nodes: int = 20000) -> MethodResult:
+                max_nodes: PositiveInt = 20000) -> MethodResult:
     return _searched(problem, "safe", max_nodes)
 
 
 @register("gloria", "noprune", "NoPrune: the full GLORIA graph, then the path search (§8.1)")
 def noprune(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
-            max_nodes: int = 20000) -> MethodResult:
+            max_nodes: PositiveInt = 20000) -> MethodResult:
     return _searched(problem, "noprune", max_nodes)
 
 
 @register("gloria", "greedy", "Greedy: one node per pool, REUSE or not share (§8.1); tie=share|nonshare")
 def greedy(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
-           tie: str = "share") -> MethodResult:
-    if tie not in ("share", "nonshare"):
-        from cepopt.errors import CepoptError
-
-        raise CepoptError(f"params.tie: must be share or nonshare, got {tie!r}")
+           tie: Literal["share", "nonshare"] = "share") -> MethodResult:
     start = time.perf_counter()
     options = greedy_options(problem, tie)
     return MethodResult(cost.plan_from_options(problem, options), status="feasible",
@@ -116,7 +114,7 @@ def greedy(problem: GloriaProblem, *, time_limit: float | None = None, seed: int
 @register("gloria", "exhaustive", "brute force over every partition and snapshot type (small workloads)",
           exact=True)
 def exhaustive(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
-               max_options: int = 2000, max_plans: float = 5e6) -> MethodResult:
+               max_options: PositiveInt = 2000, max_plans: PositiveFloat = 5e6) -> MethodResult:
     start = time.perf_counter()
     graph = exhaustive_graph(problem, max_options=max_options)
     choice, value, proven = brute_force(graph, max_plans=max_plans, time_limit=time_limit)
@@ -148,19 +146,19 @@ def _solved(problem: GloriaProblem, candidates: str, solver, max_nodes: int, max
 @register("gloria", "cpsat", "CP-SAT pairwise labelling model (spec §7.2); candidates=noprune|safe|gloria|"
           "exhaustive", exact=True)
 def cpsat(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
-          candidates: str = "noprune", workers: int = 2, lp_heavy: bool = True, max_nodes: int = 20000,
-          max_options: int = 2000) -> MethodResult:
+          candidates: str = "noprune", workers: Workers = 2, lp_heavy: bool = True, max_nodes: PositiveInt = 20000,
+          max_options: PositiveInt = 2000) -> MethodResult:
     from cepopt.formulations.gloria import solve_cpsat_gloria
 
     return _solved(problem, candidates, solve_cpsat_gloria, max_nodes, max_options, time_limit=time_limit,
-                   seed=seed, workers=int(workers), lp_heavy=bool(lp_heavy))
+                   seed=seed, workers=workers, lp_heavy=lp_heavy)
 
 
 @register("gloria", "milp", "MILP pairwise labelling model (spec §7.2); candidates=..., backend=highs|scip|cbc",
           exact=True)
 def milp(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
-         candidates: str = "noprune", backend: str = "highs", max_nodes: int = 20000,
-         max_options: int = 2000) -> MethodResult:
+         candidates: str = "noprune", backend: str = "highs", max_nodes: PositiveInt = 20000,
+         max_options: PositiveInt = 2000) -> MethodResult:
     from cepopt.formulations.gloria import solve_milp_gloria
 
     return _solved(problem, candidates, solve_milp_gloria, max_nodes, max_options, time_limit=time_limit,

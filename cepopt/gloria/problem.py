@@ -24,6 +24,7 @@ different pools, priced as the cost of ``Ej`` with predecessor ``Ei`` (§3.2). A
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -259,4 +260,18 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
         problem.order = list(nx.lexicographical_topological_sort(graph))
     except nx.NetworkXUnfeasible:
         problem.order = None
+    _check_costs(problem)
     return problem
+
+
+def _check_costs(problem: GloriaProblem) -> None:
+    """Refuse frequencies whose plan costs leave floating point. Integral frequencies give exact int
+    costs, which the methods' float arithmetic cannot convert beyond 1.8e308. On any start, pair,
+    cycle or end edge (cost.py) a block costs at most 2 F^3 |Q| (F = max(1, max f)), and there are at
+    most |Q| blocks."""
+    top = max([1.0, *(float(v) for v in problem.freq.values())])
+    edges = len(problem.terms) + sum(1 + len(p.internal) + len(p.ends) for p in problem.pools)
+    n = problem.num_queries
+    if not math.isfinite(2.0 * edges * n * n * top * top * top):
+        raise CepoptError("statistics.rates: costs overflow: frequencies too large for the Gloria cost "
+                          "model (an edge weight multiplies three frequencies)")

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from cepopt.errors import CepoptError
 
-__all__ = ["N_RULES", "Burst", "Segment", "burst_from_json", "burst_to_json", "classes_of", "segment",
-           "stream_bursts"]
+__all__ = ["BURST_KEYS", "MAX_EVENTS", "N_RULES", "Burst", "Segment", "burst_from_json", "burst_to_json",
+           "classes_of", "segment", "stream_bursts"]
 
 #: what n of Eq. 7 counts (hamlet.md §8.7): "graph", the events in the graph at decision time
 #: including the burst (the paper's examples: 7, 11, 15; the default); "before", the events before
@@ -67,6 +68,8 @@ class Burst:
             raise CepoptError(f"burst of {self.type}: need 1 <= b <= n, got b={self.b}, n={self.n}")
         if len(self.queries) < 2:
             raise CepoptError(f"burst of {self.type}: a sharable burst needs at least two queries")
+        if len(set(self.queries)) != len(self.queries):
+            raise CepoptError(f"burst of {self.type}: a query is listed twice in {', '.join(self.queries)}")
         if self.classes and (len(self.classes) != self.b
                              or any(len(c) != len(self.queries) for c in self.classes)):
             raise CepoptError(f"burst of {self.type}: classes must give one class per query for each of "
@@ -83,6 +86,12 @@ class Burst:
         return tuple(out)
 
 
+#: the keys of a burst's JSON form, the first four required
+BURST_KEYS = ("type", "queries", "b", "n", "classes", "continues", "scope")
+#: the largest b and n read from JSON: beyond 2^53 counts are not exact as floats (the Eq. 7 costs)
+MAX_EVENTS = 2 ** 53
+
+
 def burst_to_json(burst: Burst) -> dict:
     out: dict = {"type": burst.type, "queries": list(burst.queries), "b": burst.b, "n": burst.n}
     if burst.classes:
@@ -95,23 +104,48 @@ def burst_to_json(burst: Burst) -> dict:
 
 
 def burst_from_json(data: Mapping, where: str = "burst", names: set[str] | None = None) -> Burst:
-    """A Burst from its JSON form; errors name ``where``."""
+    """A Burst from its JSON form (the keys of :func:`burst_to_json`), strictly typed: a count given
+    as a float, a bool or text is an error, not truncated; errors name ``where``."""
     if not isinstance(data, Mapping):
         raise CepoptError(f"{where}: expected an object")
-    try:
-        queries = tuple(str(q) for q in data["queries"])
-        burst = Burst(str(data["type"]), queries, int(data["b"]), int(data["n"]),
-                      tuple(tuple(int(x) for x in c) for c in data.get("classes", ())),
-                      bool(data.get("continues", False)), str(data.get("scope", "")))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CepoptError(f"{where}: expected type, queries, b, n ({exc})") from None
-    except CepoptError as exc:
-        raise CepoptError(f"{where}: {exc}") from None
+    unknown = sorted(set(data) - set(BURST_KEYS))
+    if unknown:
+        raise CepoptError(f"{where}.{unknown[0]}: unknown burst key (known: {', '.join(BURST_KEYS)})")
+    missing = [key for key in BURST_KEYS[:4] if key not in data]
+    if missing:
+        raise CepoptError(f"{where}: missing {missing[0]!r} (a burst needs type, queries, b, n)")
+    queries, classes = data["queries"], data.get("classes", [])
+    _expect(isinstance(data["type"], str) and data["type"] != "", f"{where}.type", "an event type", data["type"])
+    _expect(isinstance(queries, list) and all(isinstance(q, str) for q in queries), f"{where}.queries",
+            "a list of query names", queries)
     if names is not None:
         unknown = [q for q in queries if q not in names]
         if unknown:
             raise CepoptError(f"{where}.queries: unknown query {unknown[0]!r}")
-    return burst
+    for key in ("b", "n"):
+        _expect(_is_int(data[key]) and 1 <= data[key] <= MAX_EVENTS, f"{where}.{key}",
+                "an integer in 1..2^53", data[key])
+    _expect(isinstance(data.get("continues", False), bool), f"{where}.continues", "true or false",
+            data.get("continues"))
+    _expect(isinstance(data.get("scope", ""), str), f"{where}.scope", "text", data.get("scope"))
+    _expect(isinstance(classes, list) and all(
+        isinstance(row, list) and all(_is_int(c) and 0 <= c < len(queries) for c in row) for row in classes),
+        f"{where}.classes", f"per event a list of class ids in 0..{len(queries) - 1}", classes)
+    try:
+        return Burst(data["type"], tuple(queries), data["b"], data["n"], tuple(tuple(row) for row in classes),
+                     data.get("continues", False), data.get("scope", ""))
+    except CepoptError as exc:
+        raise CepoptError(f"{where}: {exc}") from None
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _expect(ok: bool, where: str, what: str, value: Any) -> None:
+    if not ok:
+        text = repr(value)
+        raise CepoptError(f"{where}: expected {what}, got {text if len(text) <= 60 else text[:57] + '...'}")
 
 
 def classes_of(signatures: Sequence[Sequence[Hashable]]) -> tuple[tuple[int, ...], ...]:

@@ -208,23 +208,30 @@ class SharingClass:
         raise KeyError(name)
 
 
+#: the keys of one ``params.edge_predicates`` item
+EDGE_KEYS = ("query", "from", "to", "left", "op", "right")
+
+
 def _parse_edges(params: Mapping, workload: Workload) -> dict[str, list[EdgePredicate]]:
     out: dict[str, list[EdgePredicate]] = {}
     items = params.get("edge_predicates", [])
     if not isinstance(items, list):
         raise CepoptError("params.edge_predicates: expected a list")
     for i, item in enumerate(items):
-        try:
-            qname = str(item["query"])
-            pred = EdgePredicate(str(item["from"]), str(item["to"]), str(item["left"]), str(item["op"]),
-                                 str(item["right"]))
-        except (KeyError, TypeError):
-            raise CepoptError(f"params.edge_predicates[{i}]: expected query, from, to, left, op, "
-                              "right") from None
+        where = f"params.edge_predicates[{i}]"
+        if not isinstance(item, Mapping) or set(item) != set(EDGE_KEYS) or not all(
+                isinstance(v, str) for v in item.values()):
+            raise CepoptError(f"{where}: expected an object of text fields {', '.join(EDGE_KEYS)}")
+        qname = item["query"]
+        pred = EdgePredicate(item["from"], item["to"], item["left"], item["op"], item["right"])
         if pred.op not in OPS:
-            raise CepoptError(f"params.edge_predicates[{i}]: unknown operator {pred.op!r}")
+            raise CepoptError(f"{where}: unknown operator {pred.op!r}")
         if qname not in workload.names:
-            raise CepoptError(f"params.edge_predicates[{i}]: unknown query {qname!r}")
+            raise CepoptError(f"{where}: unknown query {qname!r}")
+        # a predicate off the template's edges would never be evaluated
+        if (pred.src, pred.dst) not in _glushkov(workload[qname].pattern)[3]:
+            raise CepoptError(f"{where}: {pred.src} -> {pred.dst} is no pair of adjacent event types in a "
+                              f"trend of {qname}")
         out.setdefault(qname, []).append(pred)
     return out
 
@@ -312,6 +319,21 @@ class HamletProblem:
         return mean_t(dict(self.types_per_query), queries)
 
 
+#: the keys of a Hamlet instance's ``params``
+PARAM_KEYS = frozenset({"bursts", "edge_predicates", "eq7_n", "eq7_t"})
+
+
+def _check_groups(bursts: Sequence, classes: Sequence[SharingClass]) -> None:
+    """Given bursts must be bursts of a sharing group: their type is the Kleene type E and their queries
+    are candidates Q_E of one class (the cost model prices nothing else)."""
+    groups = [(e, set(cands)) for cls in classes for e, cands in cls.groups]
+    for i, burst in enumerate(bursts):
+        if not any(e == burst.type and set(burst.queries) <= cands for e, cands in groups):
+            known = "; ".join(f"{e}: {', '.join(sorted(c))}" for e, c in groups) or "none"
+            raise CepoptError(f"params.bursts[{i}]: {', '.join(burst.queries)} are no sharing candidates of a "
+                              f"Kleene type {burst.type!r} (sharing groups: {known})")
+
+
 def build(instance: Any, eq7_n: str | None = None, eq7_t: str | None = None) -> HamletProblem:
     """The Hamlet problem of an instance: ``params.bursts`` (list of bursts, see
     :func:`cepopt.hamlet.graphlets.burst_from_json`) or, without it, the bursts of the embedded
@@ -325,6 +347,9 @@ def build(instance: Any, eq7_n: str | None = None, eq7_t: str | None = None) -> 
     from cepopt.hamlet.graphlets import burst_from_json, stream_bursts
 
     params = dict(getattr(instance, "params", {}) or {})
+    unknown = sorted(set(params) - PARAM_KEYS)
+    if unknown:
+        raise CepoptError(f"params.{unknown[0]}: unknown Hamlet parameter (known: {', '.join(sorted(PARAM_KEYS))})")
     for key, value in (("eq7_n", eq7_n), ("eq7_t", eq7_t)):
         if value is not None:
             params[key] = value
@@ -338,6 +363,7 @@ def build(instance: Any, eq7_n: str | None = None, eq7_t: str | None = None) -> 
         n_rule = _eq7_rules(params)[0]
         bursts = tuple(dataclasses.replace(burst_from_json(b, f"params.bursts[{i}]", names), n_rule=n_rule)
                        for i, b in enumerate(params["bursts"]))
+        _check_groups(bursts, classes)
     elif getattr(instance, "stream", None):
         bursts = tuple(stream_bursts(classes, instance.stream))
     else:

@@ -30,11 +30,10 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from cepopt.errors import CepoptError
 from cepopt.joinorder import bruteforce as _bf
 from cepopt.joinorder.cost import log_cost, logsumexp
 from cepopt.joinorder.dp import DpTimeout, dp_b, dp_ld
@@ -46,6 +45,7 @@ from cepopt.joinorder.plans import Disjunction, plan_from_json, plan_to_json
 from cepopt.joinorder.problem import PROBLEM_OPTIONS, Conjunct, JoinOrderProblem, build
 from cepopt.joinorder.trivial import trivial
 from cepopt.joinorder.zstream import zstream
+from cepopt.params import Bound, PositiveInt, Workers
 from cepopt.solution import MethodResult
 from cepopt.solve import Family, MethodLimitError, declare, register
 
@@ -55,6 +55,11 @@ __all__ = ["FAMILY", "PAIRWISE_ONLY", "baseline_plan", "evaluate"]
 PAIRWISE_ONLY = ("milp-order", "milp-tree", "cpsat-order")
 
 NAME = "joinorder"
+
+#: the outer-approximation loop's relative gap: ln(1 - tol) is finite for 0 <= tol < 1 only
+Tolerance = Annotated[float, Bound(">=", 0), Bound("<", 1)]
+#: cpsat-order's integer scale: the coefficients round(scale * log) must stay well inside 64 bits
+Scale = Annotated[float, Bound(">", 0), Bound("<=", 1e9)]
 
 
 def evaluate(problem: JoinOrderProblem, plan: Any) -> float:
@@ -179,28 +184,27 @@ def _ii(problem, start: Callable[[Conjunct, Any], list[int]], time_limit, seed, 
 
 
 @register(NAME, "ii-random", "II-RANDOM (§7.1, Swami): swap/3-cycle local search from a random order")
-def _ii_random(problem, *, time_limit=None, seed=0, restarts=1, max_evals=None, neighbour_order="random",
-               mode="local_min"):
-    return _ii(problem, lambda c, rng: [int(x) for x in rng.permutation(c.n)], time_limit, seed,
-               int(restarts), None if max_evals is None else int(max_evals), neighbour_order, mode)
+def _ii_random(problem, *, time_limit=None, seed=0, restarts: PositiveInt = 1, max_evals: PositiveInt | None = None,
+               neighbour_order="random", mode="local_min"):
+    return _ii(problem, lambda c, rng: [int(x) for x in rng.permutation(c.n)], time_limit, seed, restarts,
+               max_evals, neighbour_order, mode)
 
 
 @register(NAME, "ii-greedy", "II-GREEDY (§7.1, Swami): swap/3-cycle local search from GREEDY's order")
-def _ii_greedy(problem, *, time_limit=None, seed=0, restarts=1, max_evals=None, neighbour_order="random",
-               mode="local_min"):
-    return _ii(problem, lambda c, rng: greedy(c), time_limit, seed, int(restarts),
-               None if max_evals is None else int(max_evals), neighbour_order, mode)
+def _ii_greedy(problem, *, time_limit=None, seed=0, restarts: PositiveInt = 1, max_evals: PositiveInt | None = None,
+               neighbour_order="random", mode="local_min"):
+    return _ii(problem, lambda c, rng: greedy(c), time_limit, seed, restarts, max_evals, neighbour_order, mode)
 
 
 def _dp_limit(name: str, problem: JoinOrderProblem, max_n: int) -> None:
     n = max(c.n for c in problem.conjuncts)
-    if n > int(max_n):
+    if n > max_n:
         raise MethodLimitError(f"{name}: {n} events is beyond max_n={max_n} (memory/time grow like "
                                f"{'2^n' if name == 'dp-ld' else '3^n'}; raise max_n to try)")
 
 
 @register(NAME, "dp-ld", "DP-LD (§7.1, Selinger): exact left-deep DP over subsets, O(n 2^n)", exact=True)
-def _dp_ld(problem, *, time_limit=None, seed=0, max_n=26):
+def _dp_ld(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 26):
     _dp_limit("dp-ld", problem, max_n)
     tree_ld = _tree_ld(problem)
     deadline = _deadline(time_limit)
@@ -219,7 +223,7 @@ def _dp_ld(problem, *, time_limit=None, seed=0, max_n=26):
 
 
 @register(NAME, "dp-b", "DP-B (§7.1, Selinger): exact bushy-tree DP over subsets, O(3^n)", exact=True)
-def _dp_b(problem, *, time_limit=None, seed=0, max_n=20):
+def _dp_b(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 20):
     _dp_limit("dp-b", problem, max_n)
     problem.tree_cost("tree")
     deadline = _deadline(time_limit)
@@ -250,10 +254,8 @@ def _zstream_ord(problem, *, time_limit=None, seed=0):
 
 @register(NAME, "bruteforce", "every order (n <= 9) or every bushy tree (n <= 8); plan=order|tree",
           exact=True)
-def _bruteforce(problem, *, time_limit=None, seed=0, plan="order"):
+def _bruteforce(problem, *, time_limit=None, seed=0, plan: Literal["order", "tree"] = "order"):
     n = max(c.n for c in problem.conjuncts)
-    if plan not in ("order", "tree"):
-        raise CepoptError(f"bruteforce: plan must be 'order' or 'tree', got {plan!r}")
     if plan == "order":
         if n > _bf.MAX_ORDER_N:
             raise MethodLimitError(f"bruteforce: {n}! orders is beyond the limit n <= {_bf.MAX_ORDER_N}")
@@ -321,31 +323,33 @@ def _model_method(problem, solve_one, kind: str, time_limit, name: str) -> Metho
 
 @register(NAME, "milp-order", "M-ORD (spec §7.1-7.2): prefix-set MILP with tangent (OA) cuts until the "
           "optimum is proven; backend=highs|scip|cbc", exact=True)
-def _milp_order(problem, *, time_limit=None, seed=0, backend="highs", max_iters=50, tol=1e-7):
+def _milp_order(problem, *, time_limit=None, seed=0, backend="highs", max_iters: PositiveInt = 50,
+                tol: Tolerance = 1e-7):
     from cepopt.formulations.joinorder import solve_order_milp
 
     if _tree_ld(problem):
         raise MethodLimitError("milp-order: scores orders by Cost_ord; use dp-ld for cost=tree")
     _pairwise_only(problem, "milp-order")
     return _model_method(problem, lambda c, tl: solve_order_milp(
-        c, time_limit=tl, seed=seed, backend=backend, max_iters=int(max_iters), tol=float(tol)),
+        c, time_limit=tl, seed=seed, backend=backend, max_iters=max_iters, tol=tol),
         "order", time_limit, "milp-order")
 
 
 @register(NAME, "milp-tree", "M-BUSHY (spec §7.4): bushy-tree MILP with tangent (OA) cuts; "
           "backend=highs|scip|cbc", exact=True)
-def _milp_tree(problem, *, time_limit=None, seed=0, backend="highs", max_iters=50, tol=1e-7):
+def _milp_tree(problem, *, time_limit=None, seed=0, backend="highs", max_iters: PositiveInt = 50,
+               tol: Tolerance = 1e-7):
     from cepopt.formulations.joinorder import solve_tree_milp
 
     _pairwise_only(problem, "milp-tree")
     return _model_method(problem, lambda c, tl: solve_tree_milp(
-        c, time_limit=tl, seed=seed, backend=backend, max_iters=int(max_iters), tol=float(tol)),
+        c, time_limit=tl, seed=seed, backend=backend, max_iters=max_iters, tol=tol),
         "tree", time_limit, "milp-tree")
 
 
 @register(NAME, "cpsat-order", "CP-SAT bottleneck surrogate (spec §7.3): min max_k ln PM(prefix k) "
           "scaled to integers, then min Σ_k; an (n-1)-approximation of Cost_ord")
-def _cpsat_order(problem, *, time_limit=None, seed=0, workers=2, scale=1000):
+def _cpsat_order(problem, *, time_limit=None, seed=0, workers: Workers = 2, scale: Scale = 1000.0):
     from cepopt.formulations.joinorder import solve_order_cpsat
 
     if _tree_ld(problem):
@@ -354,8 +358,8 @@ def _cpsat_order(problem, *, time_limit=None, seed=0, workers=2, scale=1000):
     deadline = _deadline(time_limit)
     plans, stats_all, solver = [], [], []
     for c in problem.conjuncts:
-        out = solve_order_cpsat(c, time_limit=_remaining(deadline), seed=seed, workers=int(workers),
-                                scale=float(scale))
+        out = solve_order_cpsat(c, time_limit=_remaining(deadline), seed=seed, workers=workers,
+                                scale=scale)
         if out.plan is None:
             return MethodResult(plan=None, status=out.status, stats=out.stats, message=out.message)
         plans.append(order_plan(c, out.plan))

@@ -317,10 +317,14 @@ def _conjunct(sc: SimpleConjunct, window: float, rates: Mapping[str, float], sel
             raise CepoptError(f"statistics.rates.{e.type}: join-order planning needs a rate > 0, got {r!r}")
         if e.kleene:
             # ln(W r') = rW ln(base); Poisson arrivals: E[2^N] = e^{rW}, so base e
-            x = r * window * (1.0 if opts["kleene_poisson"] else LN2)
-            lc[i] = x if not opts["kleene_nonempty"] else (x + math.log1p(-math.exp(-x)) if x > 0 else -math.inf)
+            base = 1.0 if opts["kleene_poisson"] else LN2
+            x = r * window * base
+            if opts["kleene_nonempty"]:
+                x = _log_expm1(x, math.log(r) + math.log(window) + math.log(base))
+            lc[i] = x
         else:
-            lc[i] = math.log(window * r)
+            lc[i] = math.log(window) + math.log(r)  # W r itself may overflow; its log does not
+    _check_finite(lc, window)
     lf = np.array([math.log(max(selectivity(v, v), MIN_SEL)) for v in names])
     b = np.zeros((n, n))
     for i in range(n):
@@ -329,7 +333,7 @@ def _conjunct(sc: SimpleConjunct, window: float, rates: Mapping[str, float], sel
     index = {v: i for i, v in enumerate(names)}
     ls = math.log(opts["seq_selectivity"])
     strategy = opts["strategy"]
-    total_rate = sum(float(rates[t]) for t in {e.type for e in sc.events})
+    log_total_rate = float(np.logaddexp.reduce([math.log(rates[t]) for t in {e.type for e in sc.events}]))
     blocks: tuple[tuple[int, ...], ...] = ()
     if opts["seq_temporal"] == "exact":
         blocks = tuple(tuple(_mask(index, group) for group in block) for block in sc.seq_blocks)
@@ -340,16 +344,15 @@ def _conjunct(sc: SimpleConjunct, window: float, rates: Mapping[str, float], sel
             b[j, i] += ls
         if strategy in ("contiguity", "partition") and adjacent:
             # [R-CONTIG] two events of a window are stream neighbours with probability ~1/(W Σr).
-            c = -math.log(max(window * total_rate, 1.0))
+            c = -max(math.log(window) + log_total_rate, 0.0)
             b[i, j] += c
             b[j, i] += c
-    last = None
-    if opts["alpha"] > 0:
-        target = opts["last"] if opts["last"] is not None else names[-1]
-        if target not in index:
-            raise CepoptError(f"params.last: {target!r} is not a positive event of the pattern "
-                              f"(events: {', '.join(names)})")
-        last = index[target]
+    # checked even when alpha = 0 (unused then): a misspelt event is a user error either way
+    target = opts["last"] if opts["last"] is not None else names[-1]
+    if target not in index:
+        raise CepoptError(f"params.last: {target!r} is not a positive event of the pattern "
+                          f"(events: {', '.join(names)})")
+    last = index[target] if opts["alpha"] > 0 else None
     negs = []
     positives = frozenset(names)
     for neg in sc.negated:
@@ -365,6 +368,21 @@ def _conjunct(sc: SimpleConjunct, window: float, rates: Mapping[str, float], sel
     return Conjunct(names, tuple(e.type for e in sc.events), tuple(e.kleene for e in sc.events), window,
                     lc, lf, b, "any" if strategy == "any" else "next", opts["alpha"], last,
                     opts["leaf_filter"], opts["paper_literal"], tuple(negs), sc.is_seq, blocks)
+
+
+def _log_expm1(x: float, log_x: float) -> float:
+    """ln(e^x - 1) for x > 0, given ln x: near ln x for tiny x, where x itself may underflow to 0."""
+    if x > 1:
+        return x + math.log1p(-math.exp(-x))
+    return math.log(math.expm1(x)) if x > 1e-100 else log_x
+
+
+def _check_finite(lc: np.ndarray, window: float) -> None:
+    """Refuse statistics whose costs leave floating point: every cost evaluator forms ln PM(S) <=
+    Σ max(lc, 0), so the methods would report nan or inf instead of a cost."""
+    if not math.isfinite(sum(max(v, 0.0) for v in lc.tolist())):
+        raise CepoptError(f"statistics: costs overflow: rates x window too large (W = {window:g}); "
+                          "ln of the expected partial matches exceeds floating point")
 
 
 def _mask(index: Mapping[str, int], names) -> int:
@@ -393,7 +411,8 @@ def from_arrays(window: float, rates, sel, *, names=None, alpha: float = 0.0, la
     if (r <= 0).any() or window <= 0:
         raise CepoptError("rates and the window must be > 0")
     names = tuple(names) if names is not None else tuple(_default_names(n))
-    lc = np.log(window * r)
+    lc = np.log(window) + np.log(r)
+    _check_finite(lc, window)
     ls = np.log(np.maximum(s, MIN_SEL))
     lf = np.diag(ls).copy()
     b = ls.copy()

@@ -29,6 +29,7 @@ CP-SAT/MILP models use exactly these two terms.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from cepopt.errors import CepoptError
@@ -59,6 +60,12 @@ class CostModel:
             for t in seq:
                 cum.append(cum[-1] + self.rates[t])
             self._cum[q] = cum
+        # Every cost term multiplies at most three rates, each at most ``top`` (Eq. 5), BValues sum
+        # a term per query: refuse rates whose costs would overflow, as inf - inf makes BValues nan.
+        top = 1.0 + sum(float(self.rates[t]) for seq in self.types.values() for t in seq)
+        if not math.isfinite(3.0 * (len(self.types) + 1) * top * top * top):
+            raise CepoptError("statistics: costs overflow: rates too large for the Sharon cost model "
+                              "(Eq. 5 multiplies three rates)")
 
     def rate_of(self, pattern: Iterable[str]) -> float:
         """Eq. 1: Rate(X) = sum of its types' rates."""

@@ -22,6 +22,8 @@ Methods:
 from __future__ import annotations
 
 import time
+from dataclasses import replace
+from typing import Literal
 
 from cepopt.formulations.sharon import (
     COMPACT_HIGHS_OPTIONS,
@@ -33,6 +35,7 @@ from cepopt.formulations.sharon import (
     solve_cpsat_model,
     solve_milp_model,
 )
+from cepopt.params import PositiveInt, Workers
 from cepopt.sharon.dominance import undominated
 from cepopt.sharon.exhaustive import MAX_EXHAUSTIVE_VERTICES
 from cepopt.sharon.exhaustive import bruteforce as _bruteforce
@@ -74,6 +77,20 @@ def _stats(problem: SharonProblem, **more) -> dict:
     return {**problem.summary(), **more}
 
 
+def _on_graph(problem: SharonProblem, result: MethodResult) -> MethodResult:
+    """A graph method's proof covers the graph it searched. When the option cap truncated the expansion
+    (``options_cut``), that graph misses options of the expanded problem, so the plan is only feasible
+    for it and no bound is proven (measured: 60 default queries, subsets=all: 5434 against the compact
+    models' 5774)."""
+    cut = problem.expansion_stats.get("options_cut", 0)
+    if result.status != "optimal" or not cut:
+        return result
+    note = (f"the option cap (max_options={problem.max_options}) cut the options of {cut} candidates: "
+            "optimal over the capped graph only (raise max_options, or use cpsat-compact / milp-compact)")
+    return replace(result, status="feasible", bound=None,
+                   message="; ".join(m for m in (result.message, note) if m))
+
+
 @register("sharon", "greedy", "GWMIN greedy MWIS (Alg. 8); reports its guaranteed weight (Eq. 10)")
 def greedy(problem: SharonProblem, *, time_limit=None, seed=0) -> MethodResult:
     g = problem.graph
@@ -84,11 +101,9 @@ def greedy(problem: SharonProblem, *, time_limit=None, seed=0) -> MethodResult:
 
 @register("sharon", "sharon", "the paper's optimizer: sound reduction (Alg. 2) + level-wise plan finder "
           "(Alg. 3-4)", exact=True)
-def sharon(problem: SharonProblem, *, time_limit=None, seed=0, reduction: str = "paper",
-           per_component: bool = False, max_level: int = 1_000_000) -> MethodResult:
-    from cepopt.sharon.problem import parse_bool
-
-    per_component = parse_bool(per_component, "per_component")
+def sharon(problem: SharonProblem, *, time_limit=None, seed=0,
+           reduction: Literal["paper", "recompute", "literal"] = "paper",
+           per_component: bool = False, max_level: PositiveInt = 1_000_000) -> MethodResult:
     g = problem.graph
     start = time.perf_counter()
     remaining, free, pruned, rstats = reduce_graph(g, mode=reduction, per_component=per_component)
@@ -98,7 +113,7 @@ def sharon(problem: SharonProblem, *, time_limit=None, seed=0, reduction: str = 
         for comp in g.components(remaining):
             if time_limit is not None:
                 left = max(time_limit - (time.perf_counter() - start), 1e-3)
-            part, st = find_plan(g, comp, time_limit=left, max_level=int(max_level))
+            part, st = find_plan(g, comp, time_limit=left, max_level=max_level)
             best += part
             fstats["plans"] += st["plans"]
             fstats["complete"] &= st["complete"]
@@ -106,13 +121,16 @@ def sharon(problem: SharonProblem, *, time_limit=None, seed=0, reduction: str = 
             if "stopped" in st:
                 fstats["stopped"] = st["stopped"]
     else:
-        best, fstats = find_plan(g, remaining, time_limit=left, max_level=int(max_level))
+        best, fstats = find_plan(g, remaining, time_limit=left, max_level=max_level)
     chosen = list(best) + list(free)
     stats = _stats(problem, reduction=reduction, pruned=len(pruned), conflict_free=len(free),
                    reduced_vertices=len(remaining), guaranteed_weight=rstats["bound"],
                    levels=fstats["levels"], plans_enumerated=fstats["plans"])
+    if fstats["complete"] and reduction == "literal":
+        return MethodResult(problem.plan_of(chosen), "feasible", stats=stats,
+                            message="the literal Alg. 2 reduction is unsound (spec §4): no proof of optimality")
     if fstats["complete"]:
-        return MethodResult(problem.plan_of(chosen), "optimal", stats=stats)
+        return _on_graph(problem, MethodResult(problem.plan_of(chosen), "optimal", stats=stats))
     greedy_pick = gwmin(g)
     if g.weight_of(greedy_pick) > g.weight_of(chosen):
         chosen = greedy_pick
@@ -124,16 +142,18 @@ def sharon(problem: SharonProblem, *, time_limit=None, seed=0, reduction: str = 
 @register("sharon", "exhaustive", "EO: score every subset of the (expanded) graph; small graphs only",
           exact=True)
 def exhaustive(problem: SharonProblem, *, time_limit=None, seed=0,
-               max_vertices: int = MAX_EXHAUSTIVE_VERTICES) -> MethodResult:
-    chosen = _exhaustive(problem.graph, max_vertices=int(max_vertices))
-    return MethodResult(problem.plan_of(chosen), "optimal",
-                        stats=_stats(problem, plans=2 ** len(problem.graph)))
+               max_subset_vertices: PositiveInt = MAX_EXHAUSTIVE_VERTICES) -> MethodResult:
+    """``max_subset_vertices``: refuse graphs with more vertices (2^n plans); not ``max_vertices``,
+    which is the problem option capping the expanded graph."""
+    chosen = _exhaustive(problem.graph, max_vertices=max_subset_vertices)
+    return _on_graph(problem, MethodResult(problem.plan_of(chosen), "optimal",
+                                           stats=_stats(problem, plans=2 ** len(problem.graph))))
 
 
 @register("sharon", "bruteforce", "enumerate every independent set (test oracle)", exact=True)
-def bruteforce(problem: SharonProblem, *, time_limit=None, seed=0, max_sets: int = 2_000_000) -> MethodResult:
-    chosen = _bruteforce(problem.graph, max_sets=int(max_sets))
-    return MethodResult(problem.plan_of(chosen), "optimal", stats=_stats(problem))
+def bruteforce(problem: SharonProblem, *, time_limit=None, seed=0, max_sets: PositiveInt = 2_000_000) -> MethodResult:
+    chosen = _bruteforce(problem.graph, max_sets=max_sets)
+    return _on_graph(problem, MethodResult(problem.plan_of(chosen), "optimal", stats=_stats(problem)))
 
 
 def _result(problem, x, status, obj, bound, stats, plan_fn) -> MethodResult:
@@ -155,17 +175,16 @@ def _mwis_hint(problem: SharonProblem, keep: list[int]) -> list[int]:
 def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict]:
     """The vertices the MWIS model gets (after the optional dominance reduction) and its graph."""
     from cepopt.sharon.graph import SharonGraph
-    from cepopt.sharon.problem import parse_bool
 
     g = problem.graph
-    keep = undominated(g) if parse_bool(reduce, "reduce") else list(range(len(g)))
+    keep = undominated(g) if reduce else list(range(len(g)))
     sub = g if len(keep) == len(g) else SharonGraph.build([g.vertices[i] for i in keep], g.starts)
     return keep, sub, {"dominated_removed": len(g) - len(keep)}
 
 
 @register("sharon", "cpsat", "MWIS in CP-SAT with cell-clique constraints, hinted with GWMIN, generic cuts off",
           exact=True)
-def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2, lp_heavy: bool = True,
+def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: Workers = 2, lp_heavy: bool = True,
           presolve: bool = False, reduce: bool = True, split: bool = True, extend: bool = CPSAT_EXTEND_CLIQUES,
           cuts: bool = False) -> MethodResult:
     """CP-SAT parameters: ``workers`` (2), ``seed``, LP-heavy search (linearization_level=2 + max_lp),
@@ -174,18 +193,14 @@ def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2, 
     dominated vertices first (exact, :mod:`cepopt.sharon.dominance`); ``split``: solve independent
     blocks one by one (:mod:`cepopt.formulations.blocks`); ``extend``: grow the cell cliques to
     maximal cliques (:func:`cepopt.formulations.sharon.mwis_model`)."""
-    from cepopt.sharon.problem import parse_bool
-
     keep, sub, extra = _mwis_graph(problem, reduce)
-    model = mwis_model(sub, extend=parse_bool(extend, "extend"))
+    model = mwis_model(sub, extend=extend)
     x, status, obj, bound, st = solve_cpsat_model(model, time_limit=time_limit, seed=seed,
-                                                  hint=_mwis_hint(problem, keep), workers=int(workers),
-                                                  lp_heavy=parse_bool(lp_heavy, "lp_heavy"),
-                                                  presolve=parse_bool(presolve, "presolve"),
-                                                  split=parse_bool(split, "split"),
-                                                  extra=None if parse_bool(cuts, "cuts") else MWIS_CPSAT_NO_CUTS)
-    return _result(problem, x, status, obj, bound, _stats(problem, **st, **extra),
-                   lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi))
+                                                  hint=_mwis_hint(problem, keep), workers=workers,
+                                                  lp_heavy=lp_heavy, presolve=presolve, split=split,
+                                                  extra=None if cuts else MWIS_CPSAT_NO_CUTS)
+    return _on_graph(problem, _result(problem, x, status, obj, bound, _stats(problem, **st, **extra),
+                                      lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi)))
 
 
 @register("sharon", "milp", "MWIS MILP with maximal-clique constraints (backend scip|highs|cbc; SCIP without "
@@ -201,16 +216,14 @@ def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "sci
     SCIP is the default on this model: measured CPU seconds at 500 queries (stress seeds 0-2, default
     seeds 0-2), both with their default cuts, SCIP 23.7 / 8.5 / 1.0 / 0.3 / 0.2 / 3.6, HiGHS 29.2 /
     10.8 / 1.6 / 0.3 / 0.3 / 8.3 (HiGHS without presolve 26.7 / 19.6 / 0.4 / 0.2 / 0.2 / 5.3)."""
-    from cepopt.sharon.problem import parse_bool
-
     keep, sub, extra = _mwis_graph(problem, reduce)
-    model = mwis_model(sub, extend=parse_bool(extend, "extend"))
-    no_cuts = not parse_bool(cuts, "cuts") and backend == "scip"
+    model = mwis_model(sub, extend=extend)
+    no_cuts = not cuts and backend == "scip"
     x, status, obj, bound, st = solve_milp_model(model, backend=backend, time_limit=time_limit, seed=seed,
-                                                 split=parse_bool(split, "split"),
+                                                 split=split,
                                                  options=MWIS_SCIP_NO_CUTS if no_cuts else None)
-    return _result(problem, x, status, obj, bound, _stats(problem, **st, **extra),
-                   lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi))
+    return _on_graph(problem, _result(problem, x, status, obj, bound, _stats(problem, **st, **extra),
+                                      lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi)))
 
 
 def _compact_hint(problem: SharonProblem, model) -> list[int]:
@@ -226,21 +239,18 @@ def _compact_hint(problem: SharonProblem, model) -> list[int]:
 
 @register("sharon", "cpsat-compact", "compact x[p,q]/y[p] model in CP-SAT (LP-heavy: linearization 2 + "
           "max_lp); expanded optimum without enumerating options", exact=True)
-def cpsat_compact(problem: SharonProblem, *, time_limit=None, seed=0, workers: int = 2,
+def cpsat_compact(problem: SharonProblem, *, time_limit=None, seed=0, workers: Workers = 2,
                   lp_heavy: bool = True, hint: bool = False, presolve: bool = False, split: bool = True
                   ) -> MethodResult:
     """CP-SAT parameters: ``workers`` (2), ``seed``, LP-heavy search (linearization_level=2 plus the
     max_lp subsolver; without it the fixed-charge model stalls at a 1-25 % gap), CP-SAT presolve off
     (measured: it takes more time than the search and halves the speed). A GWMIN hint is optional
     (``hint=true``): measured, it slows the proof down on this model. ``split`` as for ``cpsat``."""
-    from cepopt.sharon.problem import parse_bool
-
     model = compact_model(problem)
-    start = _compact_hint(problem, model) if parse_bool(hint, "hint") else None
+    start = _compact_hint(problem, model) if hint else None
     x, status, obj, bound, st = solve_cpsat_model(model, time_limit=time_limit, seed=seed, hint=start,
-                                                  workers=int(workers), lp_heavy=parse_bool(lp_heavy, "lp_heavy"),
-                                                  presolve=parse_bool(presolve, "presolve"),
-                                                  split=parse_bool(split, "split"))
+                                                  workers=workers, lp_heavy=lp_heavy, presolve=presolve,
+                                                  split=split)
     return _result(problem, x, status, obj, bound, _stats(problem, **st),
                    lambda x: SharonPlan.of(decode_compact(model, x)))
 
@@ -251,11 +261,9 @@ def milp_compact(problem: SharonProblem, *, time_limit=None, seed=0, backend: st
                  split: bool = True) -> MethodResult:
     """``backend`` highs (presolve off when expanded: :data:`cepopt.formulations.sharon.COMPACT_HIGHS_OPTIONS`)
     | scip | cbc; ``split`` as for ``cpsat``."""
-    from cepopt.sharon.problem import parse_bool
-
     model = compact_model(problem)
     x, status, obj, bound, st = solve_milp_model(model, backend=backend, time_limit=time_limit, seed=seed,
-                                                 split=parse_bool(split, "split"),
+                                                 split=split,
                                                  # expand=false leaves no free x: the model is the MWIS,
                                                  # on which HiGHS's presolve pays
                                                  options=COMPACT_HIGHS_OPTIONS if backend == "highs"

@@ -24,6 +24,7 @@ have no weight, so such instances are built with ``expand=False``.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from typing import Any
 
 from cepopt.errors import CepoptError
 from cepopt.model import Statistics, Workload
+from cepopt.params import parse_bool
 from cepopt.sharon.cost import COMB_RULES, CostModel
 from cepopt.sharon.expansion import expand as expand_graph
 from cepopt.sharon.graph import SharonGraph, Vertex
@@ -45,21 +47,18 @@ DEFAULT_MAX_VERTICES = 100_000
 PARAM_KEYS = PROBLEM_OPTIONS | {"weights", "generator"}  # generator: informational
 
 
-def parse_bool(value: Any, key: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    words = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
-    if isinstance(value, str) and value.strip().lower() in words[0] + words[1]:
-        return value.strip().lower() in words[0]
-    raise CepoptError(f"params.{key}: expected true or false, got {value!r}")
-
-
 def _rates(statistics: Statistics, types: Mapping[str, tuple[str, ...]]) -> dict[str, float]:
-    """Rate(E): the expected events per window when the statistics give it, else the stated rate."""
+    """Rate(E): the expected events per window when the statistics give them, else the stated rates.
+
+    One unit for all types: the model is not scale-invariant (Comb is cubic in the rates, spec A4), so a
+    partial events_per_window map, which would mix per-window counts with per-time-unit rates, is an error."""
     per_window = dict(statistics.events_per_window)
     rates = dict(statistics.rates)
+    used = sorted({t for seq in types.values() for t in seq})
+    missing = [t for t in used if t not in per_window]
+    if per_window and missing:
+        raise CepoptError(f"statistics.events_per_window has no count for {', '.join(missing[:5])}: the Sharon "
+                          "cost model needs one unit, so give events per window for every type or for none")
     out = {}
     for q, seq in types.items():
         for t in seq:
@@ -225,6 +224,14 @@ class SharonProblem:
         return out
 
 
+def _finite(x: int | float) -> bool:
+    """Is x a finite float? (An int beyond float range overflows, like an infinite weight would.)"""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 def _int_option(value: Any, key: str) -> int | None:
     if isinstance(value, str):
         if value.strip().lower() in ("none", "inf", "unlimited"):
@@ -258,6 +265,9 @@ def build(instance, expand: Any = None, subsets: Any = None, comb: Any = None, m
     for key, w in weights_raw.items():
         if isinstance(w, bool) or not isinstance(w, int | float):
             raise CepoptError(f"params.weights.{key}: expected a number, got {w!r}")
+        if not _finite(w):
+            got = repr(w) if isinstance(w, float) else "an integer beyond float range"
+            raise CepoptError(f"params.weights.{key}: expected a finite number, got {got}")
         weights[tuple(t.strip() for t in str(key).split(","))] = w
     return SharonProblem.from_workload(instance.workload, instance.statistics, expand=expand,
                                        subsets=subsets, comb=comb, max_options=max_options,

@@ -4,12 +4,13 @@ in-process kernels and brute force (spark marker)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from cepopt.errors import CepoptError, NotBuiltError
-from cepopt.executor.api import ExecutionResult, driver_module, load_plan, write_results
+from cepopt.executor.api import ExecutionResult, driver_module, execute_command, load_plan, write_results
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results, results_frame
 from cepopt.executor.sharon_driver import execute_local
@@ -64,6 +65,42 @@ def test_load_plan_variants(instance, tmp_path):
         load_plan(fam, problem, instance, "no-such-method")
 
 
+@pytest.mark.parametrize("content,match", [
+    (b'{"plan": \xff}', "not JSON"),
+    (b"[" * 100_000, "not JSON"),  # deeper than the recursion limit
+    (None, "cannot read"),
+], ids=["non-utf8", "deep-nesting", "unreadable"])
+def test_load_plan_bad_file(instance, tmp_path, monkeypatch, content, match):
+    fam, problem, _ = build_problem(instance)
+    saved = tmp_path / "plan.json"
+    saved.write_bytes(content or b"[]")
+    if content is None:
+        def denied(*args, **kwargs):
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(Path, "read_text", denied)
+    with pytest.raises(CepoptError, match=rf"plan\.json: {match}"):
+        load_plan(fam, problem, instance, str(saved))
+
+
+@pytest.mark.parametrize("stream,output,match", [
+    (None, None, "has no embedded stream"),
+    ("nosuch.csv", None, "nosuch.csv: no such stream file"),
+    ("gen:nosuch", None, "unknown stream generator 'nosuch'"),
+    (STREAM, "out.txt", r"out\.txt: unknown results format"),
+    ("events.txt", None, r"events\.txt: unknown stream format"),
+], ids=["no-embedded", "missing-file", "unknown-generator", "bad-output", "bad-stream-format"])
+def test_execute_command_checks_inputs_before_spark(instance, monkeypatch, tmp_path, stream, output, match):
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark started before the inputs were checked")
+
+    monkeypatch.setattr("cepopt.executor.session.get_spark", no_spark)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "events.txt").write_text("ts,type\n1,A\n")
+    with pytest.raises(CepoptError, match=match):
+        execute_command(instance, "nonshared", stream, output=output)
+
+
 def test_write_results_keeps_big_ints_exact(tmp_path):
     df = results_frame([("q", "", 0, "COUNT(*)", 2 ** 80), ("q", "", 0, "AVG(B.v)", 0.5)])
     write_results(df, tmp_path / "r.csv")
@@ -91,7 +128,7 @@ def test_local_driver_equals_brute_force_under_every_plan(instance):
 
 @pytest.mark.spark
 def test_spark_driver_equals_local_kernels(instance, spark, tmp_path):
-    from cepopt.executor.api import execute, execute_command
+    from cepopt.executor.api import execute
 
     fam, problem, _ = build_problem(instance)
     events = resolve_stream_pandas(STREAM, instance)

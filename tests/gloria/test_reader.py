@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cepopt.errors import CepoptError
-from cepopt.instances.gloria_reader import import_workload, read_frequencies
+from cepopt.instances.gloria_reader import import_workload, read_frequencies, read_workload
 from cepopt.solve import solve
 
 
@@ -56,3 +56,27 @@ def test_import_round_trip(shared_dir, tmp_path):
     back = load(save(inst, tmp_path / "x.json"))
     assert back.workload == inst.workload
     assert solve(back, "gloria").objective == solve(inst, "gloria").objective
+
+
+HEADER = "dataset,class,event_type,frequency\n"
+
+
+@pytest.mark.parametrize("body,match", [
+    ("stock\n", r"f\.csv:2: expected 4 fields"),
+    ("stock,x,A,1\n\nstock,x,B,nan\n", r"f\.csv:4: frequency must be a finite number >= 0"),
+    ("stock,x,A," + "9" * 200_000 + "\n", r"f\.csv:2: not valid CSV"),
+], ids=["short-row", "nan-after-blank-line", "huge-field"])
+def test_bad_frequency_rows(tmp_path, body, match):
+    path = tmp_path / "f.csv"
+    path.write_text(HEADER + body)
+    with pytest.raises(CepoptError, match=match):
+        read_frequencies(path, "stock")
+
+
+@pytest.mark.parametrize("name,read", [("f.csv", lambda p: read_frequencies(p, "stock")), ("w.txt", read_workload)],
+                         ids=["frequencies", "workload"])
+def test_non_utf8_file_names_line(tmp_path, name, read):
+    path = tmp_path / name
+    path.write_bytes(HEADER.encode() + b"stock,x,A\xff,1\n")
+    with pytest.raises(CepoptError, match=rf"{name}:2: not UTF-8 text \(byte 0xff\)"):
+        read(path)

@@ -61,3 +61,23 @@ def test_quick_experiment(tmp_path):
     assert (exact["cost_ratio"] - 1).abs().max() < 1e-6
     assert out.markdown_path is not None and out.markdown_path.exists()
     assert list(tmp_path.glob("*.png"))
+
+
+@pytest.mark.parametrize("out", ["file", "file/sub"])
+def test_experiment_out_must_be_a_folder(tmp_path, out):
+    from cepopt.experiments.framework import get_experiment, run_experiment
+
+    (tmp_path / "file").write_text("")
+    with pytest.raises(CepoptError, match=r"file.*: cannot create the output folder"):
+        run_experiment(get_experiment("joinorder-scaling"), quick=True, out_dir=tmp_path / out, progress=False)
+
+
+@pytest.mark.parametrize("predicates", [-3, 1000, 11])
+def test_predicates_out_of_range(predicates):
+    with pytest.raises(CepoptError, match=r"--predicates: must be in 0\.\.10 .* got"):
+        gen.make_instance(5, predicates=predicates)
+
+
+@pytest.mark.parametrize("predicates", [0, 10])
+def test_predicates_bounds(predicates):
+    assert len(gen.make_instance(5, predicates=predicates).statistics.selectivities) == predicates

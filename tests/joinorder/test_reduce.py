@@ -127,6 +127,8 @@ def test_user_errors():
         build_query(q, Statistics(rates={"A": 1, "B": 0}))
     with pytest.raises(CepoptError, match="params.last"):
         build_query(q, Statistics(rates=RATES), alpha=1, last="zz")
+    with pytest.raises(CepoptError, match="params.last"):  # unused with alpha = 0, still checked
+        build_query(q, Statistics(rates=RATES), last="zz")
     with pytest.raises(CepoptError, match="params.cost"):
         build_query(q, Statistics(rates=RATES), cost="ldj", strategy="next")
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -199,3 +200,23 @@ def test_fractional_rates_are_scaled_for_cpsat():
         assert sol.objective == pytest.approx(best.objective, rel=1e-9), method
     sol = solve(inst, "cpsat")
     assert sol.stats["weight_scale"] > 1 and sol.stats["objective_tolerance"] < 1e-6
+
+
+@pytest.mark.parametrize("weight", [float("nan"), float("inf"), -float("inf"), 10 ** 400])
+def test_weights_must_be_finite(weight):
+    """A NaN weight used to be silently dropped (NaN > 0 is false), inf gave ``optimal inf``, a huge
+    int an OverflowError."""
+    inst = Instance("sharon", SPEC94, RATES94, params={"expand": False, "weights": {"A,B": weight}})
+    for method in ("sharon", "cpsat"):
+        with pytest.raises(CepoptError, match=r"^params.weights.A,B: expected a finite number"):
+            solve(inst, method)
+
+
+@pytest.mark.parametrize("comb", ["both_required", "missing_as_one"])
+def test_rates_whose_costs_overflow_are_refused(comb):
+    """Eq. 5 cubes 1e200 to inf and inf - inf is nan: every method reported optimal 0."""
+    st = Statistics(rates={t: 1e200 for t in "ABCDE"})
+    with pytest.raises(CepoptError, match=r"^statistics: costs overflow: rates too large"):
+        SharonProblem.from_workload(SPEC94, st, comb=comb)
+    big = CostModel(query_types(SPEC94), {t: 1e90 for t in "ABCDE"}, comb)  # large, finite: priced
+    assert math.isfinite(big.bvalue(("A", "B", "C"), [("q1", 0), ("q3", 1)]))

@@ -36,6 +36,9 @@ def test_generator_presets_and_knobs():
         generate("sharon", ["--queries", "20", "--sharing", "2"])
     with pytest.raises(CepoptError):
         generate("sharon", ["--preset", "nope"])
+    for bad in ("nan", "inf", "0"):
+        with pytest.raises(CepoptError, match="--events-per-window"):
+            generate("sharon", ["--queries", "20", "--events-per-window", bad])
 
 
 def test_quick_experiment(tmp_path):
