@@ -7,6 +7,7 @@ with status 2; never a traceback.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 from collections.abc import Sequence
@@ -229,6 +230,11 @@ def cmd_demo(args) -> int:
     return demo.run_demo(quick=args.quick, master=args.master, time_limit=args.time_limit)
 
 
+def _shown(value: Any) -> str:
+    """An option's default as one would type it after ``--param KEY=``."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def cmd_methods(args) -> int:
     from cepopt.solve import families, methods
 
@@ -242,6 +248,10 @@ def cmd_methods(args) -> int:
         for name, meth in table.items():
             tag = "exact" if meth.exact else "heuristic"
             print(f"  {name:16s} {tag:9s} {meth.description}")
+            if meth.options:
+                defaults = inspect.signature(meth.fn).parameters
+                listed = ", ".join(f"{o}={_shown(defaults[o].default)}" for o in meth.options)
+                print(f"  {'':16s} {'':9s} --param {listed}")
     return 0
 
 

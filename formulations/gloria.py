@@ -13,21 +13,22 @@ super-pool, A7) is folded into that side's unary weight. The local-polytope LP o
 on forest-shaped pool graphs (§7.3), so the LP carries the model: CP-SAT runs with the LP-heavy
 parameters (linearization_level 2 and the ``max_lp`` subsolver).
 
-CP-SAT needs integer coefficients: weights are used as they are when integral (integer frequencies),
-else multiplied by a power of ten (keeping the objective below about 1e9) and rounded; the scale and the
+CP-SAT needs integer coefficients: weights are used as they are when integral (integer frequencies) and
+within 64-bit integers, else multiplied by a power of ten (keeping the objective below about 1e9; below 1
+for huge weights, :func:`~cepopt.formulations.cpsat.integer_scale`) and rounded; the scale and the
 rounding tolerance (stats ``scale``, ``objective_tolerance``) are reported, and solve() re-scores the
-decoded plan in exact arithmetic.
+decoded plan in exact arithmetic. The MILP takes the weights as they are
+(:func:`~cepopt.formulations.milp.solve_milp` scales a huge objective itself).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import pulp
 from ortools.sat.python import cp_model
 
-from cepopt.formulations.cpsat import cpsat_stats, solve_cpsat
+from cepopt.formulations.cpsat import IntScale, cpsat_stats, integer_scale, solve_cpsat
 from cepopt.formulations.milp import solve_milp
 from cepopt.gloria.graph import CandidateGraph
 
@@ -67,12 +68,9 @@ def label_model(graph: CandidateGraph) -> LabelModel:
     return LabelModel(unary, pairs, folded)
 
 
-def _scale(lm: LabelModel) -> float:
+def _scale(lm: LabelModel) -> IntScale:
     values = [w for row in lm.unary for w in row] + [w for t in lm.pairs.values() for w in t.values()]
-    if all(float(w).is_integer() for w in values):
-        return 1
-    top = max((abs(w) for w in values), default=1) or 1
-    return 10 ** max(0, 9 - math.ceil(math.log10(top * max(len(values), 1))))
+    return integer_scale(values, target=1e9 / max(len(values), 1), max_power=None)
 
 
 def solve_cpsat_gloria(graph: CandidateGraph, *, time_limit: float | None, seed: int, workers: int = 2,
@@ -87,8 +85,8 @@ def solve_cpsat_gloria(graph: CandidateGraph, *, time_limit: float | None, seed:
     for p, row in enumerate(lm.unary):
         model.AddExactlyOne(x[p])
         for j, w in enumerate(row):
-            if round(w * scale):
-                coeffs.append(round(w * scale))
+            if scale.to_int(w):
+                coeffs.append(scale.to_int(w))
                 variables.append(x[p][j])
     n_y = 0
     for (a, b), table in lm.pairs.items():
@@ -99,8 +97,8 @@ def solve_cpsat_gloria(graph: CandidateGraph, *, time_limit: float | None, seed:
             n_y += 1
             out.setdefault(i, []).append(y)
             inc.setdefault(j, []).append(y)
-            if round(w * scale):
-                coeffs.append(round(w * scale))
+            if scale.to_int(w):
+                coeffs.append(scale.to_int(w))
                 variables.append(y)
         for i in range(len(lm.unary[a])):
             model.Add(cp_model.LinearExpr.Sum(out.get(i, [])) == x[a][i])
@@ -113,17 +111,17 @@ def solve_cpsat_gloria(graph: CandidateGraph, *, time_limit: float | None, seed:
     result = solve_cpsat(model, time_limit=time_limit, seed=seed, workers=workers, lp_heavy=lp_heavy,
                          hint=hints)
     stats = cpsat_stats(model, result)
-    stats.update(scale=scale, x_variables=sum(len(r) for r in x), y_variables=n_y, folded_pair_tables=lm.folded)
-    if scale != 1:
-        stats["objective_tolerance"] = 1e-6 + 0.5 * len(x) * (1 + len(lm.pairs)) / scale
+    stats.update(scale=scale.factor, x_variables=sum(len(r) for r in x), y_variables=n_y,
+                 folded_pair_tables=lm.folded)
+    terms = 0 if scale.exact else len(x) + len(lm.pairs)  # rounded weights a plan pays: one per pool and pair table
+    bound = None if result.bound is None else (result.bound - 0.5 * terms) / scale.factor
     if result.objective is None:
-        return None, result.status, None, _unscale(result.bound, scale), stats
+        return None, result.status, None, bound, stats
+    objective = result.objective / scale.factor
+    if terms:
+        stats["objective_tolerance"] = scale.tolerance(terms, objective, floor=1e-6)
     choice = [next(j for j in range(len(row)) if result.value(row[j])) for row in x]
-    return choice, result.status, result.objective / scale, _unscale(result.bound, scale), stats
-
-
-def _unscale(v, scale):
-    return None if v is None else v / scale
+    return choice, result.status, objective, bound, stats
 
 
 def solve_milp_gloria(graph: CandidateGraph, *, time_limit: float | None, seed: int, backend: str = "highs"):

@@ -17,7 +17,8 @@ The cost is a sum of exponentials of linear functions of binaries (a convex MINL
   below node j (``s = l + Σ w``, ``w = m ∧ s`` linearised), slots ordered by size (valid symmetry
   breaking); ``L_j`` as above; the same tangent-cut loop. Leaves and root are constant.
 - **CP-SAT bottleneck** (:func:`solve_order_cpsat`, spec §7.3): integer logs ``A_i = round(s·a_i)``,
-  ``B_e = round(s·b_e)`` (s = ``scale``, default 1000), minimise ``M >= L_k`` (k < n), then, with M
+  ``B_e = round(s·b_e)`` (s = ``scale``, default 1000, lowered to a power of ten when the sums would
+  leave 64-bit integers, e.g. Kleene logs of 1e200), minimise ``M >= L_k`` (k < n), then, with M
   fixed at its optimum, minimise ``Σ_k L_k``. An (n-1)-approximation of Cost_ord, not exact.
 
 MILPs are written once in PuLP and solved by :func:`cepopt.formulations.milp.solve_milp` (backend
@@ -387,7 +388,7 @@ def solve_order_cpsat(conj: Conjunct, *, time_limit: float | None = None, seed: 
     """Min-max prefix log-cardinality order (spec §7.3), with a second stage min Σ_k L_k."""
     from ortools.sat.python import cp_model
 
-    from cepopt.formulations.cpsat import solve_cpsat
+    from cepopt.formulations.cpsat import IntScale, fit_scale, solve_cpsat
 
     n = conj.n
     if conj.next_match:
@@ -396,9 +397,13 @@ def solve_order_cpsat(conj: Conjunct, *, time_limit: float | None = None, seed: 
         order = [0] if n == 1 else min(([0, 1], [1, 0]), key=lambda o: _order_var_log(conj, o))
         return ModelOutcome(order, "feasible", {"scale": scale})
     deadline = None if time_limit is None else time.perf_counter() + time_limit
-    A = [int(round(scale * float(v))) for v in conj.a]
     edges = _edges(conj)
-    B = [int(round(scale * float(conj.b[i, j]))) for i, j in edges]
+    coefs = [float(v) for v in conj.a] + [float(conj.b[i, j]) for i, j in edges]
+    # the second stage sums n - 1 prefixes, each at most the sum of all |coefs|
+    ints = IntScale(fit_scale(scale, (n - 1) * sum(map(abs, coefs))))
+    scale = ints.factor
+    A = [ints.to_int(v) for v in coefs[:n]]
+    B = [ints.to_int(v) for v in coefs[n:]]
     model = cp_model.CpModel()
     x = {(i, k): model.NewBoolVar(f"x_{i}_{k}") for i in range(n) for k in range(1, n)}
     y = {(e, k): model.NewBoolVar(f"y_{e}_{k}") for e in range(len(edges)) for k in range(1, n)}
@@ -445,7 +450,8 @@ def solve_order_cpsat(conj: Conjunct, *, time_limit: float | None = None, seed: 
         logs = [final.solver.Value(L) / scale for L in Ls]
         logs.append(float(order_logs(conj, order)[-1]))
         solver_log = logsumexp(logs)
-        stats["objective_tolerance"] = (n + len(edges)) * 0.5 / scale + 1e-9
+        # solve() compares the sum over conjuncts, which is at least this log when positive
+        stats["objective_tolerance"] = ints.tolerance(n + len(edges), max(solver_log, 0.0))
     return ModelOutcome(order, "feasible", stats, solver_log=solver_log)
 
 

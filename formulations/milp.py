@@ -10,6 +10,11 @@ MathOpt backends then get a ``ModelProto`` filled from flat lists, without PuLP'
 per-term Python expressions (measured: 1.5-2 s of 3-10 s for a 20k-row Sharon model went to those
 expressions); ``cbc`` turns it into a PuLP problem, so there is still one model and one solve path.
 
+HiGHS and SCIP take an objective coefficient of 1e20 as infinite (measured: status "error"; CBC solves):
+an objective whose coefficients sum beyond :data:`MAX_OBJECTIVE` is solved divided by a power of two
+(exact in floating point) and its value and bound multiplied back. The solvers' tolerances (about 1e-6)
+then apply to the scaled objective: an objective they cannot resolve is refused (CepoptError).
+
 >>> import pulp
 >>> prob = pulp.LpProblem("tiny", pulp.LpMaximize)
 >>> x = pulp.LpVariable("x", 0, 3, cat="Integer"); y = pulp.LpVariable("y", 0, 1, cat="Binary")
@@ -24,15 +29,18 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pulp
 
 from cepopt.errors import CepoptError
 
-__all__ = ["BACKENDS", "MatrixMilp", "MilpResult", "solve_milp"]
+__all__ = ["BACKENDS", "MAX_OBJECTIVE", "MatrixMilp", "MilpResult", "solve_milp"]
 
 BACKENDS = ("highs", "scip", "cbc")
+
+#: Largest sum of |objective coefficients| handed to a solver as it is (doubles still resolve units).
+MAX_OBJECTIVE = 1e15
 
 
 @dataclass
@@ -97,6 +105,13 @@ def solve_milp(prob: pulp.LpProblem | MatrixMilp, *, backend: str = "highs", tim
     """
     if backend not in BACKENDS:
         raise CepoptError(f"unknown MILP backend {backend!r} (use one of {', '.join(BACKENDS)})")
+    from cepopt.formulations.cpsat import coefficient_total, require_resolution
+
+    coefs = _objective_coefs(prob)
+    total = coefficient_total(coefs)
+    factor = 1 if total <= MAX_OBJECTIVE else 2.0 ** -math.ceil(math.log2(total / MAX_OBJECTIVE))
+    if factor != 1:
+        prob = _scale_objective(prob, factor)
     start = time.perf_counter()
     if backend == "cbc":
         result = _solve_cbc(prob.to_pulp() if isinstance(prob, MatrixMilp) else prob, time_limit, seed, rel_gap,
@@ -105,9 +120,29 @@ def solve_milp(prob: pulp.LpProblem | MatrixMilp, *, backend: str = "highs", tim
         result = _solve_mathopt(prob, backend, time_limit, seed, rel_gap, feas_tol, threads, options or {})
     result.wall_time = time.perf_counter() - start
     result.backend = backend
+    if factor != 1:
+        result.objective, result.bound = (None if v is None else v / factor for v in (result.objective, result.bound))
+        if result.objective is not None:
+            # the solvers' tolerances (about 1e-6 per term) hold for the scaled objective
+            require_resolution(len(coefs) * 1e-6 / factor, result.objective, backend)
     if result.status == "error" and options:  # the options are the usual suspects: name them
         result.message += f" (solver options given: {', '.join(sorted(options))})"
     return result
+
+
+def _objective_coefs(prob: pulp.LpProblem | MatrixMilp) -> list:
+    if isinstance(prob, MatrixMilp):
+        return [c for c in prob.objective if c]
+    return [] if prob.objective is None else [*prob.objective.values(), prob.objective.constant]
+
+
+def _scale_objective(prob: pulp.LpProblem | MatrixMilp, factor: float) -> pulp.LpProblem | MatrixMilp:
+    """A copy of ``prob`` whose objective is multiplied by ``factor`` (the caller's model is left alone)."""
+    if isinstance(prob, MatrixMilp):
+        return replace(prob, objective=[float(c) * factor for c in prob.objective])
+    scaled = prob.copy()
+    scaled.objective = prob.objective * factor
+    return scaled
 
 
 def _solve_cbc(prob, time_limit, seed, rel_gap, threads) -> MilpResult:

@@ -25,7 +25,8 @@ CP-SAT (integer-scaled) or to a MILP backend (:func:`cepopt.formulations.milp.so
    pattern takes part: the true optimum over per-query sharing decisions. With ``expand=False`` no x is
    free: the MWIS of the original graph.
 
-CP-SAT needs integer coefficients: they are multiplied by ``scale`` (1 when they are already integers)
+CP-SAT needs integer coefficients: they are multiplied by ``scale`` (1 when they are already integers
+that fit; below 1 for weights beyond 64-bit integers, :func:`~cepopt.formulations.cpsat.integer_scale`)
 and rounded; the scale and the resulting objective tolerance are reported.
 
 Solving (decisions measured on the sharon-optimizers instances, 200-1000 queries):
@@ -49,16 +50,18 @@ Solving (decisions measured on the sharon-optimizers instances, 200-1000 queries
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from cepopt.formulations.blocks import solve_by_blocks
 
+if TYPE_CHECKING:
+    from cepopt.formulations.cpsat import IntScale
+
 __all__ = ["LinearModel", "mwis_model", "extended_cliques", "compact_model", "solve_cpsat_model", "solve_milp_model",
-           "integer_scale", "COMPACT_HIGHS_OPTIONS", "MWIS_CPSAT_NO_CUTS", "MWIS_SCIP_NO_CUTS"]
+           "COMPACT_HIGHS_OPTIONS", "MWIS_CPSAT_NO_CUTS", "MWIS_SCIP_NO_CUTS"]
 
 
 @dataclass
@@ -179,22 +182,6 @@ def compact_model(problem) -> LinearModel:
     return model
 
 
-def integer_scale(values: Sequence[float], target: float = 1e12) -> int:
-    """1 if every value is an integer (exact), else the power of 10 that puts the largest near target."""
-    if all(isinstance(v, int | Fraction) and Fraction(v).denominator == 1 or
-           (isinstance(v, float) and v.is_integer()) for v in values):
-        return 1
-    largest = max((abs(float(v)) for v in values), default=1.0) or 1.0
-    return 10 ** max(0, min(12, int(math.floor(math.log10(target / largest)))))
-
-
-def _objective_tolerance(model: LinearModel, scale: int, objective: float) -> float:
-    if scale == 1 and all(float(c).is_integer() for c in model.objective):
-        return 1e-9
-    err = 0.5 * len(model.objective) / scale
-    return max(1e-9, 2 * err / max(abs(objective), 1.0))
-
-
 def solve_cpsat_model(model: LinearModel, *, time_limit, seed, hint: Sequence[int] | None = None,
                       lp_heavy: bool = False, workers: int = 2, presolve: bool = True, split: bool = True,
                       extra: dict | None = None):
@@ -207,6 +194,8 @@ def solve_cpsat_model(model: LinearModel, *, time_limit, seed, hint: Sequence[in
     lists, no per-term Python expressions). ``extra`` are further CP-SAT parameters."""
     if not model.names:
         return [], "optimal", 0, 0, {"variables": 0, "constraints": 0, "weight_scale": 1}
+    from cepopt.formulations.cpsat import integer_scale
+
     scale = integer_scale(model.objective)
     params = dict(extra or {})
     if not presolve:
@@ -220,14 +209,14 @@ def solve_cpsat_model(model: LinearModel, *, time_limit, seed, hint: Sequence[in
         x, status, obj, bound, stats = solve_by_blocks(model, one, time_limit=time_limit, hint=hint)
     else:
         x, status, obj, bound, stats = one(model, time_limit, hint)
-    stats.update(variables=len(model.names), constraints=len(model.rows), weight_scale=scale)
+    stats.update(variables=len(model.names), constraints=len(model.rows), weight_scale=scale.factor)
     if x is None:
         return None, status, None, None, stats
-    stats["objective_tolerance"] = _objective_tolerance(model, scale, obj)
+    stats["objective_tolerance"] = scale.tolerance(len(model.objective), obj)
     return x, status, obj, bound, stats
 
 
-def _cpsat_block(model: LinearModel, scale: int, *, time_limit, seed, hint, lp_heavy, workers, extra):
+def _cpsat_block(model: LinearModel, scale: IntScale, *, time_limit, seed, hint, lp_heavy, workers, extra):
     from ortools.sat.python import cp_model
 
     from cepopt.formulations.cpsat import cpsat_stats, solve_cpsat
@@ -248,7 +237,7 @@ def _cpsat_block(model: LinearModel, scale: int, *, time_limit, seed, hint, lp_h
             ct.linear.vars.extend(list(coefs))
             ct.linear.coeffs.extend([int(c) for c in coefs.values()])
             ct.linear.domain.extend([sum(min(int(c), 0) for c in coefs.values()), int(rhs)])
-    ints = [int(round(float(c) * scale)) if scale != 1 else int(c) for c in model.objective]
+    ints = [scale.to_int(c) for c in model.objective]
     nz = [i for i, c in enumerate(ints) if c]
     # maximise = minimise the negated objective with scaling factor -1 (as CpModel.maximize writes it)
     proto.objective.vars.extend(nz)
@@ -262,10 +251,10 @@ def _cpsat_block(model: LinearModel, scale: int, *, time_limit, seed, hint, lp_h
     if res.objective is None:
         return None, res.status, None, None, stats
     x = list(res.solver.ResponseProto().solution)
-    obj = res.objective / scale
+    obj = res.objective / scale.factor
     bound = None
     if res.bound is not None:
-        bound = res.bound / scale + (0.5 * len(ints) / scale if scale != 1 else 0)
+        bound = (res.bound + (0 if scale.exact else 0.5 * len(ints))) / scale.factor
     return x, res.status, obj, bound, stats
 
 

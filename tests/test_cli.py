@@ -37,6 +37,8 @@ def test_methods_and_instances_listings(capsys):
     assert code == 0
     for family in ("sharon", "gloria", "hamlet", "joinorder"):
         assert f"{family}:" in out
+    # each method's options with their defaults, as they are typed after --param
+    assert "--param reduction=paper, per_component=false, max_level=1000000" in out
     code, out, _ = run(capsys, "instances")
     assert code == 0
 

@@ -11,9 +11,9 @@ Problem options (``--param`` keys, also accepted in the instance's ``params``):
   (only conflict-causing queries, only beneficial candidates are expanded); "all" allows every subset
   of every sharable pattern (the true optimum over per-query sharing decisions). Requires expand.
 * ``comb`` ("both_required" | "missing_as_one"): Eq. 5 with an empty prefix/suffix (spec A3).
-* ``max_options`` (int, default 256): cap on the options of one candidate (Alg. 5 is exponential);
+* ``max_options`` (int >= 1 or none, default 256): cap on the options of one candidate (Alg. 5 is exponential);
   the expansion reports ``options_cut`` when it truncates.
-* ``max_vertices`` (int, default 100000): the expanded graph is built (lazily, on first use by a
+* ``max_vertices`` (int >= 1 or none, default 100000): the expanded graph is built (lazily, on first use by a
   graph method) only if it has at most this many options; otherwise graph methods report a
   MethodLimitError and the compact models remain available.
 
@@ -232,19 +232,24 @@ def _finite(x: int | float) -> bool:
         return False
 
 
-def _int_option(value: Any, key: str) -> int | None:
-    if isinstance(value, str):
-        if value.strip().lower() in ("none", "inf", "unlimited"):
-            return None
-        try:
-            return int(value)
-        except ValueError:
-            raise CepoptError(f"params.{key}: expected an integer, got {value!r}") from None
-    return value
+def _cap_option(value: Any, key: str) -> int | None:
+    """A cap: an integer >= 1, or None / "none" / "inf" / "unlimited" for no cap."""
+    if value is None or isinstance(value, str) and value.strip().lower() in ("none", "inf", "unlimited"):
+        return None
+    try:
+        cap = int(value) if isinstance(value, str) else value
+    except ValueError:
+        cap = None
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise CepoptError(f"params.{key}: expected an integer >= 1 or none, got {value!r}")
+    return cap
 
 
-def build(instance, expand: Any = None, subsets: Any = None, comb: Any = None, max_options: Any = None,
-          max_vertices: Any = None) -> SharonProblem:
+_UNSET: Any = object()  # an option not given (None given means "no cap")
+
+
+def build(instance, expand: Any = None, subsets: Any = None, comb: Any = None, max_options: Any = _UNSET,
+          max_vertices: Any = _UNSET) -> SharonProblem:
     """Family.build: the problem of a Sharon instance; explicit options override ``instance.params``."""
     params = dict(instance.params or {})
     for key in params:
@@ -254,9 +259,9 @@ def build(instance, expand: Any = None, subsets: Any = None, comb: Any = None, m
     expand = parse_bool(params.get("expand", True) if expand is None else expand, "expand")
     subsets = params.get("subsets", "cause") if subsets is None else subsets
     comb = params.get("comb", "both_required") if comb is None else comb
-    max_options = _int_option(params.get("max_options", DEFAULT_MAX_OPTIONS) if max_options is None
+    max_options = _cap_option(params.get("max_options", DEFAULT_MAX_OPTIONS) if max_options is _UNSET
                               else max_options, "max_options")
-    max_vertices = _int_option(params.get("max_vertices", DEFAULT_MAX_VERTICES) if max_vertices is None
+    max_vertices = _cap_option(params.get("max_vertices", DEFAULT_MAX_VERTICES) if max_vertices is _UNSET
                                else max_vertices, "max_vertices")
     weights_raw = params.get("weights", {})
     if not isinstance(weights_raw, Mapping):
@@ -269,6 +274,8 @@ def build(instance, expand: Any = None, subsets: Any = None, comb: Any = None, m
             got = repr(w) if isinstance(w, float) else "an integer beyond float range"
             raise CepoptError(f"params.weights.{key}: expected a finite number, got {got}")
         weights[tuple(t.strip() for t in str(key).split(","))] = w
+    if not math.isfinite(sum(abs(float(w)) for w in weights.values())):
+        raise CepoptError("params.weights: the weights sum beyond float range")
     return SharonProblem.from_workload(instance.workload, instance.statistics, expand=expand,
                                        subsets=subsets, comb=comb, max_options=max_options,
                                        max_vertices=max_vertices, weights=weights)

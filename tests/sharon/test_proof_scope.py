@@ -55,3 +55,27 @@ def test_the_literal_reduction_is_not_a_proof():
     assert lit.objective < best.objective
     assert lit.status == "feasible" and lit.bound is None and "unsound" in lit.message
     assert solve(inst, "sharon").status == "optimal"
+
+
+def test_none_lifts_the_option_cap_and_bad_caps_are_refused():
+    from cepopt.errors import CepoptError
+
+    inst = from_json(CAPPED)
+    for no_cap in (None, "none"):
+        sol = solve(inst, "cpsat", params={"max_options": no_cap})
+        assert sol.stats["options_cut"] == 0 and sol.status == "optimal"
+    for bad in (0, -1, "x", True, 2.5):
+        with pytest.raises(CepoptError, match="params.max_options"):
+            solve(inst, "cpsat", params={"max_options": bad})
+
+
+def test_weights_whose_sum_overflows_are_refused():
+    from cepopt.errors import CepoptError
+    from cepopt.instance import load, to_json
+
+    inst = load("sharon-fig4")
+    weights = dict(inst.params["weights"])
+    for key in list(weights)[:2]:
+        weights[key] = 1e308
+    with pytest.raises(CepoptError, match="sum beyond float range"):
+        solve(from_json({**to_json(inst), "params": {**inst.params, "weights": weights}}), "greedy")
