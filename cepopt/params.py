@@ -22,7 +22,8 @@ from typing import Annotated, Any, Literal
 
 from cepopt.errors import CepoptError
 
-__all__ = ["Bound", "PositiveFloat", "PositiveInt", "Workers", "parse_bool", "parse_choice", "read_options"]
+__all__ = ["Bound", "PositiveFloat", "PositiveInt", "Workers", "number_from_text", "parse_bool", "parse_choice",
+           "read_options"]
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
@@ -57,7 +58,7 @@ def _bool(value: Any) -> bool:
     raise ValueError(f"expected true or false, got {value!r}")
 
 
-def _from_text(value: Any) -> Any:
+def number_from_text(value: Any) -> Any:
     """A number written as text (Python callers; ``--param`` already reads JSON numbers), else ``value``."""
     if isinstance(value, str):
         for parse in (int, float):
@@ -69,7 +70,7 @@ def _from_text(value: Any) -> Any:
 
 
 def _int(value: Any) -> int:
-    x = _from_text(value)
+    x = number_from_text(value)
     if not isinstance(x, bool):
         if isinstance(x, numbers.Integral):
             return int(x)
@@ -79,7 +80,7 @@ def _int(value: Any) -> int:
 
 
 def _float(value: Any) -> float:
-    x = _from_text(value)
+    x = number_from_text(value)
     if isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x):
         return float(x)
     raise ValueError(f"expected a finite number, got {value!r}")

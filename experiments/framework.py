@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cepopt.errors import CepoptError, UnknownNameError
+from cepopt.params import number_from_text
 from cepopt.plugins import import_built
 
 __all__ = ["EXPERIMENTS", "Experiment", "ExperimentOutput", "get_experiment", "markdown_table", "run_experiment"]
@@ -101,13 +102,9 @@ def _restore(value: Any) -> Any:
     if hasattr(value, "item"):
         value = value.item()
     if isinstance(value, str):
-        for cast in (int, float):
-            try:
-                return cast(value)
-            except ValueError:
-                pass
         if value in ("True", "False"):
             return value == "True"
+        value = number_from_text(value)
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
