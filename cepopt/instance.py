@@ -210,6 +210,12 @@ def from_json(data: Any) -> Instance:
         statistics = Statistics.from_json(data.get("statistics", {}))
     except ModelError as exc:
         raise InstanceError(f"statistics: {exc}") from None
+    refs = frozenset().union(*(q.refs() for q in workload))
+    for pair, _ in statistics.selectivities:
+        for ref in pair:
+            if ref not in refs:  # a typo here would silently leave the condition at selectivity 1
+                raise InstanceError(f"statistics.selectivities.{','.join(dict.fromkeys(pair))}: {ref!r} is "
+                                    "neither an event type nor a variable of the queries")
     declared = data.get("event_types")
     if declared is not None:
         declared = tuple(declared)

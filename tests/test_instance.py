@@ -209,3 +209,13 @@ def test_save_reports_os_errors(tmp_path):
         with pytest.raises(InstanceError, match="/dev/full: cannot write: No space left on device"):
             save(inst, "/dev/full")
     assert load(save(inst, tmp_path / "new" / "dir" / "x.json")).workload == inst.workload
+
+
+def test_selectivities_name_variables_or_types_of_the_queries():
+    base = {"problem": "joinorder", "queries": "q1: PATTERN SEQ(T1 a, T2 b) WHERE a.v < b.v WITHIN 5",
+            "statistics": {"rates": {"T1": 1, "T2": 2}}}
+    for key in ("a,b", "T1,T2", "a", "b,b"):  # variables, types, a filter (one reference, or twice)
+        inst = from_json({**base, "statistics": {**base["statistics"], "selectivities": {key: 0.5}}})
+        assert inst.statistics.selectivities
+    with pytest.raises(InstanceError, match="selectivities.a,zz: 'zz' is neither an event type nor a variable"):
+        from_json({**base, "statistics": {**base["statistics"], "selectivities": {"a,zz": 0.5}}})
