@@ -3,7 +3,8 @@
 For each sharing class: keep the events of the class's types, replicate each event into the windows
 that hold it (window k = [kS, kS+W), sharon.md §1.5), partition by the GROUP-BY and equivalence
 attributes and the window (``groupBy(...).applyInPandas``), and run
-:func:`cepopt.executor.hamlet_kernel.hamlet_class` on each partition with the plan's policy. Only
+:func:`cepopt.executor.hamlet_kernel.hamlet_class` on each partition with the plan's policy (a
+``replay`` plan: its recorded decisions, cepopt.hamlet.plan.plan_policy). Only
 partial aggregates (exact integers as text) and operation counters come back to the driver, where
 the equivalence partitions of each GROUP-BY group are merged.
 """
@@ -17,12 +18,14 @@ from typing import Any
 
 import pandas as pd
 
+from cepopt.errors import CepoptError
 from cepopt.executor.results import AggAccumulator, results_frame
 
 __all__ = ["execute", "run_classes"]
 
 _SCHEMA = "query string, payload string"
 _METRICS = "__metrics__"
+_ERROR = "__error__"
 
 
 def _encode(v: Any) -> Any:
@@ -35,12 +38,13 @@ def _encode(v: Any) -> Any:
     return v
 
 
-def _partition_fn(cls, policy, kernel: str):
+def _partition_fn(ci: int, cls, policy, kernel: str):
     """The pandas function applied to one (partition, window) group of events."""
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
         from cepopt.executor.greta import Scope, _norm_key, greta_class
         from cepopt.executor.hamlet_kernel import hamlet_class
+        from cepopt.hamlet.graphlets import scope_label
 
         pdf = pdf.sort_values("ts", kind="stable").reset_index(drop=True)
         key = tuple(_norm_key(pdf[a].iloc[0]) if a in pdf.columns else None for a in cls.partition)
@@ -58,7 +62,10 @@ def _partition_fn(cls, policy, kernel: str):
             gloria_class(cls, scope, policy, accs, metrics)
             metrics["greta_queries"] = len(metrics.get("greta_queries", ()))
         else:
-            hamlet_class(cls, scope, policy, accs, metrics, decisions)
+            try:
+                hamlet_class(cls, scope, policy, accs, metrics, decisions, label=scope_label(ci, scope))
+            except CepoptError as exc:  # a replayed plan off its stream: raised again by the driver
+                return pd.DataFrame([(_ERROR, str(exc))], columns=["query", "payload"])
         metrics["kernel_s"] = time.perf_counter() - start
         metrics["events"] = len(pdf)
         metrics["predicted"] = float(sum(d.cost for d in decisions))
@@ -82,7 +89,7 @@ def run_classes(classes, policy, events, spark, kernel: str = "hamlet") -> tuple
 
     accs = {cq.name: AggAccumulator(cq.query) for cls in classes for cq in cls.queries}
     metrics: Counter = Counter()
-    for cls in classes:
+    for ci, cls in enumerate(classes):
         df = events.where(F.col("type").cast("string").isin(sorted(cls.types)))
         w, s = cls.length, cls.slide
         ts = F.col("ts")
@@ -93,8 +100,10 @@ def run_classes(classes, policy, events, spark, kernel: str = "hamlet") -> tuple
             if a not in df.columns:
                 df = df.withColumn(a, F.lit(None).cast("string"))
         keys = list(cls.partition) + ["window"]
-        out = df.groupBy(*keys).applyInPandas(_partition_fn(cls, policy, kernel), schema=_SCHEMA)
+        out = df.groupBy(*keys).applyInPandas(_partition_fn(ci, cls, policy, kernel), schema=_SCHEMA)
         for row in out.collect():
+            if row["query"] == _ERROR:
+                raise CepoptError(row["payload"])
             value = ast.literal_eval(row["payload"])
             if row["query"] == _METRICS:
                 metrics.update({k: v for k, v in value.items()})
@@ -106,14 +115,15 @@ def run_classes(classes, policy, events, spark, kernel: str = "hamlet") -> tuple
 
 
 def execute(problem, plan, events, spark):
-    """Execute a Hamlet plan (its policy, per burst) on a Spark DataFrame of events."""
+    """Execute a Hamlet plan (its policy per burst, or its replayed decisions) on a Spark DataFrame."""
     from cepopt.executor.api import ExecutionResult
     from cepopt.executor.hamlet_kernel import finish_metrics
-    from cepopt.hamlet.policy import get_policy
+    from cepopt.hamlet.plan import plan_policy
 
     start = time.perf_counter()
-    policy = get_policy(plan.policy if hasattr(plan, "policy") else str(plan))
+    policy = plan_policy(problem, plan if hasattr(plan, "policy") else str(plan))
     results, metrics = run_classes(problem.classes, policy, events, spark)
+    policy.finished(metrics.get("bursts", 0))
     finish_metrics(metrics)
     elapsed = time.perf_counter() - start
     metrics["policy"] = policy.name

@@ -2,7 +2,8 @@
 (hamlet.md §3.3-§3.7, §3.10, §4.2), one partition and window at a time.
 
 For each sharing group (Kleene type E, candidates Q_E) of a class, the events are walked in time
-order. At the first event of each complete burst (cepopt.hamlet.graphlets.segment) the policy decides
+order. At the first event of each complete burst (cepopt.hamlet.graphlets.scope_bursts, the bursts the
+optimizer prices from an embedded stream) the policy decides
 which queries share it (hamlet.md §4.2 state machine):
 
 * *extend*: the burst joins the open shared graphlet (same query set, graphlet still active);
@@ -15,9 +16,10 @@ which queries share it (hamlet.md §4.2 state machine):
 
 Inside a shared graphlet an event's value is a linear expression over snapshots, the same for all
 sharing queries: a coefficient map ``c`` (counts) and, for COUNT(E)/SUM(E.attr)/AVG, maps ``d`` per
-weight (§3.10). An event that is not matched by every sharing query, or whose in-graphlet
-predecessors or external edges differ between queries (edge predicates), gets an event-level
-snapshot z holding its per-query value (Def. 3.11, §3.7 identity test). When the graphlet closes its
+weight (§3.10). An event whose signatures (cepopt.hamlet.graphlets.signatures: matched, blocked
+external edges, blocked in-burst predecessors) differ between the sharing queries gets an event-level
+snapshot z holding its per-query value (Def. 3.11, §3.7 identity test): exactly the snapshots the
+burst's decision priced. An event no sharing query matches adds nothing. When the graphlet closes its
 aggregated maps are evaluated once per query and folded into the per-query running sums and results.
 
 Operations counted. ``operations`` is in the unit of the cost model, Eq. 7 (and Eqs. 4/6): one
@@ -71,9 +73,9 @@ import pandas as pd
 
 from cepopt.executor.greta import QueryState, Scope, _num, greta_scope, scopes
 from cepopt.executor.results import AggAccumulator, results_frame
-from cepopt.hamlet.graphlets import Burst, classes_of, segment
+from cepopt.hamlet.graphlets import scope_bursts, scope_label
 from cepopt.hamlet.policy import GroupState, Policy, get_policy
-from cepopt.hamlet.problem import SharingClass, compile_workload, mean_t, pane_size, query_t
+from cepopt.hamlet.problem import SharingClass, compile_workload, mean_t, query_t
 
 __all__ = ["hamlet_class", "run_local"]
 
@@ -137,8 +139,9 @@ class _Group:
     """Shared execution of one sharing group (E, Q_E) over one scope."""
 
     def __init__(self, cls: SharingClass, scope: Scope, kleene: str, cands: tuple[str, ...], policy: Policy,
-                 metrics: dict, decisions: list | None, trace: list | None = None):
+                 metrics: dict, decisions: list | None, trace: list | None = None, label: str = ""):
         self.trace = trace
+        self.label = label
         self.cls = cls
         self.scope = scope
         self.E = kleene
@@ -149,12 +152,12 @@ class _Group:
         self.cqs = {q: cls.query(q) for q in cands}
         self.states = {q: QueryState(self.cqs[q], scope) for q in cands}
         self.masks = {q: scope.masks[q] for q in cands}
-        self.types = frozenset().union(*(self.cqs[q].types for q in cands))
         self.t = {q: query_t(len(self.cqs[q].types), cls.t_rule) for q in cands}
         self.S: dict[int, dict[str, list]] = {}     # snapshot table: sid -> {q: value}
         self.G: _Graphlet | None = None
         self.gstate = GroupState()
-        self.edge_q = {q for q in cands if any(ep.dst == kleene for ep in self.cqs[q].edges)}
+        self.col = {q: j for j, q in enumerate(cands)}
+        self.sigs: dict[int, tuple] = {}  # per decided burst event: its signatures (one per candidate)
         self.ee_edges = {q: [ep for ep in self.cqs[q].edges if ep.src == kleene and ep.dst == kleene]
                          for q in cands}
         self.ext_edges = {q: [ep for ep in self.cqs[q].edges if ep.dst == kleene] for q in cands}
@@ -274,49 +277,9 @@ class _Group:
         self.metrics["graphlets"] += 1
 
     # -- burst decisions -----------------------------------------------------------------------
-    def _signatures(self, positions: list[int]) -> tuple:
-        sc = self.scope
-        if not self.edge_q:
-            # signatures are the local-filter matches: vectorized, and uniform bursts skip the classes
-            rows = np.stack([self.masks[q][positions] for q in self.cands], axis=1)
-            if rows.all():
-                return ()
-            return classes_of([tuple(r) for r in rows.tolist()])
-        prior = [pos for pos, _, _ in self.G.events] if self.G is not None else []
-        sigs = []
-        seen = list(prior)
-        for i in positions:
-            row = []
-            for q in self.cands:
-                if not self.masks[q][i]:
-                    row.append((False,))
-                    continue
-                blocked = frozenset(p for p in seen if sc.ts[p] < sc.ts[i] and self.masks[q][p]
-                                    and not all(ep.holds(sc.record(p), sc.record(i)) for ep in self.ee_edges[q]))
-                row.append((True, blocked, self._ext_ok(q, i)))
-            sigs.append(row)
-            seen.append(i)
-        return classes_of(sigs)
-
-    def _ext_ok(self, q: str, i: int) -> bool:
-        eps = self.ext_edges[q]
-        if not eps:
-            return True
-        sc = self.scope
-        st = self.states[q]
-        rec = sc.record(i)
-        pts = st.pt.get(self.E, ())
-        for pos, *_ in st.stored:
-            tp = sc.types[pos]
-            if tp in pts and sc.ts[pos] < sc.ts[i]:
-                if not all(ep.holds(sc.record(pos), rec) for ep in eps if ep.src == tp):
-                    return False
-        return True
-
-    def decide(self, seg, n_graph: int) -> tuple[str, ...]:
-        burst = Burst(self.E, self.cands, len(seg.positions), n_graph, self._signatures(seg.positions),
-                      seg.continues, n_rule=self.cls.n_rule)
+    def decide(self, positions: list[int], burst, sigs: list[tuple]) -> tuple[str, ...]:
         dec = self.policy.decide(burst, self.gstate, lambda qs: mean_t(self.t, qs))
+        self.sigs.update(zip(positions, sigs, strict=True))
         self.metrics["bursts"] += 1
         if self.decisions is not None:
             self.decisions.append(dec)
@@ -370,22 +333,13 @@ class _Group:
                 self.last_x[q] = i
             G.ext = {self._new_snapshot(values, 'graphlet'): 1}
         committed = G.events[:G.committed_upto]
-        uniform = all(self.masks[q][i] for q in queries)
-        common_blocked: frozenset | None = frozenset()
-        if uniform and any(q in self.edge_q for q in queries):
-            blocked_sets = set()
-            for q in queries:
-                eps = self.ee_edges[q]
-                blocked = frozenset(pos for pos, _, _ in committed if self.masks[q][pos] and eps
-                                    and not all(ep.holds(sc.record(pos), sc.record(i)) for ep in eps))
-                blocked_sets.add(blocked)
-                if not self._ext_ok(q, i):
-                    uniform = False
-            if len(blocked_sets) > 1:
-                uniform = False
-            else:
-                common_blocked = next(iter(blocked_sets))
-        if uniform:
+        sigs = {self.sigs[i][self.col[q]] for q in queries}
+        common_blocked = next(iter(sigs))
+        if len(sigs) == 1 and common_blocked is None:
+            # matched by no sharing query: value 0 for all of them
+            c, d = {}, {w: {} for w in G.weights}
+        elif len(sigs) == 1:
+            # one signature: no external edge blocked, the same in-burst predecessors blocked for all
             c = dict(G.ext)
             d = {w: {} for w in G.weights}
             if not common_blocked:
@@ -445,18 +399,16 @@ class _Group:
         G.add(i, c, d)
 
     # -- the walk -------------------------------------------------------------------------------
-    def run(self, n_before: np.ndarray) -> None:
+    def run(self) -> None:
         sc = self.scope
-        relevant = np.zeros(sc.n, dtype=bool)
-        for q in self.cands:
-            relevant |= self.masks[q]
-        pane = pane_size([self.cls.length, self.cls.slide])
-        segs, solo = segment(sc.ts, sc.types, relevant, self.E, self.types, pane)
-        starts = {seg.positions[0]: seg for seg in segs}
+        group = scope_bursts(self.cls, sc, self.label, self.E, self.cands)
+        relevant, solo = group.relevant, group.solo
+        starts = {positions[0]: (positions, burst, sigs) for positions, burst, sigs in group.bursts}
         in_burst = np.zeros(sc.n, dtype=bool)
-        for seg in segs:
-            in_burst[seg.positions] = True
-        closer = relevant & np.isin(sc.types, list(self.types - {self.E}))
+        for positions, _, _ in group.bursts:
+            in_burst[positions] = True
+        types = frozenset().union(*(self.cqs[q].types for q in self.cands))
+        closer = relevant & np.isin(sc.types, list(types - {self.E}))
         shared: tuple[str, ...] = ()
         for i in np.flatnonzero(relevant).tolist():
             ts_i = sc.ts[i]
@@ -466,8 +418,7 @@ class _Group:
                 self.close()
                 shared = ()
             if i in starts:
-                seg = starts[i]
-                shared = self.decide(seg, int(n_before[seg.n_before]) + len(seg.positions))
+                shared = self.decide(*starts[i])
             if in_burst[i] and shared:
                 self.shared_event(i)
                 for q in self.cands:
@@ -485,8 +436,9 @@ class _Group:
 
 
 def hamlet_class(cls: SharingClass, scope: Scope, policy: Policy, accs: dict[str, AggAccumulator],
-                 metrics: dict, decisions: list | None = None, trace: list | None = None) -> None:
-    """Hamlet on one scope of a class: groups shared per ``policy``, every other query by GRETA."""
+                 metrics: dict, decisions: list | None = None, trace: list | None = None, label: str = "") -> None:
+    """Hamlet on one scope of a class: groups shared per ``policy``, every other query by GRETA.
+    ``label`` is the scope of its bursts (cepopt.hamlet.graphlets.scope_label, as the optimizer's)."""
     for key in _COUNTERS:
         metrics.setdefault(key, 0)
     grouped = {q for _e, qs in cls.groups for q in qs}
@@ -497,15 +449,9 @@ def hamlet_class(cls: SharingClass, scope: Scope, policy: Policy, accs: dict[str
             metrics["propagations"] += st.propagations
             metrics["pred_edges"] += st.propagations
             metrics["values"] += st.values
-    if not cls.groups:
-        return
-    anyq = np.zeros(scope.n, dtype=bool)
-    for m in scope.masks.values():
-        anyq |= m
-    n_before = np.r_[0, np.cumsum(anyq)]
     for e, cands in cls.groups:
-        grp = _Group(cls, scope, e, cands, policy, metrics, decisions, trace)
-        grp.run(n_before)
+        grp = _Group(cls, scope, e, cands, policy, metrics, decisions, trace, label)
+        grp.run()
         for q, st in grp.states.items():
             st.emit(accs[q])
 
@@ -523,15 +469,18 @@ def run_local(workload, events: pd.DataFrame, policy: str | Policy = "dynamic", 
               decisions: list | None = None, trace: list | None = None) -> tuple[pd.DataFrame, dict]:
     """Hamlet over a whole stream in-process (no Spark): results table and operation counters.
     ``decisions`` collects the policy's Decision per burst, ``trace`` every snapshot created as
-    (kind, type, {query: count value})."""
+    (kind, type, {query: count value}). A :class:`cepopt.hamlet.policy.ReplayPolicy` replays a plan's
+    decisions on the bursts it was made for (CepoptError on other bursts)."""
     start = time.perf_counter()
     pol = get_policy(policy) if isinstance(policy, str) else policy
     classes = compile_workload(workload, params)
     accs = {cq.name: AggAccumulator(cq.query) for cls in classes for cq in cls.queries}
     metrics: dict = dict.fromkeys(_COUNTERS, 0)
-    for cls in classes:
+    for ci, cls in enumerate(classes):
         for key, k, part in scopes(cls, events):
-            hamlet_class(cls, Scope(cls, part, key, k), pol, accs, metrics, decisions, trace)
+            scope = Scope(cls, part, key, k)
+            hamlet_class(cls, scope, pol, accs, metrics, decisions, trace, scope_label(ci, scope))
+    pol.finished(metrics["bursts"])
     rows = [r for acc in accs.values() for r in acc.rows()]
     finish_metrics(metrics)
     metrics["time_s"] = time.perf_counter() - start

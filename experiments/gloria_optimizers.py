@@ -1,4 +1,4 @@
-"""``cepopt experiment gloria-optimizers``: GLORIA's optimizers against exact CP-SAT / MILP models.
+"""``cepopt experiment gloria-optimizers``: GLORIA's optimizers against CP-SAT / MILP over the same candidates.
 
 On every published GLORIA workload (stock, bus, taxi: SEQ, Kleene, mixed; 12 to 400 queries, from
 ``../shared/anchors-data/gloria`` when present), on generated workloads and on the bundled paper
@@ -6,7 +6,11 @@ examples: plan cost (the Gloria cost model) and optimizer time of gloria, gloria
 greedy, and of cpsat and milp over the gloria-safe candidates and over the NOPRUNE candidates (with
 their model size). Reported: how often CP-SAT is strictly cheaper than the published search, whether
 CP-SAT / MILP are ever worse than GLORIA (they must not be), whether they prove the optimum over the
-safe candidates in under 10 s, and the ratio of CP-SAT's time to the published search's.
+safe candidates in under 10 s, and the ratio of CP-SAT's time to the published search's. An optimum over
+these candidate sets is not the problem's optimum (only the exhaustive candidates give that, spec §7.3
+item 5): the methods report it as status "feasible" with stats ``candidate_status`` "optimal", and the
+report's gaps are measured against it. CP-SAT over the exhaustive candidates proves the optimum where
+they are few enough (``max_options``), and the report says how far the others are above it there.
 
 Queries that repeat an event type (26 of 13,100 in the GloriaVSHamlet workloads, spec §10 A15) are
 dropped from their workload; the row says how many.
@@ -33,8 +37,10 @@ RUNS = (  # (label, method, params)
     ("milp-safe", "milp", {"candidates": "safe"}),
     ("cpsat-noprune", "cpsat", {"candidates": "noprune"}),
     ("milp-noprune", "milp", {"candidates": "noprune"}),
+    ("cpsat-exhaustive", "cpsat", {"candidates": "exhaustive"}),
 )
-QUICK_RUNS = ("gloria", "gloria-safe", "noprune", "greedy", "cpsat-safe", "milp-safe", "cpsat-noprune")
+QUICK_RUNS = ("gloria", "gloria-safe", "noprune", "greedy", "cpsat-safe", "milp-safe", "cpsat-noprune",
+              "cpsat-exhaustive")
 
 
 def _shipped() -> list[dict]:
@@ -104,7 +110,8 @@ def run(point: dict) -> list[dict]:
             continue
         sol = solve(inst, method, time_limit=TIME_LIMIT, params=params, problem=problem)
         st = sol.stats
-        rows.append({**base, "run": label, "status": sol.status, "objective": sol.objective,
+        rows.append({**base, "run": label, "status": sol.status,
+                     "candidate_status": st.get("candidate_status", sol.status), "objective": sol.objective,
                      "time_s": round(sol.time_s, 6),
                      "nodes": st.get("nodes"), "edges": st.get("edges"),
                      "model_vars": (st.get("x_variables") or 0) + (st.get("y_variables") or 0) or None,
@@ -122,7 +129,7 @@ def report(df, out_dir: Path) -> str:
     key = ["source", "instance"]
     obj = df.pivot_table(index=key, columns="run", values="objective", aggfunc="first")
     tim = df.pivot_table(index=key, columns="run", values="time_s", aggfunc="first")
-    stat = df.pivot_table(index=key, columns="run", values="status", aggfunc="first")
+    stat = df.pivot_table(index=key, columns="run", values="candidate_status", aggfunc="first")
     meta = df.drop_duplicates(key).set_index(key)[["dataset", "workload", "queries", "pools", "forest", "dropped"]]
     lines = []
     n = len(obj)
@@ -142,7 +149,15 @@ def report(df, out_dir: Path) -> str:
         optimal = int((stat[label] == "optimal").sum())
         lines.append(f"- {label}: worse than gloria on **{worse}** instances; proved optimal over its candidates "
                      f"on {optimal}/{int(have.sum())}; max time {tim[label].max():.2f} s; "
-                     f"under 10 s and optimal on {int(((tim[label] < 10) & (stat[label] == 'optimal')).sum())}.")
+                     f"under 10 s and optimal over its candidates on "
+                     f"{int(((tim[label] < 10) & (stat[label] == 'optimal')).sum())}.")
+    if "cpsat-exhaustive" in obj:
+        proven = obj["cpsat-exhaustive"][stat["cpsat-exhaustive"] == "optimal"]
+        above = {r: obj[r][proven.index] / proven - 1 for r in ("cpsat-noprune", "cpsat-safe", "gloria") if r in obj}
+        lines.append(f"- cpsat-exhaustive (the problem's optimum, spec §7.3 item 5): proved on **{len(proven)}/{n}** "
+                     "instances (elsewhere a pool has more than max_options options); there "
+                     + "; ".join(f"{r} is above it on {int((e > tol).sum())} (max {e.max():.2%})"
+                                 for r, e in above.items()) + ".")
     ratio = (tim["cpsat-safe"] / tim["gloria"]).median() if "cpsat-safe" in tim else float("nan")
     lines.append("")
     lines.append(f"Median time ratio cpsat-safe / gloria: **{ratio:.3g}**.")

@@ -4,7 +4,8 @@
 Eq. 1), every block of at least two queries labelled with every admissible snapshot type (the
 transition's source or an upstream type common to the block's queries), unshared singletons; Kleene
 super-pools keep their |types|+1 options. Pairs of adjacent options are allowed when derivable
-(cost.py). Small workloads only: :class:`~cepopt.solve.MethodLimitError` beyond ``max_options``.
+(cost.py). Small workloads only: :class:`~cepopt.solve.MethodLimitError` beyond ``max_options``,
+:class:`~cepopt.gloria.graph.BuildTimeout` past ``deadline``.
 
 :func:`brute_force`: depth-first search over one node per pool in topological order, with the
 trivial lower bound (cost so far + the cheapest unary weight of every later pool; edge weights are
@@ -18,7 +19,7 @@ import math
 import time
 
 from cepopt.gloria.cost import Option, option_problem
-from cepopt.gloria.graph import CandidateGraph, complete_edges
+from cepopt.gloria.graph import CandidateGraph, check_deadline, complete_edges
 from cepopt.gloria.nodes import kleene_options
 from cepopt.gloria.plan import Block, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, Pool
@@ -51,13 +52,14 @@ def _bell(n: int) -> int:
     return row[0]
 
 
-def seq_space(problem: GloriaProblem, pool: Pool, max_options: int) -> list[Option]:
+def seq_space(problem: GloriaProblem, pool: Pool, max_options: int, deadline: float | None = None) -> list[Option]:
     queries = sorted(pool.queries)
     if _bell(len(queries)) > max_options:
         raise MethodLimitError(f"pool {pool.label}: {len(queries)} queries give B_{len(queries)} = "
                                f"{_bell(len(queries))} partitions (max_options={max_options})")
     out: list[Option] = []
     for partition in set_partitions(queries):
+        check_deadline(deadline)
         labels = []
         for block in partition:
             if len(block) == 1:
@@ -74,11 +76,12 @@ def seq_space(problem: GloriaProblem, pool: Pool, max_options: int) -> list[Opti
     return out
 
 
-def exhaustive_graph(problem: GloriaProblem, *, max_options: int = 2000) -> CandidateGraph:
-    options = [kleene_options(p) if p.kind == "kleene" else seq_space(problem, p, max_options)
+def exhaustive_graph(problem: GloriaProblem, *, max_options: int = 2000,
+                     deadline: float | None = None) -> CandidateGraph:
+    options = [kleene_options(p) if p.kind == "kleene" else seq_space(problem, p, max_options, deadline)
                for p in problem.pools]
     graph = CandidateGraph(problem, "exhaustive", options)
-    complete_edges(graph)
+    complete_edges(graph, deadline)
     graph.stats = {"nodes": graph.num_nodes, "edges": graph.num_edges}
     return graph
 

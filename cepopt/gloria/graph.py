@@ -13,6 +13,7 @@ same graph, so their values are comparable on the same candidates.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -21,7 +22,18 @@ from cepopt.gloria.cost import Option, edge_cost, edge_derivable, plan_from_opti
 from cepopt.gloria.plan import GloriaPlan
 from cepopt.gloria.problem import GloriaProblem
 
-__all__ = ["CandidateGraph", "complete_edges", "describe_option", "pool_graph_is_forest"]
+__all__ = ["BuildTimeout", "CandidateGraph", "check_deadline", "complete_edges", "describe_option",
+           "pool_graph_is_forest"]
+
+
+class BuildTimeout(Exception):
+    """Building a candidate graph ran past its deadline."""
+
+
+def check_deadline(deadline: float | None) -> None:
+    """Raise :class:`BuildTimeout` once ``deadline`` (a ``time.perf_counter()`` value) has passed."""
+    if deadline is not None and time.perf_counter() > deadline:
+        raise BuildTimeout
 
 
 def describe_option(option) -> str:
@@ -76,22 +88,24 @@ def fill_unary(graph: CandidateGraph) -> None:
         graph.end.append([p[1] for p in pairs])
 
 
-def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option],
-               opts_b: list[Option]) -> dict[tuple[int, int], float]:
+def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opts_b: list[Option],
+               deadline: float | None = None) -> dict[tuple[int, int], float]:
     """Allowed (derivable) node pairs between pools a and b with their §3.2 weights."""
     table = {}
     for i, oa in enumerate(opts_a):
+        check_deadline(deadline)  # per row: an exhaustive table can hold millions of pairs
         for j, ob in enumerate(opts_b):
             if edge_derivable(problem, a, b, oa, ob):
                 table[(i, j)] = edge_cost(problem, a, b, oa, ob)
     return table
 
 
-def complete_edges(graph: CandidateGraph) -> None:
-    """Fill unary weights and every allowed pair of the graph's options."""
+def complete_edges(graph: CandidateGraph, deadline: float | None = None) -> None:
+    """Fill unary weights and every allowed pair of the graph's options (:class:`BuildTimeout` past
+    ``deadline``)."""
     problem = graph.problem
     fill_unary(graph)
-    graph.allowed = {(a, b): edge_table(problem, a, b, graph.options[a], graph.options[b])
+    graph.allowed = {(a, b): edge_table(problem, a, b, graph.options[a], graph.options[b], deadline)
                      for (a, b) in problem.edges}
 
 

@@ -102,8 +102,10 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
     return list(nodes)
 
 
-def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 20000) -> CandidateGraph:
-    """Build the (pruned) GLORIA graph in ``mode``: candidates, edges, d_s and arg-min edges."""
+def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 20000,
+             deadline: float | None = None) -> CandidateGraph:
+    """Build the (pruned) GLORIA graph in ``mode``: candidates, edges, d_s and arg-min edges
+    (:class:`~cepopt.gloria.graph.BuildTimeout` past ``deadline``)."""
     if mode not in MODES:
         raise ValueError(f"unknown generation mode {mode!r}")
     if problem.order is None:
@@ -127,7 +129,7 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
             cand = seq_nodes(problem, pool, options, mode, max_nodes)
         generated += len(cand)
         units = [unary_cost(problem, pool, o) for o in cand]
-        tables = {a: edge_table(problem, a, b, options[a], cand) for a in problem.preds.get(b, [])}
+        tables = {a: edge_table(problem, a, b, options[a], cand, deadline) for a in problem.preds.get(b, [])}
         dist, best = distances({a: d_s[a] for a in tables}, tables, [u[0] for u in units])
         # d_s with the end edges of every ancestor included (what the safe rule compares)
         full, _ = distances({a: d_full[a] for a in tables}, tables, [u[0] + u[1] for u in units])

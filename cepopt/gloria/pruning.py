@@ -9,9 +9,20 @@
   - ``paper`` mode: ``n_k.d_s < n_m.d_s``;
   - ``safe`` mode: ``n_k.d + Delta <= n_m.d`` (``d`` = d_s with the end edges of every ancestor
     included, which Eq. 22 leaves out) with
-    ``Delta = sum over outgoing edges (successor pools and end edges) of sum over blocks b of n_m with
-    X_m(b) = Ei (the edge's predecessor type) of f(Ei) (f(X_k(b)) - 1) g(Ej)``: the one propagation
-    where n_m's fresh snapshot has length 1 (spec §4.2, the len = 1 case Lemma 5.11 ignores).
+    ``Delta = sum over blocks b of n_m and edges (pair terms, end edges) priced with predecessor type
+    Ei = X_m(b) and sharing a query with b, of f(Ei) (f(X_k(b)) - 1) g(Ej)``: n_m's expression has
+    length 1 there, n_k's has f(X_k(b)) (spec §4.2, the len = 1 case Lemma 5.11 ignores). Each type
+    occurs once per query (A15), so these edges leave the pool itself or, when n_m is a Kleene
+    super-pool option whose snapshot is the cycle's exit type, the SEQ pool that follows it (which
+    holds that snapshot as its own source type): both are summed.
+
+  Soundness: take any plan through n_m, put n_k in its place with its cheapest ancestors, and
+  downstream give every block REUSEd from a block b the snapshot X_k(b) instead (those nodes are
+  generated from n_k too). Upstream this costs n_k.d instead of at least n_m.d (on an in-tree, which
+  shares no ancestor with the rest of the plan; elsewhere the pointwise bound below). Downstream every
+  propagation ``f(Ei) len(X, Ei) g(Ej)`` and evaluation ``f(Ej) f(X) |S|`` is no larger with
+  f(X_k) <= f(X_m), except where len(X_m, Ei) = 1 < len(X_k, Ei), i.e. Ei = X_m: Delta bounds
+  exactly those edges.
 
 The d_s comparison is sound only when the pool's ancestors form an in-tree (no ancestor pool forks to
 another branch); elsewhere the safe rule uses pointwise dominance over every predecessor node.
@@ -57,9 +68,11 @@ def _shape(option: Option) -> tuple:
 def _delta(problem: GloriaProblem, pool: Pool, keep: Option, drop: Option) -> float:
     f = problem.freq
     x_keep = {b.queries: b.snapshot for b in keep}
-    outgoing = [(term.t, term.queries) for s in problem.succs.get(pool.index, [])
-                for term in problem.edges[(pool.index, s)]]
-    outgoing += [(t, ending) for t, ending in pool.ends]
+    outgoing = []
+    # edges with Ei = X_m(b) leave the pool or, after a Kleene exit snapshot, a successor (module docstring)
+    for p in (pool.index, *problem.succs.get(pool.index, [])):
+        outgoing += [(term.t, term.queries) for s in problem.succs.get(p, []) for term in problem.edges[(p, s)]]
+        outgoing += problem.pools[p].ends
     delta = 0
     for (ei, ej), queries in outgoing:
         for block in drop:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from cepopt.errors import CepoptError
 from cepopt.hamlet.graphlets import Burst
-from cepopt.hamlet.policy import Decision, GroupState, Policy, _decision, get_policy, option_cost
+from cepopt.hamlet.policy import Decision, GroupState, Policy, ReplayPolicy, get_policy, option_cost
 
 __all__ = ["decide", "run_policy"]
 
@@ -34,25 +33,19 @@ def run_policy(bursts: Iterable[Burst], policy: str | Policy,
                decisions: Sequence[Decision] | None = None) -> tuple[list[Decision], float]:
     """Decide every burst in order (state per scope and type) and sum the chosen options' costs.
     With ``decisions`` the given shared sets are replayed and re-priced instead."""
+    bursts = list(bursts)
+    if decisions is not None:
+        policy = ReplayPolicy(bursts, [d.queries for d in decisions])
     pol = get_policy(policy) if isinstance(policy, str) else policy
     tf = _t_fn(t)
     states: dict[tuple[str, str], GroupState] = {}
     out: list[Decision] = []
     total = 0.0
-    bursts = list(bursts)
-    if decisions is not None and len(decisions) != len(bursts):
-        raise CepoptError(f"plan.decisions: {len(decisions)} decisions for {len(bursts)} bursts")
-    for i, burst in enumerate(bursts):
+    for burst in bursts:
         state = states.setdefault((burst.scope, burst.type), GroupState())
-        if decisions is None:
-            d = pol.decide(burst, state, tf)
-        else:
-            qs = tuple(decisions[i].queries)
-            unknown = [q for q in qs if q not in burst.queries]
-            if unknown:
-                raise CepoptError(f"plan.decisions[{i}]: query {unknown[0]!r} is not a candidate of the burst")
-            d = _decision(burst, state, qs, tf)
+        d = pol.decide(burst, state, tf)
         total += option_cost(burst, state, d.queries, tf)
         state.after(burst, d.queries)
         out.append(d)
+    pol.finished(len(out))
     return out, total

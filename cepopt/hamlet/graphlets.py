@@ -13,7 +13,10 @@ snapshot). This is the [DECISION] that keeps the snapshot rule of §3.7 exact un
 
 Each event of a burst carries a *signature class* per candidate query (§4.3 step 1): events whose
 candidates all agree (class 0 everywhere) need no event-level snapshot; an event with two or more
-distinct classes among the shared queries needs one (Def. 3.11). Class 0 is the majority.
+distinct classes among the shared queries needs one (Def. 3.11). Class 0 is the majority. The
+signatures (:func:`signatures`) are computed exactly from the stream (§8.14), the same way for the
+optimizer (:func:`stream_bursts`) and the executor (:func:`scope_bursts` serves both), so that both
+price a burst alike and the executor creates exactly the event-level snapshots it priced.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ import numpy as np
 
 from cepopt.errors import CepoptError
 
-__all__ = ["BURST_KEYS", "MAX_EVENTS", "N_RULES", "Burst", "Segment", "burst_from_json", "burst_to_json",
-           "classes_of", "segment", "stream_bursts"]
+__all__ = ["BURST_KEYS", "MAX_EVENTS", "N_RULES", "Burst", "ScopeBursts", "Segment", "burst_from_json",
+           "burst_to_json", "classes_of", "scope_bursts", "scope_label", "segment", "signatures", "stream_bursts"]
 
 #: what n of Eq. 7 counts (hamlet.md §8.7): "graph", the events in the graph at decision time
 #: including the burst (the paper's examples: 7, 11, 15; the default); "before", the events before
@@ -223,13 +226,96 @@ def segment(ts: np.ndarray, types: np.ndarray, relevant: np.ndarray, kleene: str
     return out, solo
 
 
+def signatures(scope, cqs: Mapping[str, Any], kleene: str, positions: Sequence[int]) -> list[tuple]:
+    """Per burst event (``positions`` into the scope, in time order), the signature of each candidate
+    query of ``cqs`` (§4.3 step 1, the §3.7 identity test):
+
+    * ``None``: q does not match the event (its value for q is 0);
+    * ``("own", q)``: an edge predicate of q blocks an edge into the event from a matched event before
+      the burst, so the graphlet-level snapshot does not give its value for q: it needs an
+      event-level snapshot whoever shares it ([DECISION]: §3.7, not a signature shared by every
+      query blocked alike, as a literal §4.3 would have it; the executor needs the snapshot);
+    * else the frozenset of the earlier burst events matched by q whose edge to it q blocks.
+
+    An event needs an event-level snapshot under a shared set S iff S gives it two signatures. They
+    depend on the stream only, not on earlier decisions: when a burst extends the open graphlet, the
+    graphlet's earlier events count as "before the burst" (an edge from them blocked alike for all of
+    S costs a snapshot that an exact in-graphlet test would not need)."""
+    names = list(cqs)
+    masks = [scope.masks[q] for q in names]
+    into = [[ep for ep in cqs[q].edges if ep.dst == kleene] for q in names]
+    if not any(into):
+        return [tuple(frozenset() if m[i] else None for m in masks) for i in positions]
+    ts, types = scope.ts, scope.types
+
+    def blocked(eps, p, rec) -> bool:
+        return not all(ep.holds(scope.record(p), rec) for ep in eps if ep.src == types[p])
+
+    before = positions[0]
+    external = [np.flatnonzero(m[:before] & np.isin(types[:before], list(cqs[q].pt_map.get(kleene, ()))))
+                for q, m in zip(names, masks, strict=True)]
+    rows = []
+    for i in positions:
+        rec = scope.record(i)
+        row: list = []
+        for q, m, eps, ext in zip(names, masks, into, external, strict=True):
+            if not m[i]:
+                row.append(None)
+            elif any(ts[p] < ts[i] and blocked(eps, p, rec) for p in ext.tolist()):
+                row.append(("own", q))
+            else:
+                row.append(frozenset(p for p in positions if ts[p] < ts[i] and m[p] and blocked(eps, p, rec)))
+        rows.append(tuple(row))
+    return rows
+
+
+@dataclass
+class ScopeBursts:
+    """A sharing group's bursts in one scope: ``relevant`` (events matched by a candidate), ``solo``
+    (E events processed without sharing, see :func:`segment`) and per burst its event positions,
+    the :class:`Burst` the cost model prices and the events' :func:`signatures`."""
+
+    relevant: np.ndarray
+    solo: np.ndarray
+    bursts: list[tuple[list[int], Burst, list[tuple]]]
+
+
+def scope_label(ci: int, scope) -> str:
+    """A burst's ``scope``: the class index, partition key and window."""
+    return f"{ci}|{scope.key}|{scope.window}"
+
+
+def scope_bursts(cls, scope, label: str, kleene: str, cands: tuple[str, ...]) -> ScopeBursts:
+    """The bursts of the sharing group (``kleene``, ``cands``) of class ``cls`` in one scope
+    (:class:`cepopt.executor.greta.Scope`), labelled ``label``: what the optimizer prices and the
+    executor decides, from one computation."""
+    from cepopt.hamlet.problem import pane_size  # problem imports this module
+
+    cqs = {q: cls.query(q) for q in cands}
+    relevant = np.zeros(scope.n, dtype=bool)
+    for q in cands:
+        relevant |= scope.masks[q]
+    anyq = np.zeros(scope.n, dtype=bool)
+    for m in scope.masks.values():
+        anyq |= m
+    n_before = np.r_[0, np.cumsum(anyq)]  # n of Eq. 7: the class's matched events before a position
+    gtypes = frozenset().union(*(cq.types for cq in cqs.values()))
+    segs, solo = segment(scope.ts, scope.types, relevant, kleene, gtypes, pane_size([cls.length, cls.slide]))
+    out = []
+    for seg in segs:
+        sigs = signatures(scope, cqs, kleene, seg.positions)
+        b = len(seg.positions)
+        out.append((seg.positions, Burst(kleene, tuple(cands), b, int(n_before[seg.n_before]) + b,
+                                         classes_of(sigs), seg.continues, label, cls.n_rule), sigs))
+    return ScopeBursts(relevant, solo, out)
+
+
 def stream_bursts(classes, stream: Sequence[Mapping]) -> list[Burst]:
-    """The bursts of an embedded stream, for the cost model (signatures from local filters only)."""
+    """The bursts of an embedded stream, for the cost model: the executor's bursts (scope_bursts)."""
     import pandas as pd
 
-    # local imports: the executor's vectorized helpers (no Spark); problem imports this module
-    from cepopt.executor.greta import matched_mask, scopes
-    from cepopt.hamlet.problem import pane_size
+    # local import: the executor's scopes (no Spark); problem imports this module
+    from cepopt.executor.greta import Scope, scopes
 
     df = pd.DataFrame(list(stream))
     out: list[Burst] = []
@@ -237,23 +323,7 @@ def stream_bursts(classes, stream: Sequence[Mapping]) -> list[Burst]:
         if not cls.groups:
             continue
         for key, wk, part in scopes(cls, df):
-            ts = part["ts"].to_numpy()
-            types = part["type"].astype(str).to_numpy()
-            masks = {q.name: matched_mask(q, part) for q in cls.queries}
-            anyq = np.zeros(len(part), dtype=bool)
-            for m in masks.values():
-                anyq |= m
-            pane = pane_size([cls.length, cls.slide])
+            scope = Scope(cls, part, key, wk)
             for e, cands in cls.groups:
-                relevant = np.zeros(len(part), dtype=bool)
-                for q in cands:
-                    relevant |= masks[q]
-                gtypes = frozenset().union(*(cls.query(q).types for q in cands))
-                segs, _ = segment(ts, types, relevant, e, gtypes, pane)
-                for seg in segs:
-                    sigs = [[bool(masks[q][i]) for q in cands] for i in seg.positions]
-                    n_before = int(anyq[:seg.n_before].sum())
-                    out.append(Burst(e, tuple(cands), len(seg.positions), n_before + len(seg.positions),
-                                     classes_of(sigs), seg.continues, f"{ci}|{key}|{wk}", cls.n_rule))
+                out.extend(burst for _, burst, _ in scope_bursts(cls, scope, scope_label(ci, scope), e, cands).bursts)
     return out
-

@@ -7,18 +7,22 @@ machine (§4.2): the sum over bursts of ``Shared(G_E, Q_E) + NonShared(rest)`` f
 Methods: ``dynamic`` (the paper's per-burst optimizer, §4.3), ``static`` (always share),
 ``nonshared`` (GRETA), ``exhaustive`` (per burst, the cheapest of the 2^k - k plans), ``optimal``
 (the cheapest *sequence* of decisions, by enumeration: decisions interact through the open
-graphlet, so per-burst optimality is not global optimality). The ``optimal`` plan records that
-sequence for the instance's bursts; executed on another stream it runs the ``exhaustive`` policy.
+graphlet, so per-burst optimality is not global optimality). On an embedded stream the ``optimal``
+plan is a ``replay`` plan: the executor runs that sequence on the stream's bursts (and refuses another
+stream). Burst statistics (``params.bursts``) are no stream to replay on: there its plan records the
+sequence and runs the ``exhaustive`` policy, as it says. With a time limit the enumeration stops
+when time runs out and the plan is the best found (status feasible).
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections import Counter
 
 from cepopt.hamlet.decide import run_policy
 from cepopt.hamlet.plan import HamletPlan, plan_from_json, plan_to_json
-from cepopt.hamlet.policy import Decision, GroupState, _decision, option_cost
+from cepopt.hamlet.policy import REPLAY, GroupState, ReplayPolicy, option_cost
 from cepopt.hamlet.problem import HamletProblem, build
 from cepopt.solution import MethodResult
 from cepopt.solve import Family, MethodLimitError, declare, register
@@ -31,7 +35,8 @@ OPTIMAL_MAX_SEQUENCES = 200_000
 
 def evaluate(problem: HamletProblem, plan: HamletPlan) -> float:
     """Eq. 7 cost of the plan's decisions (replayed) or of its policy run on the bursts."""
-    _, total = run_policy(problem.bursts, plan.policy, problem.t_of, plan.decisions or None)
+    replay = bool(plan.decisions) or plan.policy == REPLAY
+    _, total = run_policy(problem.bursts, plan.policy, problem.t_of, plan.decisions if replay else None)
     return float(total)
 
 
@@ -88,41 +93,49 @@ def _options(burst) -> list[tuple[str, ...]]:
     return opts
 
 
+def _sequence_cost(bursts, seq, t) -> float:
+    state = GroupState()
+    total = 0.0
+    for b, qs in zip(bursts, seq, strict=True):
+        total += option_cost(b, state, qs, t)
+        state.after(b, qs)
+    return total
+
+
 @register("hamlet", "optimal", "the cheapest sequence of per-burst decisions, by enumeration (small)",
           exact=True)
 def optimal(problem: HamletProblem, *, time_limit=None, seed=0) -> MethodResult:
-    """Enumerate every decision sequence per (scope, type); the plan replays the best one."""
+    """Enumerate every decision sequence per (scope, type), from the dynamic policy's sequence as the
+    incumbent; the plan replays the best one. When ``time_limit`` runs out the groups left keep the
+    incumbent and the status is feasible."""
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
     by_key: dict[tuple, list[int]] = {}
     for i, b in enumerate(problem.bursts):
         by_key.setdefault((b.scope, b.type), []).append(i)
-    chosen: dict[int, tuple[str, ...]] = {}
     for idx in by_key.values():
-        bursts = [problem.bursts[i] for i in idx]
         count = 1
-        for b in bursts:
-            count *= len(_options(b))
+        for i in idx:
+            count *= len(_options(problem.bursts[i]))
         if count > OPTIMAL_MAX_SEQUENCES:
             raise MethodLimitError(f"optimal: {count} decision sequences exceed {OPTIMAL_MAX_SEQUENCES}")
-        best = None
-        for seq in itertools.product(*(_options(b) for b in bursts)):
-            state = GroupState()
-            total = 0.0
-            for b, qs in zip(bursts, seq, strict=True):
-                total += option_cost(b, state, qs, problem.t_of)
-                state.after(b, qs)
-            if best is None or total < best[0]:
-                best = (total, seq)
-        for i, qs in zip(idx, best[1], strict=True):
+    chosen: list[tuple[str, ...]] = [()] * len(problem.bursts)
+    timed_out = False
+    for idx in by_key.values():
+        bursts = [problem.bursts[i] for i in idx]
+        incumbent, best_cost = run_policy(bursts, "dynamic", problem.t_of)
+        best = [d.queries for d in incumbent]
+        for seq in () if timed_out else itertools.product(*(_options(b) for b in bursts)):
+            cost = _sequence_cost(bursts, seq, problem.t_of)
+            if cost < best_cost:
+                best, best_cost = list(seq), cost
+            if deadline is not None and time.perf_counter() > deadline:
+                timed_out = True
+                break
+        for i, qs in zip(idx, best, strict=True):
             chosen[i] = qs
-    states: dict[tuple, GroupState] = {}
-    decisions: list[Decision] = []
-    total = 0.0
-    for i, b in enumerate(problem.bursts):
-        state = states.setdefault((b.scope, b.type), GroupState())
-        d = _decision(b, state, chosen[i], problem.t_of)
-        total += option_cost(b, state, d.queries, problem.t_of)
-        state.after(b, d.queries)
-        decisions.append(d)
-    return MethodResult(HamletPlan("exhaustive", tuple(decisions)), "optimal", solver_objective=float(total),
-                        stats={"bursts": len(decisions),
-                               "actions": dict(Counter(d.action for d in decisions))})
+    decisions, total = run_policy(problem.bursts, ReplayPolicy(problem.bursts, chosen), problem.t_of)
+    plan = HamletPlan(REPLAY if problem.from_stream else "exhaustive", tuple(decisions))
+    return MethodResult(plan, "feasible" if timed_out else "optimal", solver_objective=float(total),
+                        stats={"bursts": len(decisions), "actions": dict(Counter(d.action for d in decisions)),
+                               "timed_out": timed_out},
+                        message="time limit: the enumeration stopped early" if timed_out else "")

@@ -3,6 +3,9 @@
 The executor runs ``policy`` per burst on the real stream (hamlet.md §4.2); ``decisions`` records what
 the policy decided on the instance's burst statistics, in burst order, so that the cost model can
 re-price exactly that sequence and a report can show it (share +12, split -32, merge +44 on Fig. 6).
+A policy's decisions are its own: on the stream they were made for, running it decides them again.
+A ``replay`` plan (the ``optimal`` method's on an embedded stream) has no policy: the executor replays
+its decisions on the bursts of that stream, and refuses any other stream (:func:`plan_policy`).
 """
 
 from __future__ import annotations
@@ -12,21 +15,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from cepopt.errors import CepoptError
-from cepopt.hamlet.policy import Decision, get_policy
+from cepopt.hamlet.policy import REPLAY, Decision, Policy, ReplayPolicy, get_policy
 
-__all__ = ["HamletPlan", "plan_from_json", "plan_to_json"]
+__all__ = ["HamletPlan", "plan_from_json", "plan_policy", "plan_to_json"]
 
 
 @dataclass(frozen=True)
 class HamletPlan:
-    """``policy``: dynamic | static | nonshared | exhaustive | random-SEED[-PCT]; ``decisions``: one per
-    burst (may be empty)."""
+    """``policy``: dynamic | static | nonshared | exhaustive | random-SEED[-PCT] | replay; ``decisions``:
+    one per burst (may be empty)."""
 
     policy: str
     decisions: tuple[Decision, ...] = ()
 
     def __post_init__(self) -> None:
-        get_policy(self.policy)  # raises CepoptError for an unknown name
+        if self.policy != REPLAY:
+            get_policy(self.policy)  # raises CepoptError for an unknown name
         object.__setattr__(self, "decisions", tuple(self.decisions))
 
     def describe(self) -> str:
@@ -34,6 +38,16 @@ class HamletPlan:
         for i, d in enumerate(self.decisions):
             lines.append(f"burst {i} ({d.type}): {d.action} {list(d.queries)} benefit {d.benefit:+g}")
         return "\n".join(lines)
+
+
+def plan_policy(problem: Any, plan: HamletPlan | str) -> Policy:
+    """What the executor runs for ``plan``: a replay plan's decisions on ``problem``'s bursts, else
+    the plan's policy."""
+    if isinstance(plan, str):
+        plan = HamletPlan(plan)
+    if plan.policy == REPLAY:
+        return ReplayPolicy(problem.bursts, [d.queries for d in plan.decisions])
+    return get_policy(plan.policy)
 
 
 def plan_to_json(plan: HamletPlan) -> dict:
@@ -44,7 +58,7 @@ def plan_from_json(problem: Any, value: Any) -> HamletPlan:
     if isinstance(value, str):
         return HamletPlan(value)
     if not isinstance(value, Mapping) or "policy" not in value:
-        raise CepoptError("plan: expected an object with a 'policy' (dynamic, static, nonshared, exhaustive)")
+        raise CepoptError("plan: expected an object with a 'policy' (dynamic, static, nonshared, exhaustive, replay)")
     try:
         decisions = tuple(Decision.from_json(d) for d in value.get("decisions", ()))
     except (KeyError, TypeError, ValueError) as exc:

@@ -9,14 +9,17 @@ per query (split / stay non-shared).
 Policies: ``dynamic`` (the paper: §4.3 choice of the query set, then the Benefit > 0 check),
 ``static`` (always share all candidates), ``nonshared`` (never share, GRETA), ``exhaustive``
 (the cheapest option of the burst over every query subset: 2^k - k options), and
-``random-SEED[-PCT]`` (:class:`RandomPolicy`: a seeded random valid plan, for ranking experiments).
-Every policy's decisions are priced by the same :func:`option_cost` (Eq. 7).
+``random-SEED[-PCT]`` (:class:`RandomPolicy`: a seeded random valid plan, for ranking experiments);
+:class:`ReplayPolicy` replays recorded decisions on the bursts they were made for (the plan of the
+``optimal`` method). Every policy's decisions are priced by the same :func:`option_cost` (Eq. 7).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -24,8 +27,8 @@ from cepopt.errors import CepoptError
 from cepopt.hamlet.benefit import nonshared_cost, shared_cost
 from cepopt.hamlet.graphlets import Burst
 
-__all__ = ["POLICIES", "Decision", "GroupState", "Policy", "RandomPolicy", "choose_query_set", "get_policy",
-           "option_cost", "plan_space"]
+__all__ = ["POLICIES", "REPLAY", "Decision", "GroupState", "Policy", "RandomPolicy", "ReplayPolicy",
+           "choose_query_set", "get_policy", "option_cost", "plan_space"]
 
 #: the exhaustive policy enumerates 2^k subsets: refuse larger candidate sets
 EXHAUSTIVE_MAX_K = 16
@@ -34,16 +37,17 @@ EXHAUSTIVE_MAX_K = 16
 @dataclass
 class GroupState:
     """State of one Kleene type in one scope (§4.2): the shared set of the open shared graphlet
-    (None when the last burst was not shared), its size g and its number of snapshots s."""
+    (None when the last burst was not shared), its size g and its number of snapshots s, and the
+    number of bursts decided so far."""
 
     shared: tuple[str, ...] | None = None
     g: int = 0
     s: int = 0
-    seen: bool = False
+    decided: int = 0
 
     def after(self, burst: Burst, queries: Sequence[str]) -> None:
         """Apply the decision to share ``queries`` (empty: not shared) for ``burst``."""
-        self.seen = True
+        self.decided += 1
         if len(queries) < 2:
             self.shared, self.g, self.s = None, 0, 0
             return
@@ -104,7 +108,7 @@ def _action(burst: Burst, state: GroupState, queries: Sequence[str]) -> str:
     if len(queries) >= 2:
         if _extends(burst, state, queries):
             return "extend"
-        if burst.continues and state.seen:
+        if burst.continues and state.decided:
             return "merge"
         return "share"
     if burst.continues and state.shared is not None:
@@ -163,6 +167,9 @@ class Policy:
 
     def decide(self, burst: Burst, state: GroupState, t: Callable[[Sequence[str]], float]) -> Decision:
         return _decision(burst, state, tuple(self.choose(burst, state, t)), t)
+
+    def finished(self, bursts: int) -> None:
+        """Called after a run that decided ``bursts`` bursts."""
 
 
 class DynamicPolicy(Policy):
@@ -235,6 +242,49 @@ class RandomPolicy(Policy):
             return ()
         size = rng.randint(2, len(burst.queries))
         return sorted(rng.sample(list(burst.queries), size))
+
+
+#: the plan policy that replays its decisions (:class:`ReplayPolicy`)
+REPLAY = "replay"
+
+
+class ReplayPolicy(Policy):
+    """Replays recorded shared sets: ``choices[i]`` for ``bursts[i]``. A burst is looked up by its
+    scope, type and rank in that scope, and must be the burst the choice was made for (the same
+    statistics; event order inside a tie group aside): on any other burst, or when the run decides
+    fewer or more bursts, replaying would run a plan nobody chose, so it is an error."""
+
+    name = REPLAY
+
+    def __init__(self, bursts: Sequence[Burst], choices: Sequence[Sequence[str]]):
+        if len(choices) != len(bursts):
+            raise CepoptError(f"plan.decisions: {len(choices)} decisions for {len(bursts)} bursts")
+        self.plan: dict[tuple, tuple[Burst, tuple[str, ...]]] = {}
+        rank: Counter = Counter()
+        for i, (burst, qs) in enumerate(zip(bursts, choices, strict=True)):
+            unknown = [q for q in qs if q not in burst.queries]
+            if unknown:
+                raise CepoptError(f"plan.decisions[{i}]: query {unknown[0]!r} is not a candidate of the burst")
+            key = (burst.scope, burst.type)
+            self.plan[(*key, rank[key])] = (burst, tuple(qs))
+            rank[key] += 1
+
+    @staticmethod
+    def _canonical(burst: Burst) -> Burst:
+        return dataclasses.replace(burst, classes=tuple(sorted(burst.classes)))
+
+    def choose(self, burst, state, t):
+        recorded, qs = self.plan.get((burst.scope, burst.type, state.decided), (None, ()))
+        if recorded is None or self._canonical(recorded) != self._canonical(burst):
+            raise CepoptError(
+                f"plan.decisions: burst {state.decided + 1} of {burst.type} in scope {burst.scope!r} (b={burst.b}, "
+                f"n={burst.n}) is not a burst the plan decided: the plan replays the decisions made for the "
+                "bursts of the stream it was solved on")
+        return qs
+
+    def finished(self, bursts: int) -> None:
+        if bursts != len(self.plan):
+            raise CepoptError(f"plan.decisions: the plan decides {len(self.plan)} bursts, the stream has {bursts}")
 
 
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (DynamicPolicy, StaticPolicy, NonSharedPolicy,

@@ -304,7 +304,8 @@ def pane_size(lengths_and_slides: Sequence[float]) -> float:
 @dataclass(frozen=True)
 class HamletProblem:
     """What the Hamlet cost model needs: the workload's sharing classes, the per-query number of
-    types t, and the bursts (in stream order) whose sharing is decided (hamlet.md §4)."""
+    types t, and the bursts (in stream order) whose sharing is decided (hamlet.md §4);
+    ``from_stream``: the bursts are the embedded stream's (decisions on them can be replayed there)."""
 
     workload: Workload
     classes: tuple[SharingClass, ...]
@@ -313,6 +314,7 @@ class HamletProblem:
     expected: dict = field(default_factory=dict, compare=False, hash=False)
     stream: tuple = field(default=(), compare=False, hash=False)
     name: str | None = None
+    from_stream: bool = False
 
     def t_of(self, queries: Sequence[str]) -> float:
         """t of Eq. 7: the average of the costed queries' t (§8.8; by default their number of types)."""
@@ -370,4 +372,5 @@ def build(instance: Any, eq7_n: str | None = None, eq7_t: str | None = None) -> 
         raise CepoptError("params.bursts: a hamlet instance needs burst statistics or an embedded stream")
     tpq = tuple((cq.name, query_t(len(cq.types), cls.t_rule)) for cls in classes for cq in cls.queries)
     return HamletProblem(workload, classes, bursts, tpq, dict(getattr(instance, "expected", {}) or {}),
-                         tuple(getattr(instance, "stream", None) or ()), getattr(instance, "name", None))
+                         tuple(getattr(instance, "stream", None) or ()), getattr(instance, "name", None),
+                         "bursts" not in params)

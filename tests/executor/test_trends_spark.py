@@ -68,6 +68,28 @@ def test_execute_bundled_example(spark):
 
 
 @pytest.mark.spark
+def test_execute_replays_the_optimal_plan(spark):
+    """The optimal plan of a stream (share, extend, none: 80; every per-burst policy 96) is what runs
+    on Spark; on another stream it is refused with one line."""
+    from cepopt.errors import CepoptError
+    from cepopt.executor.api import execute
+    from cepopt.instance import from_json
+    from cepopt.solve import solve
+
+    stream = [{"ts": 0, "type": "A"}, {"ts": 1, "type": "C"}] + [{"ts": t, "type": "B"} for t in range(2, 8)]
+    inst = from_json({"problem": "hamlet", "name": "opt", "stream": stream, "queries": [
+        "q1: RETURN COUNT(*) PATTERN SEQ(A, B+) WITHIN 8 SLIDE 4",
+        "q2: RETURN COUNT(*) PATTERN SEQ(C, B+) WITHIN 8 SLIDE 4"]})
+    plan = solve(inst, "optimal").plan
+    res = execute(inst, plan, spark=spark)
+    assert (res.predicted_cost, res.metrics["policy"]) == (80, "replay")
+    assert [res.metrics[f"action_{a}"] for a in ("share", "extend", "none")] == [1, 1, 1]
+    assert set(res.results["value"]) == {63}
+    with pytest.raises(CepoptError, match="not a burst the plan decided"):
+        execute(inst, plan, pd.DataFrame(stream[:-1]), spark=spark)
+
+
+@pytest.mark.spark
 def test_gloria_driver(spark):
     from cepopt.executor.api import execute
     from cepopt.executor.reference import reference_results

@@ -150,6 +150,8 @@ def burst_sequences(draw):
 
 
 class _P:
+    from_stream = False
+
     def __init__(self, bursts):
         self.bursts = tuple(bursts)
 

@@ -1,0 +1,23 @@
+"""Methods honour the time limit while they build their candidate graph, not only while they search it."""
+
+from __future__ import annotations
+
+import pytest
+
+from cepopt.instances.gloria_generator import random_instance
+from cepopt.solve import solve
+
+# Its exhaustive graph has an edge table of 2797 x 1985 option pairs: about 17 s to build on 2 cores.
+BIG = random_instance(10, 1, types=5, kleene=0.0)
+
+
+@pytest.mark.parametrize("method,params", [
+    ("exhaustive", {"max_plans": 1e30, "max_options": 100000}),
+    ("cpsat", {"candidates": "exhaustive", "max_options": 100000}),
+])
+def test_exhaustive_build_stops_at_the_time_limit(method, params):
+    sol = solve(BIG, method, time_limit=0.5, params=params)
+    assert sol.status == "timeout" and sol.plan is None
+    assert "building the exhaustive candidate graph" in sol.message
+    assert sol.time_s < 5  # the whole build takes about 17 s
+
