@@ -7,11 +7,12 @@ The cost is a sum of exponentials of linear functions of binaries (a convex MINL
   prefixes ⇔ a permutation), ``y[e,k] <= x[i,k], x[j,k]`` (= x_i x_j at the optimum since b < 0),
   ``L_k = Σ a_i x[i,k] + Σ b_e y[e,k] = ln PM(S_k)`` exactly; ``exp(L_k)`` is replaced by ``u_k`` under
   tangent cuts ``u_k >= e^τ (1 + L_k - τ)`` (outer approximation, spec §7.2 A). The loop solves the
-  MILP (gap 0), evaluates the decoded order exactly, stops when ``UB - LB <= tol·UB`` and otherwise
-  adds cuts at the incumbent's ``L_k``; it converges finitely. The objective is scaled by ``e^{-σ}``
-  with σ the log of the best plan known (mandatory: raw costs span 1e3..1e100+), and ``L_k <= σ`` is a
-  valid cut (one term of the optimum never exceeds the incumbent's total). The constant last term
-  PM(all) is dropped. Latency (§6.1): ``d_i >= x[t,k] - x[i,k]`` adds ``α W r_i d_i`` exactly.
+  MILP (gap 0), evaluates the decoded order exactly, stops when ``UB - LB <= tol·UB`` ("optimal" only
+  if the gap is closed) and otherwise adds cuts at the incumbent's ``L_k``; it converges finitely. The
+  objective is scaled by ``e^{-σ}`` with σ the log of the best plan known (mandatory: raw costs span
+  1e3..1e100+), and ``L_k <= σ`` is a valid cut (one term of the optimum never exceeds the incumbent's
+  total). The constant last term PM(all) is dropped. Latency (§6.1): ``d_i >= x[t,k] - x[i,k]``
+  adds ``α W r_i d_i`` exactly.
 - **M-BUSHY** (:func:`solve_tree_milp`, spec §7.4): n-1 internal-node slots in topological order;
   ``l[i,j]`` leaf i is a child of node j, ``m[j',j]`` node j' is a child of node j, ``s[i,j]`` leaf i is
   below node j (``s = l + Σ w``, ``w = m ∧ s`` linearised), slots ordered by size (valid symmetry
@@ -19,7 +20,7 @@ The cost is a sum of exponentials of linear functions of binaries (a convex MINL
 - **CP-SAT bottleneck** (:func:`solve_order_cpsat`, spec §7.3): integer logs ``A_i = round(s·a_i)``,
   ``B_e = round(s·b_e)`` (s = ``scale``, default 1000, lowered to a power of ten when the sums would
   leave 64-bit integers, e.g. Kleene logs of 1e200), minimise ``M >= L_k`` (k < n), then, with M
-  fixed at its optimum, minimise ``Σ_k L_k``. An (n-1)-approximation of Cost_ord, not exact.
+  fixed at its optimum, minimise ``Σ_k L_k``. An (n-1)-approximation of Cost_ord, not exact; no latency.
 
 MILPs are written once in PuLP and solved by :func:`cepopt.formulations.milp.solve_milp` (backend
 ``highs`` with feasibility tolerance 1e-9, ``scip`` or ``cbc``).
@@ -113,6 +114,16 @@ def _outcome(best: Any, best_log: float, lb_log: float, last_obj_log: float, con
                         solver_log)
 
 
+#: the default ``tol``: a gap this small counts as closed (the solvers' own numerical accuracy)
+_EXACT_TOL = 1e-7
+
+
+def _gap_status(best_log: float, lb_log: float) -> str:
+    """The status on stopping at the ``tol`` criterion: a user's larger tol proves only a lower bound,
+    so "optimal" (bound = objective, surrogate cross-checked against the cost) needs a closed gap."""
+    return "optimal" if best_log - lb_log <= -math.log1p(-_EXACT_TOL) else "feasible"
+
+
 def _initial_cuts(sigma: float) -> list[float]:
     return [sigma - 2.0 * j for j in range(11)]
 
@@ -144,7 +155,7 @@ def _order_var_log(conj: Conjunct, order: list[int]) -> float:
 
 
 def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: int = 0,
-                     backend: str = "highs", max_iters: int = 50, tol: float = 1e-7) -> ModelOutcome:
+                     backend: str = "highs", max_iters: int = 50, tol: float = _EXACT_TOL) -> ModelOutcome:
     """The optimal order by M-ORD with tangent cuts (see the module docstring)."""
     n = conj.n
     if conj.next_match:
@@ -216,7 +227,7 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
         if res.objective is not None and res.objective > 0:
             last_obj_log = sigma + math.log(res.objective)
         if res.status == "optimal" and best_log - lb_log <= -math.log1p(-tol):
-            status = "optimal"
+            status = _gap_status(best_log, lb_log)
             break
         added = False
         for k, lk in enumerate(order_logs(conj, order)[:-1], start=1):
@@ -254,7 +265,7 @@ def _tree_var_log(conj: Conjunct, tree: Any) -> float:
 
 
 def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: int = 0,
-                    backend: str = "highs", max_iters: int = 50, tol: float = 1e-7) -> ModelOutcome:
+                    backend: str = "highs", max_iters: int = 50, tol: float = _EXACT_TOL) -> ModelOutcome:
     """The optimal bushy tree by M-BUSHY with tangent cuts (see the module docstring)."""
     n = conj.n
     if conj.next_match or conj.has_latency:
@@ -331,7 +342,7 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
         if res.objective is not None and res.objective > 0:
             last_obj_log = sigma + math.log(res.objective)
         if res.status == "optimal" and best_log - lb_log <= -math.log1p(-tol):
-            status = "optimal"
+            status = _gap_status(best_log, lb_log)
             break
         added = False
         for j, members in node_sets.items():
@@ -391,8 +402,10 @@ def solve_order_cpsat(conj: Conjunct, *, time_limit: float | None = None, seed: 
     from cepopt.formulations.cpsat import IntScale, fit_scale, solve_cpsat
 
     n = conj.n
-    if conj.next_match:
-        raise MethodLimitError("cpsat-order: skip-till-next-match costs are not modelled; use dp-ld")
+    if conj.next_match or conj.has_latency:
+        # the bottleneck surrogate bounds Cost_ord^trpt only; a latency term voids its (n-1) guarantee
+        raise MethodLimitError("cpsat-order: models the any-match throughput cost only (no latency, no "
+                               "next-match); use dp-ld")
     if n <= 2:
         order = [0] if n == 1 else min(([0, 1], [1, 0]), key=lambda o: _order_var_log(conj, o))
         return ModelOutcome(order, "feasible", {"scale": scale})

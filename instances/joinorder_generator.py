@@ -14,8 +14,10 @@ Presets (explicit flags override them):
 
 Pattern kinds: ``seq`` (pure sequence, default), ``and`` (conjunction), ``nested``
 (``SEQ(e1, .., AND(.., en))``: the second half is unordered), ``or`` (a disjunction of three
-sequences splitting the n events as evenly as possible [R-DISJ]). ``--kleene K`` puts K events under
-KL and ``--negation K`` adds K negated events (extra types, not counted in n).
+sequences splitting the n events as evenly as possible [R-DISJ]; predicates join events of one sequence
+only, at most all such pairs, and a negated event joins a sequence that has a positive one).
+``--kleene K`` puts K events under KL and ``--negation K`` adds K negated events (extra types, not
+counted in n).
 
 >>> inst = make_instance(5, seed=1)
 >>> inst.problem, len(inst.workload[0].pattern.items), inst.params
@@ -25,6 +27,7 @@ KL and ``--negation K`` adds K negated events (extra types, not counted in n).
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import random
 
@@ -112,11 +115,15 @@ def make_instance(n: int, *, seed: int = 0, preset: str = "paper", kind: str = "
     names = [f"e{i + 1}" for i in range(n)]
     types = [f"T{i + 1}" for i in range(n)]
     rates = {t: round(rng.uniform(cfg["rate_min"], cfg["rate_max"]), 4) for t in types}
-    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    # OR: branch k holds positive events bounds[k]..bounds[k+1]-1; a predicate across two branches
+    # reaches no DNF conjunct, so pairs are drawn within branches only
+    bounds = [round(n * k / 3) for k in range(4)] if kind == "or" else [0, n]
+    pairs = [(i, j) for lo, hi in itertools.pairwise(bounds) for i in range(lo, hi) for j in range(i + 1, hi)]
+    what = f"the pairs within the OR branches of {n} events" if kind == "or" else f"the pairs of {n} events"
     if predicates is None:
-        predicates = n // 2 if cfg["pairs"] == "half" else max(1, len(pairs) // 4) if pairs else 0
+        predicates = min(n // 2, len(pairs)) if cfg["pairs"] == "half" else max(1, len(pairs) // 4) if pairs else 0
     elif not 0 <= predicates <= len(pairs):
-        raise CepoptError(f"--predicates: must be in 0..{len(pairs)} (the pairs of {n} events), got {predicates}")
+        raise CepoptError(f"--predicates: must be in 0..{len(pairs)} ({what}), got {predicates}")
     chosen = sorted(rng.sample(pairs, predicates))
     sels = {}
     for i, j in chosen:
@@ -141,8 +148,10 @@ def make_instance(n: int, *, seed: int = 0, preset: str = "paper", kind: str = "
         pattern = Seq((*leaves[:half], And(tuple(leaves[half:])))) if len(leaves) > half + 1 else Seq(
             tuple(leaves))
     else:
-        cuts = [round(len(leaves) * k / 3) for k in range(4)]
-        pattern = Or(tuple(Seq(tuple(leaves[cuts[k]:cuts[k + 1]])) for k in range(3)))
+        # cut before each branch's first positive event, so that no branch holds negated events only
+        positive = [i for i, leaf in enumerate(leaves) if not isinstance(leaf, Not)]
+        cuts = [0, positive[bounds[1]], positive[bounds[2]], len(leaves)]
+        pattern = Or(tuple(Seq(tuple(leaves[lo:hi])) for lo, hi in itertools.pairwise(cuts)))
     where = tuple(Condition(AttrRef("v", names[i]), "<", AttrRef("v", names[j])) for i, j in chosen)
     query = Query(pattern, Window(cfg["window"]), where=where, name="q1")
     desc = (f"random joinorder instance: n={n}, preset={preset}, kind={kind}, kleene={kleene}, "
