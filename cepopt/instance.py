@@ -219,6 +219,14 @@ def from_json(data: Any) -> Instance:
     declared = data.get("event_types")
     if declared is not None:
         declared = tuple(declared)
+        for name in declared:
+            try:
+                Type(name)  # an event type must be a name the query language can write
+            except ModelError as exc:
+                raise InstanceError(f"event_types: {exc}") from None
+        twice = sorted({name for name in declared if declared.count(name) > 1})
+        if twice:
+            raise InstanceError(f"event_types: {twice[0]!r} is declared twice")
         known, source = set(declared), "event_types"
         # The declaration is the whole vocabulary: the statistics may not name other types either.
         for key in ("rates", "events_per_window"):

@@ -219,3 +219,14 @@ def test_selectivities_name_variables_or_types_of_the_queries():
         assert inst.statistics.selectivities
     with pytest.raises(InstanceError, match="selectivities.a,zz: 'zz' is neither an event type nor a variable"):
         from_json({**base, "statistics": {**base["statistics"], "selectivities": {"a,zz": 0.5}}})
+
+
+@pytest.mark.parametrize("declared,message", [
+    (["A", "A"], "'A' is declared twice"),
+    (["A", "1x"], "must be an identifier, got '1x'"),
+    (["A", "SEQ"], "reserved word"),
+])
+def test_declared_event_types_are_unique_identifiers(declared, message):
+    with pytest.raises(InstanceError, match=f"event_types: .*{message}"):
+        from_json({"problem": "joinorder", "event_types": declared, "queries": "q1: PATTERN A WITHIN 5",
+                   "statistics": {"rates": {"A": 1}}})
