@@ -76,10 +76,21 @@ def seq_space(problem: GloriaProblem, pool: Pool, max_options: int, deadline: fl
     return out
 
 
-def exhaustive_graph(problem: GloriaProblem, *, max_options: int = 2000,
-                     deadline: float | None = None) -> CandidateGraph:
+def check_plan_space(options: list[list], max_plans: float) -> None:
+    """MethodLimitError when one node per pool gives more than ``max_plans`` plans."""
+    space = math.prod(max(len(o), 1) for o in options)
+    if space > max_plans:
+        raise MethodLimitError(f"{space:.3g} candidate plans exceed max_plans={max_plans:.3g}")
+
+
+def exhaustive_graph(problem: GloriaProblem, *, max_options: int = 2000, deadline: float | None = None,
+                     max_plans: float | None = None) -> CandidateGraph:
+    """The exhaustive candidate graph; ``max_plans`` is checked before the edges (the costly part) are
+    built."""
     options = [kleene_options(p) if p.kind == "kleene" else seq_space(problem, p, max_options, deadline)
                for p in problem.pools]
+    if max_plans is not None:
+        check_plan_space(options, max_plans)
     graph = CandidateGraph(problem, "exhaustive", options)
     complete_edges(graph, deadline)
     graph.stats = {"nodes": graph.num_nodes, "edges": graph.num_edges}
@@ -92,9 +103,7 @@ def brute_force(graph: CandidateGraph, *, max_plans: float = 5e6,
     problem = graph.problem
     if problem.order is None:
         raise MethodLimitError("the pool graph has a directed cycle")
-    space = math.prod(max(len(o), 1) for o in graph.options)
-    if space > max_plans:
-        raise MethodLimitError(f"{space:.3g} candidate plans exceed max_plans={max_plans:.3g}")
+    check_plan_space(graph.options, max_plans)
     order = problem.order
     pos = {p: k for k, p in enumerate(order)}
     unary = [[graph.inner[p][j] + graph.end[p][j] for j in range(len(graph.options[p]))]

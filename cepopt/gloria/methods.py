@@ -138,7 +138,7 @@ def exhaustive(problem: GloriaProblem, *, time_limit: float | None = None, seed:
     start = time.perf_counter()
     deadline = _deadline(start, time_limit)
     try:
-        graph = exhaustive_graph(problem, max_options=max_options, deadline=deadline)
+        graph = exhaustive_graph(problem, max_options=max_options, deadline=deadline, max_plans=max_plans)
     except BuildTimeout:
         return _timeout(start, "exhaustive")
     choice, value, proven = brute_force(graph, max_plans=max_plans, time_limit=_remaining(deadline))

@@ -21,3 +21,12 @@ def test_exhaustive_build_stops_at_the_time_limit(method, params):
     assert "building the exhaustive candidate graph" in sol.message
     assert sol.time_s < 5  # the whole build takes about 17 s
 
+
+
+def test_exhaustive_refuses_too_many_plans_before_building_the_edges(monkeypatch):
+    def no_edges(*args, **kwargs):
+        raise AssertionError("the edge tables were built although max_plans already refuses the space")
+
+    monkeypatch.setattr("cepopt.gloria.exhaustive.complete_edges", no_edges)
+    sol = solve(BIG, "exhaustive", params={"max_options": 100000})
+    assert sol.status == "error" and "exceed max_plans=5e+06" in sol.message
