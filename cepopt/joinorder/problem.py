@@ -282,6 +282,13 @@ def build_query(query: Query, statistics: Statistics, *, name: str | None = None
             if pred.selectivity is not None:
                 annotated[(x, x)] = annotated.get((x, x), 1.0) * pred.selectivity
     var_type = {v: t for t, vs in by_type.items() for v in vs}
+    for pair in stats_sel:  # a type pair names one event pair only when each type has one variable
+        if pair[0] != pair[1] and not set(pair) <= set(var_type) and set(pair) <= set(by_type):
+            many = [t for t in pair if len(by_type[t]) > 1]
+            if many:
+                raise CepoptError(f"statistics.selectivities.{','.join(pair)}: type {many[0]} has several "
+                                  f"variables ({', '.join(by_type[many[0]])}) in {name or query.name or 'the query'}:"
+                                  " key the selectivity by variables")
 
     def selectivity(x: str, y: str) -> float:
         key = tuple(sorted((x, y)))

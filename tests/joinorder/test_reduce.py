@@ -144,3 +144,12 @@ def test_kleene_poisson_prices_expected_subsets():
     assert math.isclose(math.exp(both.lc[1]), expected - 1, rel_tol=1e-12)
     assert math.isclose(math.exp(build_query(q, stats, kleene_poisson=True).single.lc[1]), expected, rel_tol=1e-12)
     assert math.isclose(math.exp(build_query(q, stats).single.lc[1]), 2 ** lam)
+
+
+def test_a_type_pair_selectivity_must_name_one_event_pair():
+    q = parse_query("PATTERN SEQ(A a1, B b, A a2) WITHIN 5")
+    with pytest.raises(CepoptError, match=r"selectivities.A,B: type A has several variables \(a1, a2\)"):
+        build_query(q, Statistics(rates=RATES, selectivities={"A,B": 0.3}))
+    by_vars = build_query(q, Statistics(rates=RATES, selectivities={"a1,b": 0.3})).single
+    plain = build_query(q, Statistics(rates=RATES)).single
+    assert by_vars.b[0, 1] - plain.b[0, 1] == pytest.approx(math.log(0.3))
