@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from cepopt.errors import CepoptError
@@ -286,14 +287,12 @@ def _eq7_rules(params: Mapping) -> tuple[str, str]:
 
 
 def pane_size(lengths_and_slides: Sequence[float]) -> float:
-    """gcd of all window sizes and slides (hamlet.md §1.8); integral values only, else the min."""
-    vals = list(lengths_and_slides)
-    if all(float(v).is_integer() for v in vals):
-        g = 0
-        for v in vals:
-            g = math.gcd(g, int(v))
-        return g
-    return min(vals)
+    """gcd of all window sizes and slides (hamlet.md §1.8), of decimals too: gcd(1.5, 1) = 0.5. Each
+    value is read as the decimal it prints as, so 0.1 is 1/10, not the binary float's fraction."""
+    fracs = [Fraction(repr(float(v))) for v in lengths_and_slides]
+    den = math.lcm(*(f.denominator for f in fracs))
+    g = Fraction(math.gcd(*(int(f * den) for f in fracs)), den)
+    return int(g) if g.denominator == 1 else float(g)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -84,3 +84,10 @@ def test_edge_predicates_on_template_edges_are_accepted():
     for src, dst in (("B", "B"), ("A", "B")):
         item = {"query": "q1", "from": src, "to": dst, "left": "v", "op": "<=", "right": "v"}
         assert build(instance(edge_predicates=[item])).classes[0].query("q1").edges[-1].src == src
+
+
+@pytest.mark.parametrize("values,pane", [([600, 60], 60), ([10, 4], 2), ([1.5, 1], 0.5), ([0.3, 0.2], 0.1)])
+def test_pane_size_is_the_gcd_of_windows_and_slides(values, pane):
+    from cepopt.hamlet.problem import pane_size
+
+    assert pane_size(values) == pytest.approx(pane)
