@@ -16,14 +16,14 @@ import numbers
 import operator
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from cepopt.errors import CepoptError
 
-__all__ = ["Bound", "PositiveFloat", "PositiveInt", "Workers", "number_from_text", "parse_bool", "parse_choice",
-           "read_options"]
+__all__ = ["Bound", "PositiveFloat", "PositiveInt", "Workers", "check_keys", "number_from_text", "parse_bool",
+           "parse_choice", "read_options"]
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
@@ -153,6 +153,13 @@ def read_options(fn: Callable[..., Any], names: tuple[str, ...], options: Mappin
         except ValueError as exc:
             raise CepoptError(f"params.{key} ({what}): {exc}") from None
     return out
+
+
+def check_keys(params: Mapping[str, Any], known: Iterable[str], what: str = "parameter") -> None:
+    """A CepoptError naming the first (sorted) key of ``params`` not in ``known``: ``params.KEY: unknown WHAT``."""
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise CepoptError(f"params.{unknown[0]}: unknown {what} (known: {', '.join(sorted(known))})")
 
 
 def parse_bool(value: Any, key: str) -> bool:

@@ -34,6 +34,7 @@ import networkx as nx
 from cepopt.errors import CepoptError
 from cepopt.gloria.template import Template, build_template
 from cepopt.model import Condition, Filter, Query
+from cepopt.params import check_keys
 
 __all__ = ["GloriaProblem", "PairTerm", "Pool", "build", "PROBLEM_OPTIONS"]
 
@@ -141,12 +142,10 @@ def _class_key(q: Query) -> tuple:
 
 def _options(instance_params: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, str]:
     out = {"cost_model": "paper", "kleene_cycle_cost": "V2"}
+    check_keys(instance_params, _CHOICES, "Gloria parameter")
     for source in (instance_params, options):
         for key, value in source.items():
             if key not in _CHOICES:
-                if source is instance_params:
-                    raise CepoptError(f"params.{key}: unknown Gloria parameter "
-                                      f"(known: {', '.join(sorted(_CHOICES))})")
                 raise CepoptError(f"unknown Gloria problem option {key!r}")
             if value not in _CHOICES[key]:
                 raise CepoptError(f"params.{key}: must be one of {', '.join(_CHOICES[key])}, got {value!r}")

@@ -28,7 +28,7 @@ from typing import Any
 
 from cepopt.errors import CepoptError
 from cepopt.model import Kleene, Or, Query, Seq, Type, Workload
-from cepopt.params import parse_choice
+from cepopt.params import check_keys, parse_choice
 
 __all__ = [
     "CompiledQuery", "EdgePredicate", "HamletProblem", "SharingClass", "build", "compile_query",
@@ -348,9 +348,7 @@ def build(instance: Any, eq7_n: str | None = None, eq7_t: str | None = None) -> 
     from cepopt.hamlet.graphlets import burst_from_json, stream_bursts
 
     params = dict(getattr(instance, "params", {}) or {})
-    unknown = sorted(set(params) - PARAM_KEYS)
-    if unknown:
-        raise CepoptError(f"params.{unknown[0]}: unknown Hamlet parameter (known: {', '.join(sorted(PARAM_KEYS))})")
+    check_keys(params, PARAM_KEYS, "Hamlet parameter")
     for key, value in (("eq7_n", eq7_n), ("eq7_t", eq7_t)):
         if value is not None:
             params[key] = value

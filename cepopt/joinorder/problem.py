@@ -58,7 +58,7 @@ import numpy as np
 from cepopt.errors import CepoptError
 from cepopt.joinorder.reduce import SimpleConjunct, conjuncts
 from cepopt.model import Condition, Filter, Query, Statistics
-from cepopt.params import parse_choice
+from cepopt.params import check_keys, parse_choice
 
 __all__ = ["PROBLEM_OPTIONS", "Conjunct", "JoinOrderProblem", "build", "build_query", "from_arrays"]
 
@@ -222,9 +222,7 @@ def build(instance: Any, **options: Any) -> JoinOrderProblem:
     if len(queries) != 1:
         raise CepoptError(f"queries: a joinorder instance holds exactly one query, got {len(queries)}")
     params = dict(getattr(instance, "params", {}) or {})
-    unknown = sorted(set(params) - PROBLEM_OPTIONS)
-    if unknown:
-        raise CepoptError(f"params.{unknown[0]}: unknown parameter (known: {', '.join(sorted(PROBLEM_OPTIONS))})")
+    check_keys(params, PROBLEM_OPTIONS)
     params.update(options)
     return build_query(queries[0], instance.statistics, name=getattr(instance, "name", None), **params)
 
@@ -255,9 +253,7 @@ def _resolver(query: Query):
 def build_query(query: Query, statistics: Statistics, *, name: str | None = None,
                 **params: Any) -> JoinOrderProblem:
     """The problem of ``query`` under ``statistics`` (see the module docstring for ``params``)."""
-    unknown = sorted(set(params) - PROBLEM_OPTIONS)
-    if unknown:
-        raise CepoptError(f"params.{unknown[0]}: unknown parameter (known: {', '.join(sorted(PROBLEM_OPTIONS))})")
+    check_keys(params, PROBLEM_OPTIONS)
     opts = _options(params)
     window = float(query.window.length)
     resolve, by_type = _resolver(query)

@@ -32,7 +32,7 @@ from typing import Any
 
 from cepopt.errors import CepoptError
 from cepopt.model import Statistics, Workload
-from cepopt.params import parse_bool
+from cepopt.params import check_keys, parse_bool
 from cepopt.sharon.cost import COMB_RULES, CostModel
 from cepopt.sharon.expansion import expand as expand_graph
 from cepopt.sharon.graph import SharonGraph, Vertex
@@ -53,21 +53,18 @@ def _rates(statistics: Statistics, types: Mapping[str, tuple[str, ...]]) -> dict
     One unit for all types: the model is not scale-invariant (Comb is cubic in the rates, spec A4), so a
     partial events_per_window map, which would mix per-window counts with per-time-unit rates, is an error."""
     per_window = dict(statistics.events_per_window)
-    rates = dict(statistics.rates)
-    used = sorted({t for seq in types.values() for t in seq})
-    missing = [t for t in used if t not in per_window]
-    if per_window and missing:
-        raise CepoptError(f"statistics.events_per_window has no count for {', '.join(missing[:5])}: the Sharon "
-                          "cost model needs one unit, so give events per window for every type or for none")
+    if per_window:
+        missing = sorted({t for seq in types.values() for t in seq} - set(per_window))
+        if missing:
+            raise CepoptError(f"statistics.events_per_window has no count for {', '.join(missing[:5])}: the "
+                              "Sharon cost model needs one unit, so give events per window for every type or for none")
+    source = per_window or dict(statistics.rates)
     out = {}
     for q, seq in types.items():
         for t in seq:
-            if t in per_window:
-                out[t] = per_window[t]
-            elif t in rates:
-                out[t] = rates[t]
-            else:
+            if t not in source:
                 raise CepoptError(f"query {q}: event type {t!r} has no rate in the statistics")
+            out[t] = source[t]
     return out
 
 
@@ -252,10 +249,7 @@ def build(instance, expand: Any = None, subsets: Any = None, comb: Any = None, m
           max_vertices: Any = _UNSET) -> SharonProblem:
     """Family.build: the problem of a Sharon instance; explicit options override ``instance.params``."""
     params = dict(instance.params or {})
-    for key in params:
-        if key not in PARAM_KEYS:
-            raise CepoptError(f"params.{key}: unknown Sharon parameter "
-                              f"(known: {', '.join(sorted(PARAM_KEYS))})")
+    check_keys(params, PARAM_KEYS, "Sharon parameter")
     expand = parse_bool(params.get("expand", True) if expand is None else expand, "expand")
     subsets = params.get("subsets", "cause") if subsets is None else subsets
     comb = params.get("comb", "both_required") if comb is None else comb
