@@ -23,6 +23,7 @@ are added, the quantity Eq. 4 (k*n^2) bounds; ``values`` = the (event, query) co
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Iterator
@@ -120,6 +121,14 @@ class Scope:
         self.group = format_group(cls.group, [key[i] for i in gidx])
         self._records: list[dict] | None = None
         self._cols = {c: part[c].to_numpy() for c in part.columns if c not in ("ts", "type", "window")}
+
+    @functools.cached_property
+    def matched_before(self) -> np.ndarray:
+        """``[k]``: the events before position k matched by some query of the class (n of Eq. 7)."""
+        anyq = np.zeros(self.n, dtype=bool)
+        for m in self.masks.values():
+            anyq |= m
+        return np.r_[0, np.cumsum(anyq)]
 
     def attr(self, i: int, name: str) -> Any:
         col = self._cols.get(name)

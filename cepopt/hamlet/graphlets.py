@@ -295,17 +295,13 @@ def scope_bursts(cls, scope, label: str, kleene: str, cands: tuple[str, ...]) ->
     relevant = np.zeros(scope.n, dtype=bool)
     for q in cands:
         relevant |= scope.masks[q]
-    anyq = np.zeros(scope.n, dtype=bool)
-    for m in scope.masks.values():
-        anyq |= m
-    n_before = np.r_[0, np.cumsum(anyq)]  # n of Eq. 7: the class's matched events before a position
     gtypes = frozenset().union(*(cq.types for cq in cqs.values()))
     segs, solo = segment(scope.ts, scope.types, relevant, kleene, gtypes, pane_size([cls.length, cls.slide]))
     out = []
     for seg in segs:
         sigs = signatures(scope, cqs, kleene, seg.positions)
         b = len(seg.positions)
-        out.append((seg.positions, Burst(kleene, tuple(cands), b, int(n_before[seg.n_before]) + b,
+        out.append((seg.positions, Burst(kleene, tuple(cands), b, int(scope.matched_before[seg.n_before]) + b,
                                          classes_of(sigs), seg.continues, label, cls.n_rule), sigs))
     return ScopeBursts(relevant, solo, out)
 
