@@ -128,7 +128,7 @@ def _mask(members: Sequence[int]) -> int:
 
 def log_node(conj: Conjunct, members: Sequence[int], *, tree: bool = False) -> float:
     """ln PM(S) (ln m(S) under next-match). ``tree`` with ``leaf_filter=False`` drops the filters
-    (the paper-literal tree cost, §4.2)."""
+    (the paper-literal any-match tree cost, §4.2); next-match keeps them [R-NEXT]."""
     idx = np.asarray(members, dtype=np.intp)
     v = conj.b[np.ix_(idx, idx)].sum() / 2.0
     if conj.order_blocks:
@@ -143,8 +143,11 @@ def log_node(conj: Conjunct, members: Sequence[int], *, tree: bool = False) -> f
 
 
 def leaf_log(conj: Conjunct, i: int) -> float:
-    """ln PM(leaf i) of a tree: ``W r_i sel_ii`` (``W r_i`` with ``leaf_filter=False``)."""
-    return float(conj.lc[i] + (conj.lf[i] if conj.leaf_filter else 0.0))
+    """ln PM(leaf i) of a tree: ``W r_i sel_ii`` (``W r_i`` with ``leaf_filter=False``, the paper-literal
+    any-match leaf of §4.2). Under next-match a leaf is ``m({i}) = W r_i sel_ii`` whatever the flag:
+    §6.2 prices every node, leaves included, by one formula with the filters [R-NEXT], as
+    :func:`all_node_logs` and :func:`log_node` do for the internal nodes."""
+    return float(conj.lc[i] + (conj.lf[i] if conj.leaf_filter or conj.next_match else 0.0))
 
 
 def all_node_logs(conj: Conjunct, *, tree: bool = False) -> np.ndarray:

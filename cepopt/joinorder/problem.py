@@ -30,14 +30,17 @@ last               (SEQ end)   variable whose arrival ends a match (latency); de
                                positive event of the pattern order
 strategy           any         ``any`` (skip-till-any-match), ``next`` (skip-till-next-match),
                                ``contiguity``, ``partition`` (both: next-match cost plus adjacency
-                               predicates of selectivity 1/(W Σ r) [R-CONTIG])
+                               predicates of selectivity 1/(W Σ r), Σ over every type of the
+                               statistics, the whole stream [R-CONTIG])
 seq_selectivity    0.5         selectivity of a temporal predicate ``e_i.ts < e_j.ts``
 seq_temporal       adjacent    ``adjacent`` (paper-literal: ``seq_selectivity`` per adjacent SEQ
                                pair), ``all_pairs``, ``none`` [R-SEQ], or ``exact``: the probability
                                that i.i.d. timestamps respect the order, 1/k! for k ordered events
                                of a node, exact for every pattern's partial order; not pairwise, so
                                cost ``ldj``/``bj`` and the MILP/CP-SAT methods refuse it [R-SEQ-EXACT]
-leaf_filter        true        tree leaves carry their filter: ``PM(leaf) = W r_i sel_ii`` [R-FILT]
+leaf_filter        true        tree leaves carry their filter: ``PM(leaf) = W r_i sel_ii`` [R-FILT];
+                               ``false``: the paper-literal any-match tree cost, no filters at all;
+                               no effect under next-match, whose nodes keep them [R-NEXT]
 kleene_nonempty    false       ``W r' = 2^{rW} - 1`` instead of ``2^{rW}`` [R-KL]
 kleene_poisson     false       base e instead of 2: ``W r' = e^{rW}`` (``e^{rW} - 1`` with
                                ``kleene_nonempty``), the expected number of subsets E[2^N] when the
@@ -336,7 +339,9 @@ def _conjunct(sc: SimpleConjunct, window: float, rates: Mapping[str, float], sel
     index = {v: i for i, v in enumerate(names)}
     ls = math.log(opts["seq_selectivity"])
     strategy = opts["strategy"]
-    log_total_rate = float(np.logaddexp.reduce([math.log(rates[t]) for t in {e.type for e in sc.events}]))
+    # [R-CONTIG] Σ_all r: every type of the stream (the statistics), not only this conjunct's positive
+    # types, since an event of any type between two events breaks their contiguity.
+    log_total_rate = float(np.logaddexp.reduce([math.log(x) for x in rates.values() if x > 0]))
     blocks: tuple[tuple[int, ...], ...] = ()
     if opts["seq_temporal"] == "exact":
         blocks = tuple(tuple(_mask(index, group) for group in block) for block in sc.seq_blocks)
@@ -346,7 +351,7 @@ def _conjunct(sc: SimpleConjunct, window: float, rates: Mapping[str, float], sel
             b[i, j] += ls
             b[j, i] += ls
         if strategy in ("contiguity", "partition") and adjacent:
-            # [R-CONTIG] two events of a window are stream neighbours with probability ~1/(W Σr).
+            # [R-CONTIG] two events of a window are stream neighbours with probability ~1/(W Σ_all r).
             c = -max(math.log(window) + log_total_rate, 0.0)
             b[i, j] += c
             b[j, i] += c
