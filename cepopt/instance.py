@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from cepopt.errors import CepoptError, InstanceError, ModelError, QuerySyntaxError
-from cepopt.model import And, Kleene, Not, Or, Pattern, Query, Seq, Statistics, Type, Window, Workload
+from cepopt.model import And, Kleene, Not, Or, Pattern, Query, Seq, Statistics, Type, Workload, check_window_number
+from cepopt.textio import read_json
 
 __all__ = ["Instance", "from_json", "load", "save", "to_json", "schema", "pattern_from_json", "pattern_to_json"]
 
@@ -163,7 +164,7 @@ def _structured_query(entry: Mapping, path: str) -> Query:
             value = entry[key]
             try:
                 seconds = syntax.parse_duration(value) if isinstance(value, str) else value
-                Window(seconds) if key == "within" else Window(1, seconds)  # errors say length or slide
+                check_window_number(seconds, "length" if key == "within" else "slide")
             except (QuerySyntaxError, ModelError) as exc:
                 raise InstanceError(f"{path}.{key}: {exc}") from None
             parts.append(f"{key.upper()} {seconds}")
@@ -282,21 +283,7 @@ def load(source: str | Path) -> Instance:
         if bundled is None:
             raise InstanceError(f"{source}: no such file or bundled instance (see `cepopt instances`)")
         path = bundled
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InstanceError(f"{source}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        line = exc.object.count(b"\n", 0, exc.start) + 1
-        raise InstanceError(f"{source}: not UTF-8 text (byte {exc.object[exc.start]:#04x} on line {line})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InstanceError(f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except RecursionError:
-        raise InstanceError(f"{source}: JSON nested too deeply") from None
-    except ValueError:  # json parses integers with int(), which refuses more than 4300 digits
-        raise InstanceError(f"{source}: a JSON integer has too many digits") from None
+    data = read_json(path, str(source), error=InstanceError)
     try:
         return from_json(data)
     except InstanceError as exc:

@@ -32,7 +32,7 @@ from cepopt.errors import ModelError
 __all__ = [
     "Aggregate", "And", "AttrRef", "Condition", "Equivalence", "Filter", "Kleene", "Not", "Or",
     "Pattern", "Predicate", "Query", "Seq", "Statistics", "Type", "Window", "Workload",
-    "AGGREGATE_FUNCTIONS", "COMPARISON_OPS", "MAX_PATTERN_DEPTH",
+    "AGGREGATE_FUNCTIONS", "COMPARISON_OPS", "MAX_PATTERN_DEPTH", "check_window_number",
 ]
 
 AGGREGATE_FUNCTIONS = ("COUNT", "SUM", "AVG", "MIN", "MAX")
@@ -288,18 +288,33 @@ class Aggregate:
 @dataclass(frozen=True)
 class Window:
     """A sliding window: ``WITHIN length SLIDE slide``; slide None means a single window per match
-    (the join-order family's "last - first <= length")."""
+    (the join-order family's "last - first <= length").
+
+    The slide must not exceed the length. Window k is [kS, kS + W) (sharon.md §1.5, hamlet.md §8 item 9),
+    so with S > W the stream would have gaps that belong to no window: hopping windows with gaps. No
+    spec defines them, the papers' windows all have S <= W, and the executors do not support them
+    (Spark's ``sequence(lo, hi)`` counts down when an event falls in a gap, putting it into the two
+    windows around the gap), so such a window is refused rather than run with wrong results.
+    """
 
     length: float
     slide: float | None = None
 
     def __post_init__(self) -> None:
-        _check_number(self.length, "window length", positive=True)
+        check_window_number(self.length, "length")
         if self.slide is not None:
-            _check_number(self.slide, "window slide", positive=True)
+            check_window_number(self.slide, "slide")
         object.__setattr__(self, "length", _normal_number(self.length))
         if self.slide is not None:
             object.__setattr__(self, "slide", _normal_number(self.slide))
+            if self.slide > self.length:
+                raise ModelError(f"window slide {self.slide} is larger than window length {self.length}: "
+                                 "events between two windows would belong to none (gaps are not supported)")
+
+
+def check_window_number(value: object, what: str) -> None:
+    """A window ``length`` or ``slide`` (``what``) on its own: a finite number > 0, else ModelError."""
+    _check_number(value, f"window {what}", positive=True)
 
 
 def _check_number(value: object, what: str, *, positive: bool = False) -> None:

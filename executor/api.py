@@ -9,7 +9,6 @@ Each family provides ``cepopt.executor.<family>_driver.execute(problem, plan, ev
 from __future__ import annotations
 
 import inspect
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ import pandas as pd
 from cepopt.errors import CepoptError
 from cepopt.executor import results as res
 from cepopt.plugins import import_built
+from cepopt.textio import read_json
 
 __all__ = ["ExecutionResult", "driver_module", "execute", "execute_command", "load_plan", "write_results"]
 
@@ -75,7 +75,7 @@ def _local_stream(stream: Any, instance: Any):
 
 
 def _events(stream: Any, spark):
-    from cepopt.executor.streams import read_stream, to_spark
+    from cepopt.executor.streams import nan_to_null, read_stream, to_spark
 
     if isinstance(stream, str | Path):
         return read_stream(stream, spark)
@@ -83,7 +83,7 @@ def _events(stream: Any, spark):
         return to_spark(stream, spark)
     if isinstance(stream, list | tuple):
         return to_spark(pd.DataFrame(list(stream)), spark)
-    return stream  # a Spark DataFrame
+    return nan_to_null(stream)  # a Spark DataFrame: NaN is missing, as from the readers
 
 
 def execute(instance: Any, plan: Any, stream: Any = None, *, spark=None, problem: Any = None,
@@ -129,12 +129,7 @@ def load_plan(fam, problem, instance, plan_spec: str, *, params: dict | None = N
     if plan_spec.endswith(".json") or path.is_file():
         if not path.is_file():
             raise CepoptError(f"{plan_spec}: no such plan file")
-        try:
-            value = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise CepoptError(f"{plan_spec}: cannot read: {exc.strerror or exc}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: deep nesting
-            raise CepoptError(f"{plan_spec}: not JSON ({exc})") from None
+        value = read_json(path, plan_spec)
         if isinstance(value, dict) and "plan" in value and ("method" in value or "status" in value):
             value = value["plan"]  # a saved Solution
         return fam.plan_from_json(problem, value), {"plan_source": str(path)}

@@ -37,6 +37,7 @@ import pandas as pd
 from cepopt.errors import CepoptError
 from cepopt.executor.results import AggAccumulator, format_group, group_attrs
 from cepopt.model import Filter, Query, Type, is_flat_seq
+from cepopt.predicates import compare_arrays
 
 __all__ = ["Frame", "PartitionEvents", "SegmentInstance", "Target", "aseq_partition", "filter_mask",
            "query_types", "query_targets"]
@@ -120,22 +121,13 @@ class PartitionEvents:
 
 
 def filter_mask(ev: PartitionEvents, filters: Sequence[Filter]) -> np.ndarray:
-    """Events passing every filter (a missing value or an incomparable one fails)."""
+    """Events passing every filter: the oracle's comparison, vectorised (cepopt.predicates: a missing
+    value never passes, nor an ordering of values without one; an absent column is all missing)."""
     mask = np.ones(len(ev), dtype=bool)
-    ops = {"=": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
     for f in filters:
         if f.attr not in ev.df.columns:
             return np.zeros(len(ev), dtype=bool)
-        col = ev.df[f.attr]
-        if isinstance(f.value, str):
-            vals = col.astype(object)
-            ok = np.array([isinstance(v, str) and getattr(v, ops[f.op])(f.value) for v in vals], dtype=bool)
-        else:
-            num = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
-            with np.errstate(invalid="ignore"):
-                ok = getattr(num, ops[f.op])(float(f.value))
-            ok = np.asarray(ok, dtype=bool) & ~np.isnan(num)
-        mask &= ok
+        mask &= compare_arrays(f.op, ev.df[f.attr], f.value)
     return mask
 
 

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from cepopt.executor.results import AggAccumulator, format_group, results_frame
-from cepopt.hamlet.problem import OPS, CompiledQuery, SharingClass, compile_workload
+from cepopt.hamlet.problem import CompiledQuery, SharingClass, compile_workload
+from cepopt.predicates import compare_arrays, is_missing
 
 __all__ = ["QueryState", "Scope", "greta_scope", "matched_mask", "run_local", "scopes", "window_bounds"]
 
@@ -45,7 +46,8 @@ __all__ = ["QueryState", "Scope", "greta_scope", "matched_mask", "run_local", "s
 
 
 def matched_mask(cq: CompiledQuery, part: pd.DataFrame) -> np.ndarray:
-    """Events of ``part`` matched by ``cq``: type of the pattern and every local filter holds."""
+    """Events of ``part`` matched by ``cq``: type of the pattern and every local filter holds (not on a
+    missing value, cepopt.predicates)."""
     types = part["type"].astype(str).to_numpy()
     mask = np.isin(types, list(cq.types))
     for t, attr, op, value in cq.filters:
@@ -53,23 +55,8 @@ def matched_mask(cq: CompiledQuery, part: pd.DataFrame) -> np.ndarray:
         if attr not in part.columns:
             mask &= ~on_t
             continue
-        col = part[attr]
-        with np.errstate(invalid="ignore"):
-            try:
-                ok = OPS[op](col, value).fillna(False).to_numpy(dtype=bool) & col.notna().to_numpy()
-            except TypeError:
-                ok = np.array([_safe_cmp(op, v, value) for v in col], dtype=bool)
-        mask &= ~on_t | ok
+        mask &= ~on_t | compare_arrays(op, part[attr], value)
     return mask
-
-
-def _safe_cmp(op: str, a: Any, b: Any) -> bool:
-    if a is None or (isinstance(a, float) and math.isnan(a)):
-        return False
-    try:
-        return bool(OPS[op](a, b))
-    except TypeError:
-        return False
 
 
 def window_bounds(ts: np.ndarray, length: float, slide: float) -> tuple[np.ndarray, np.ndarray]:
@@ -135,7 +122,7 @@ class Scope:
         if col is None:
             return None
         v = col[i]
-        if v is None or (isinstance(v, float) and math.isnan(v)):
+        if is_missing(v):
             return None
         return v.item() if hasattr(v, "item") else v
 

@@ -41,6 +41,8 @@ from pyspark.sql import functions as F
 
 from cepopt.errors import CepoptError
 from cepopt.executor.join_plan import CompiledPattern, JoinTree, Node, PairCheck
+from cepopt.executor.streams import nan_to_null
+from cepopt.predicates import OPS
 
 __all__ = ["JoinRun", "NodeCount", "evaluate", "match_values", "prepare_events"]
 
@@ -92,19 +94,15 @@ class JoinRun:
         self._cached.clear()
 
 
-_OPS: dict[str, Callable[[Column, Column], Column]] = {
-    "=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-}
-
-
 def prepare_events(events: DataFrame) -> DataFrame:
-    """``events`` with ``ts`` and ``id`` as longs; an ``id`` is added (in input order) when absent."""
+    """``events`` with ``ts`` and ``id`` as longs (an ``id`` is added, in input order, when absent) and
+    NaN turned into null, so that the plan's comparisons treat it as missing (cepopt.predicates)."""
     for col in ("ts", "type"):
         if col not in events.columns:
             raise CepoptError(f"the stream has no column {col!r} (columns: {', '.join(events.columns)})")
     if "id" not in events.columns:
         events = events.withColumn("id", F.monotonically_increasing_id())
+    events = nan_to_null(events)
     return events.withColumn("ts", F.col("ts").cast("long")).withColumn("id", F.col("id").cast("long"))
 
 
@@ -164,7 +162,7 @@ class _Evaluator:
             return self._hi(c.a) <= self._lo(c.b)
         if c.kind == "distinct":
             return self._over(c.a, lambda ga: self._over(c.b, lambda gb: ga("id") != gb("id")))
-        op = _OPS[c.op]
+        op = OPS[c.op]
         return self._over(c.a, lambda ga: self._over(c.b, lambda gb: op(ga(c.attr), gb(c.battr))))
 
     def _checks(self, xs: Sequence[int], ys: Sequence[int]) -> Column | None:
@@ -182,7 +180,7 @@ class _Evaluator:
         if self.negate and not self.p.items[pos].negated:
             df = df.where(F.col("_k") <= self._bucket(F.col("ts")))
         for f in self.p.filters_of(pos):
-            df = df.where(_OPS[f.op](F.col(f.attr), F.lit(f.value)))
+            df = df.where(OPS[f.op](F.col(f.attr), F.lit(f.value)))
         return df
 
     def _single(self, pos: int) -> DataFrame:
@@ -208,8 +206,16 @@ class _Evaluator:
             F.struct(F.col("ts"), F.col("id"), *[F.col(a) for a in attrs if a not in ("ts", "id")]).alias("_e"))
         span = Window.partitionBy("_k", *[F.col(a) for a in self.p.equivalences]).orderBy("ts").rangeBetween(
             0, int(math.floor(self.w)))
-        later = F.filter(F.array_sort(F.collect_list("_e").over(span)),
-                         lambda x: (x["ts"] > F.col("ts")) | ((x["ts"] == F.col("ts")) & (x["id"] > F.col("id"))))
+
+        def joins(x: Column) -> Column:
+            after = (x["ts"] > F.col("ts")) | ((x["ts"] == F.col("ts")) & (x["id"] > F.col("id")))
+            # the window puts the events of a missing (null) equivalence value together, but a missing
+            # value equals nothing (cepopt.predicates): such an event is a set of its own only
+            for a in self.p.equivalences:
+                after = after & OPS["="](x[a], F.col(a))
+            return after
+
+        later = F.filter(F.array_sort(F.collect_list("_e").over(span)), joins)
         df = base.select("_e", "ts", "_k", later.alias("_later"))
         k = F.size("_later")
         # Fail before building 2^k masks: the query gets a user error, not an out-of-memory.

@@ -11,7 +11,9 @@ item (a filter) or on two items (a condition, the SEQ order, distinct events, an
 - the events of a match are distinct; Kleene sets bind one or more events, and filters and
   conditions on a Kleene reference hold for every event of the set;
 - a match is rejected by ``NOT(T)`` when some T event could stand at that position: it passes the
-  filters and every check with the positive items and keeps the window.
+  filters and every check with the positive items and keeps the window;
+- a filter, condition or equivalence with a missing value (None, NaN) on either side does not hold
+  (cepopt.predicates): an event with a missing equivalence value forms a Kleene set on its own only.
 
 A partial match of a leaf set S is an assignment of S that passes every check among S and every
 negation whose dependencies lie in S. Both the Spark evaluator and the brute-force reference count

@@ -8,7 +8,6 @@ inputs only: Kleene items enumerate every subset.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from itertools import combinations
 
@@ -17,11 +16,9 @@ import pandas as pd
 from cepopt.errors import CepoptError
 from cepopt.executor.join_plan import CompiledPattern, JoinTree, Node, compile_query
 from cepopt.model import Query
+from cepopt.predicates import compare
 
 __all__ = ["match_text", "node_counts", "partial_matches", "reference_matches"]
-
-_OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-        ">=": operator.ge}
 
 # A value is one event (a dict) or, for a Kleene item, a tuple of events sorted by (ts, id).
 
@@ -38,16 +35,10 @@ def _hi(v) -> float:
     return max(e["ts"] for e in _elems(v))
 
 
-def _cmp(x, op: str, y) -> bool:
-    if x is None or y is None or (isinstance(x, float) and x != x) or (isinstance(y, float) and y != y):
-        return False
-    return bool(_OPS[op](x, y))
-
-
 def _check(c, va, vb) -> bool:
     """Whether the pair check ``c`` holds for value ``va`` of item c.a and ``vb`` of item c.b."""
     if c.kind in ("cond", "equiv"):
-        return all(_cmp(x[c.attr], c.op, y[c.battr]) for x in _elems(va) for y in _elems(vb))
+        return all(compare(c.op, x[c.attr], y[c.battr]) for x in _elems(va) for y in _elems(vb))
     if c.kind == "order":
         return _hi(va) <= _lo(vb)
     if c.kind == "distinct":
@@ -69,7 +60,7 @@ class _Matcher:
         self.candidates: dict[int, list] = {}
         for item in pattern.items:
             ok = [e for e in rows if e["type"] == item.type
-                  and all(_cmp(e[f.attr], f.op, f.value) for f in pattern.filters_of(item.position))]
+                  and all(compare(f.op, e[f.attr], f.value) for f in pattern.filters_of(item.position))]
             ok.sort(key=lambda e: (e["ts"], e["id"]))
             self.candidates[item.position] = self._subsets(ok, max_subsets) if item.kleene else ok
 
@@ -80,9 +71,9 @@ class _Matcher:
             later = [e for e in rows[i + 1:] if e["ts"] - first["ts"] <= w]
             for k in range(len(later) + 1):
                 for rest in combinations(later, k):
-                    group = (first, *rest)
-                    if all(e[a] == first[a] for a in self.p.equivalences for e in group):
-                        out.append(group)
+                    # the events of a set are equal on every equivalence attribute (not on a missing value)
+                    if all(compare("=", e[a], first[a]) for a in self.p.equivalences for e in rest):
+                        out.append((first, *rest))
                         if len(out) > limit:
                             raise CepoptError("too many Kleene subsets for the brute-force matcher")
         return out

@@ -6,13 +6,12 @@ the selectivity of every filter (key (x, x)) and of the conditions between every
 references (key (x, y), the product of all its conditions measured jointly), keyed by variables as
 :class:`cepopt.model.Statistics` expects. Counts run on Spark over the whole stream; selectivities on
 a random sample of each type's events: a filter on the sampled events, a pair condition on
-``sample`` random pairs of sampled events that pass their filters. SEQ order predicates are not
-measured: the cost model has its own parameter for them.
+``sample`` random pairs of sampled events that pass their filters; a missing value is never a hit,
+as in the executors (cepopt.predicates). SEQ order predicates are not measured: the cost model has
+its own parameter for them.
 """
 
 from __future__ import annotations
-
-import operator
 
 import numpy as np
 import pandas as pd
@@ -20,11 +19,9 @@ import pandas as pd
 from cepopt.errors import CepoptError
 from cepopt.executor.join_plan import CompiledPattern, compile_query
 from cepopt.model import Query, Statistics
+from cepopt.predicates import compare_arrays
 
 __all__ = ["estimate_statistics"]
-
-_OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-        ">=": operator.ge}
 
 
 def _patterns(query: Query) -> list[CompiledPattern]:
@@ -94,7 +91,7 @@ def estimate_statistics(query: Query, events, *, sample: int = 20_000, seed: int
             rows = samples[it.type]
             mask = np.ones(len(rows), dtype=bool)
             for f in p.filters_of(it.position):
-                mask &= _OPS[f.op](rows[f.attr], f.value).to_numpy(dtype=bool)
+                mask &= compare_arrays(f.op, rows[f.attr], f.value)
             passing[it.position] = rows[mask].reset_index(drop=True)
             if p.filters_of(it.position):
                 sels[tuple(sorted((it.ref, it.ref)))] = _ratio(int(mask.sum()), len(rows))
@@ -114,7 +111,7 @@ def estimate_statistics(query: Query, events, *, sample: int = 20_000, seed: int
             for c in checks:
                 left = xa[c.attr].to_numpy()[ia]
                 right = xb[c.battr].to_numpy()[ib]
-                ok &= np.asarray(_OPS[c.op](left, right), dtype=bool)
+                ok &= compare_arrays(c.op, left, right)
             sels[key] = _ratio(int(ok.sum()), sample)
     return Statistics(rates=rates, selectivities=sels)
 

@@ -12,7 +12,8 @@ Semantics (sharon.md §1, hamlet.md §1.4/§2, gloria.md §1.2):
 * A match counts once as a sequence of events, however many ways the pattern can bind it.
 * Every event passes the filters of the reference (type or variable) it is bound to; conditions
   between two references hold on every pair of events bound to them (``conditions="all"``) or only
-  on adjacent events of the match (``conditions="adjacent"``, GRETA's edge predicates).
+  on adjacent events of the match (``conditions="adjacent"``, GRETA's edge predicates). A filter or
+  condition with a missing value (None, NaN) on either side does not hold (cepopt.predicates).
 * Every event of a match has the same values of the GROUP-BY and equivalence attributes (a missing
   value is a value of its own), i.e. matches live inside one partition of the stream.
 * Windows: with SLIDE S, window k = [kS, kS+W) (k >= 0) and a match is in window k iff
@@ -36,7 +37,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import operator
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -54,12 +54,11 @@ from cepopt.executor.results import (
     results_frame,
 )
 from cepopt.model import And, Kleene, Not, Or, Query, Seq, Type, Workload, is_flat_seq
+from cepopt.predicates import compare
 
 __all__ = ["Match", "enumerate_matches", "enumerate_trends", "events_as_records", "reference_results",
            "window_range"]
 
-_OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-        ">=": operator.ge}
 _MAX_AND = 6
 
 
@@ -187,15 +186,6 @@ def events_as_records(events: pd.DataFrame | Iterable[dict]) -> list[dict]:
     return out
 
 
-def _compare(op: str, left: Any, right: Any) -> bool:
-    if left is None or right is None:
-        return False
-    try:
-        return bool(_OPS[op](left, right))
-    except TypeError:
-        return False
-
-
 def window_range(first_ts: float, last_ts: float, length: float, slide: float | None) -> range:
     """Indices k of the windows [kS, kS+W) holding both time stamps (range(0, 1) when no slide)."""
     if slide is None:
@@ -228,10 +218,10 @@ class _QueryMatcher:
         self.window = query.window
 
     def passes(self, pos: int, ev: dict) -> bool:
-        return all(_compare(f.op, ev.get(f.attr), f.value) for f in self.filters[pos])
+        return all(compare(f.op, ev.get(f.attr), f.value) for f in self.filters[pos])
 
     def guard_filters_pass(self, leaf: Type, ev: dict) -> bool:
-        return all(_compare(f.op, ev.get(f.attr), f.value) for f in self.query.filters
+        return all(compare(f.op, ev.get(f.attr), f.value) for f in self.query.filters
                    if f.ref in (leaf.var, leaf.name))
 
     def cond_ok(self, pa: int, ea: dict, pb: int, eb: dict) -> bool:
@@ -240,10 +230,10 @@ class _QueryMatcher:
         for c in self.conds:
             lref, rref = c.left.ref, c.right.ref
             if lref in (la.var, la.name) and rref in (lb.var, lb.name):
-                if not _compare(c.op, ea.get(c.left.attr), eb.get(c.right.attr)):
+                if not compare(c.op, ea.get(c.left.attr), eb.get(c.right.attr)):
                     return False
             if lref in (lb.var, lb.name) and rref in (la.var, la.name):
-                if not _compare(c.op, eb.get(c.left.attr), ea.get(c.right.attr)):
+                if not compare(c.op, eb.get(c.left.attr), ea.get(c.right.attr)):
                     return False
         return True
 

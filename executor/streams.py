@@ -10,6 +10,20 @@ Stream specs (``--stream``):
 * ``gen:NAME[:key=value,...]``: a generator of :data:`cepopt.instances.streams.GENERATORS`, e.g.
   ``gen:ecommerce:events=200000,seed=1`` (values parse as int, float, true/false or text);
 * None: the instance's embedded stream.
+
+Time order: a stream is its events in time-stamp order, and every reader returns it sorted by ``ts``,
+stably (events with one time stamp keep their input order), whatever the order of the file. Refusing
+an unsorted file was the alternative; sorting was chosen because the papers' streams are defined by
+their time stamps (the kernels evaluate by ``ts``: results do not depend on the file order), published
+streams are not monotonic (Hamlet's files), a Parquet folder has no row order across its files, and
+the pandas readers (embedded streams, generators) already sorted. What the input order still decides
+is thus only the order of ties; the join-order executor's event ids (given in input order) follow
+time order on every path. On Spark the order is checked in one scan of ``ts`` (a summary row per
+partition reaches the driver) and the data is sorted only when it is out of order.
+
+Missing values: an empty cell is missing on both sides (pandas NaN, Spark null); on the Spark side every
+NaN of a float column becomes null as well (:func:`nan_to_null`), so that Spark's comparisons and
+groups treat it as missing, as the pandas kernels and the oracles do (cepopt.predicates).
 """
 
 from __future__ import annotations
@@ -22,8 +36,8 @@ import pandas as pd
 
 from cepopt.errors import CepoptError
 
-__all__ = ["parse_generator_spec", "stream_format", "read_stream", "read_stream_pandas", "resolve_stream",
-           "resolve_stream_pandas", "to_spark"]
+__all__ = ["nan_to_null", "parse_generator_spec", "stream_format", "read_stream", "read_stream_pandas",
+           "resolve_stream", "resolve_stream_pandas", "to_spark"]
 
 
 def _parse_value(text: str) -> Any:
@@ -83,7 +97,7 @@ def _check_pandas(df: pd.DataFrame, where: str, line_offset: int | None) -> pd.D
 
 
 def read_stream_pandas(path: str | Path) -> pd.DataFrame:
-    """Read a CSV or Parquet stream into pandas, with the schema checks."""
+    """Read a CSV or Parquet stream into pandas, with the schema checks, sorted by time."""
     path = Path(path)
     if stream_format(path) == "csv":
         try:
@@ -132,8 +146,28 @@ def resolve_stream_pandas(spec: str | None, instance: Any = None) -> pd.DataFram
 # ---------------------------------------------------------------------------------------------
 
 
+def nan_to_null(sdf):
+    """``sdf`` with every NaN of its float and double columns turned into null.
+
+    A missing value is None or NaN alike (cepopt.predicates): pandas reads an empty CSV cell as NaN,
+    Spark as null. But Spark reads a "NaN" cell (or a Parquet NaN, or a pandas NaN when
+    ``createDataFrame`` falls back from Arrow) as a NaN double, which it compares as a number (NaN = NaN,
+    NaN > every number) and groups apart from null. Every stream that enters Spark through this module
+    (:func:`read_stream`, :func:`to_spark`), ``cepopt.executor.api.execute`` (a Spark DataFrame given)
+    or the join evaluator (``join_eval.prepare_events``) passes here, so that the plans' comparisons,
+    GROUP-BY and equivalence partitions see one missing value, as the oracles do.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DoubleType, FloatType
+
+    floats = {f.name: f.dataType for f in sdf.schema.fields if isinstance(f.dataType, DoubleType | FloatType)}
+    if not floats:
+        return sdf
+    return sdf.withColumns({name: F.nanvl(sdf[name], F.lit(None).cast(kind)) for name, kind in floats.items()})
+
+
 def to_spark(df: pd.DataFrame, spark):
-    """A pandas stream as a Spark DataFrame (ts long, type string, attributes as inferred)."""
+    """A pandas stream as a Spark DataFrame (ts long, type string, attributes as inferred, NaN as null)."""
     from pyspark.sql import functions as F
 
     if len(df) == 0:
@@ -141,7 +175,7 @@ def to_spark(df: pd.DataFrame, spark):
 
         fields = [StructField("ts", LongType()), StructField("type", StringType())]
         return spark.createDataFrame([], StructType(fields))
-    sdf = spark.createDataFrame(df)
+    sdf = nan_to_null(spark.createDataFrame(df))
     return sdf.withColumn("ts", F.col("ts").cast("long")).withColumn("type", F.col("type").cast("string"))
 
 
@@ -164,7 +198,8 @@ def _csv_bad_line(path: Path, column: str) -> tuple[int, str] | None:
 
 
 def read_stream(path: str | Path, spark):
-    """Read a CSV or Parquet stream with Spark, with the schema checks (see module docstring)."""
+    """Read a CSV or Parquet stream with Spark, with the schema checks, sorted by time, NaN as null (see
+    module docstring and :func:`nan_to_null`)."""
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
@@ -194,7 +229,41 @@ def read_stream(path: str | Path, spark):
         row = bad.limit(1).collect()[0]
         raise CepoptError(f"{p}: an event has a missing or non-integer time stamp or no type "
                           f"(ts={row['ts']!r}, type={row['type']!r})")
-    return sdf.withColumn("ts", ts_long).withColumn("type", F.col("type").cast("string"))
+    sdf = nan_to_null(sdf.withColumn("ts", ts_long).withColumn("type", F.col("type").cast("string")))
+    return sdf if _in_time_order(sdf) else _sort_by_time(sdf)
+
+
+def _in_time_order(sdf) -> bool:
+    """Whether ``sdf`` is already sorted by ``ts`` as read: each partition non-decreasing, and no partition
+    starting before the end of an earlier one. One scan of ``ts`` in Arrow batches; only a summary row
+    per non-empty partition (first, last, sorted) reaches the driver."""
+    import numpy as np
+    from pyspark import TaskContext
+
+    def summary(batches):
+        first = last = None
+        ordered = True
+        for batch in batches:
+            ts = batch["ts"].to_numpy()
+            if len(ts):
+                ordered = ordered and (last is None or last <= ts[0]) and bool((np.diff(ts) >= 0).all())
+                first = ts[0] if first is None else first
+                last = ts[-1]
+        if first is not None:
+            yield pd.DataFrame({"part": [TaskContext.get().partitionId()], "first": [first], "last": [last],
+                                "ordered": [ordered]})
+
+    parts = sdf.select("ts").mapInPandas(summary, "part int, first long, last long, ordered boolean").collect()
+    parts.sort(key=lambda r: r["part"])
+    return all(r["ordered"] for r in parts) and all(a["last"] <= b["first"] for a, b in zip(parts, parts[1:]))
+
+
+def _sort_by_time(sdf):
+    """``sdf`` sorted by ``ts``, stably: ties keep their input order (the position Spark read them at)."""
+    from pyspark.sql import functions as F
+
+    pos = "__cepopt_input_position"
+    return sdf.withColumn(pos, F.monotonically_increasing_id()).orderBy("ts", pos).drop(pos)
 
 
 def resolve_stream(spec: str | None, instance: Any, spark):

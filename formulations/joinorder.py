@@ -399,7 +399,8 @@ def solve_order_cpsat(conj: Conjunct, *, time_limit: float | None = None, seed: 
     """Min-max prefix log-cardinality order (spec §7.3), with a second stage min Σ_k L_k."""
     from ortools.sat.python import cp_model
 
-    from cepopt.formulations.cpsat import IntScale, fit_scale, solve_cpsat
+    from cepopt.formulations.cpsat import solve_cpsat
+    from cepopt.formulations.scaling import IntScale, fit_scale
 
     n = conj.n
     if conj.next_match or conj.has_latency:

@@ -11,9 +11,10 @@ per-term Python expressions (measured: 1.5-2 s of 3-10 s for a 20k-row Sharon mo
 expressions); ``cbc`` turns it into a PuLP problem, so there is still one model and one solve path.
 
 HiGHS and SCIP take an objective coefficient of 1e20 as infinite (measured: status "error"; CBC solves):
-an objective whose coefficients sum beyond :data:`MAX_OBJECTIVE` is solved divided by a power of two
-(exact in floating point) and its value and bound multiplied back. The solvers' tolerances (about 1e-6)
-then apply to the scaled objective: an objective they cannot resolve is refused (CepoptError).
+an objective whose coefficients sum beyond :data:`~cepopt.formulations.scaling.MAX_OBJECTIVE` is solved
+multiplied by a power of two below 1 (exact in floating point, :func:`~cepopt.formulations.scaling.milp_scale`),
+and its value and bound are multiplied back. The solvers' tolerances (about 1e-6) then apply to the scaled
+objective: an objective they cannot resolve is refused (CepoptError).
 
 >>> import pulp
 >>> prob = pulp.LpProblem("tiny", pulp.LpMaximize)
@@ -34,13 +35,11 @@ from dataclasses import dataclass, field, replace
 import pulp
 
 from cepopt.errors import CepoptError
+from cepopt.formulations.scaling import coefficient_total, milp_scale, require_resolution
 
-__all__ = ["BACKENDS", "MAX_OBJECTIVE", "MatrixMilp", "MilpResult", "solve_milp"]
+__all__ = ["BACKENDS", "MatrixMilp", "MilpResult", "solve_milp"]
 
 BACKENDS = ("highs", "scip", "cbc")
-
-#: Largest sum of |objective coefficients| handed to a solver as it is (doubles still resolve units).
-MAX_OBJECTIVE = 1e15
 
 
 @dataclass
@@ -105,11 +104,8 @@ def solve_milp(prob: pulp.LpProblem | MatrixMilp, *, backend: str = "highs", tim
     """
     if backend not in BACKENDS:
         raise CepoptError(f"unknown MILP backend {backend!r} (use one of {', '.join(BACKENDS)})")
-    from cepopt.formulations.cpsat import coefficient_total, require_resolution
-
     coefs = _objective_coefs(prob)
-    total = coefficient_total(coefs)
-    factor = 1 if total <= MAX_OBJECTIVE else 2.0 ** -math.ceil(math.log2(total / MAX_OBJECTIVE))
+    factor = milp_scale(coefficient_total(coefs))
     if factor != 1:
         prob = _scale_objective(prob, factor)
     start = time.perf_counter()

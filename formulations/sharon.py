@@ -26,7 +26,7 @@ CP-SAT (integer-scaled) or to a MILP backend (:func:`cepopt.formulations.milp.so
    free: the MWIS of the original graph.
 
 CP-SAT needs integer coefficients: they are multiplied by ``scale`` (1 when they are already integers
-that fit; below 1 for weights beyond 64-bit integers, :func:`~cepopt.formulations.cpsat.integer_scale`)
+that fit; below 1 for weights beyond 64-bit integers, :func:`~cepopt.formulations.scaling.integer_scale`)
 and rounded; the scale and the resulting objective tolerance are reported.
 
 Solving (decisions measured on the sharon-optimizers instances, 200-1000 queries):
@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING
 from cepopt.formulations.blocks import solve_by_blocks
 
 if TYPE_CHECKING:
-    from cepopt.formulations.cpsat import IntScale
+    from cepopt.formulations.scaling import IntScale
 
 __all__ = ["LinearModel", "mwis_model", "extended_cliques", "compact_model", "solve_cpsat_model", "solve_milp_model",
            "COMPACT_HIGHS_OPTIONS", "MWIS_CPSAT_NO_CUTS", "MWIS_SCIP_NO_CUTS"]
@@ -194,7 +194,7 @@ def solve_cpsat_model(model: LinearModel, *, time_limit, seed, hint: Sequence[in
     lists, no per-term Python expressions). ``extra`` are further CP-SAT parameters."""
     if not model.names:
         return [], "optimal", 0, 0, {"variables": 0, "constraints": 0, "weight_scale": 1}
-    from cepopt.formulations.cpsat import integer_scale
+    from cepopt.formulations.scaling import integer_scale
 
     scale = integer_scale(model.objective)
     params = dict(extra or {})

@@ -20,21 +20,11 @@ from pathlib import Path
 
 from cepopt.errors import CepoptError
 from cepopt.model import Statistics
+from cepopt.textio import read_text
 
 __all__ = ["DATASETS", "import_workload", "read_frequencies", "read_workload"]
 
 DATASETS = ("stock", "bus", "taxi")
-
-
-def _read_text(path: Path) -> str:
-    """The file as UTF-8 text; a bad byte names its line (decoding the whole file gives its offset)."""
-    try:
-        return path.read_bytes().decode()
-    except OSError as exc:
-        raise CepoptError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        line = exc.object.count(b"\n", 0, exc.start) + 1
-        raise CepoptError(f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x})") from None
 
 
 def read_frequencies(path: str | Path, dataset: str) -> dict[str, float]:
@@ -42,7 +32,7 @@ def read_frequencies(path: str | Path, dataset: str) -> dict[str, float]:
     if dataset not in DATASETS:
         raise CepoptError(f"--dataset: must be one of {', '.join(DATASETS)}, got {dataset!r}")
     path = Path(path)
-    rows = csv.DictReader(_read_text(path).splitlines())
+    rows = csv.DictReader(read_text(path).splitlines())
     columns = ("dataset", "event_type", "frequency")
     try:
         missing = set(columns) - set(rows.fieldnames or ())
@@ -74,7 +64,7 @@ def read_workload(path: str | Path):
     from cepopt.syntax import parse_queries
 
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     try:
         return parse_queries(text)
     except CepoptError as exc:

@@ -53,6 +53,8 @@ def files(tmp_path):
         "unknown_type": json.dumps({**good, "queries": ["PATTERN SEQ(A, Foo) WITHIN 10"]}),
         "negative_rate": json.dumps({**good, "statistics": {"rates": {"A": -1, "B": 1}}}),
         "zero_window": json.dumps({**good, "queries": ["PATTERN SEQ(A, B) WITHIN 0"]}),
+        "slide_over_window": json.dumps({**good, "queries": ["PATTERN SEQ(A, B) WITHIN 10 SLIDE 20"]}),
+        "slide_over_within": json.dumps({**good, "queries": [{"pattern": "SEQ(A, B)", "within": 10, "slide": 20}]}),
         "bad_query": json.dumps({**good, "queries": ["PATTERN SEQ(A, B WITHIN 10"]}),
     }.items():
         path = tmp_path / f"{name}.json"
@@ -67,6 +69,8 @@ def files(tmp_path):
     ("unknown_type", "queries[0].pattern: unknown event type 'Foo'"),
     ("negative_rate", "statistics.rates.A"),
     ("zero_window", "window length must be > 0"),
+    ("slide_over_window", "line 1, column 19: window slide 20 is larger than window length 10"),
+    ("slide_over_within", "queries[0]: line 1, column 19: window slide 20 is larger than window length 10"),
     ("bad_query", "line 1, column"),
 ])
 def test_bad_instance_files(capsys, files, case, fragment):
@@ -86,6 +90,15 @@ def test_bad_instance_files(capsys, files, case, fragment):
 def test_bad_command_lines(capsys, argv, fragment):
     code, _, err = run(capsys, *argv)
     assert_user_error(code, err, fragment)
+
+
+def test_hamlet_empty_bursts_are_a_user_error(capsys, tmp_path):
+    path = tmp_path / "hamlet.json"
+    path.write_text(json.dumps({"problem": "hamlet", "queries": ["q1: PATTERN SEQ(A, B+) WITHIN 10 SLIDE 10",
+                                                                 "q2: PATTERN SEQ(C, B+) WITHIN 10 SLIDE 10"],
+                                "params": {"bursts": []}}))
+    code, _, err = run(capsys, "solve", str(path), "--method", "dynamic")
+    assert_user_error(code, err, "params.bursts: empty; give at least one burst")
 
 
 def test_unknown_method_on_a_bundled_instance(capsys):
@@ -157,7 +170,7 @@ def test_an_option_of_one_compared_method_is_accepted(capsys):
 
 
 @pytest.mark.parametrize("content,fragment", [
-    (b'{"problem": "sharon", "name": "\xff"}', "not UTF-8 text (byte 0xff on line 1)"),
+    (b'{"problem": "sharon", "name": "\xff"}', "inst.json:1: not UTF-8 text (byte 0xff)"),
     (b"[" * 100_000, "JSON nested too deeply"),
     (json.dumps([{"problem": "sharon"}] * 100).encode(), "(top level): must be a JSON object, not an array"),
     (b'{"problem": "sharon", "queries": "PATTERN A WITHIN 1", "statistics": {"rates": {"A": 1' + b"0" * 400 + b"}}}",

@@ -121,7 +121,7 @@ def write(tmp_path, content: str | bytes):
 
 
 @pytest.mark.parametrize("content,message", [
-    (b'{"problem": "sharon",\n "name": "caf\xe9"}', r"not UTF-8 text \(byte 0xe9 on line 2\)"),
+    (b'{"problem": "sharon",\n "name": "caf\xe9"}', r"inst\.json:2: not UTF-8 text \(byte 0xe9\)"),
     ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),  # deeper than json's recursion limit
     ('{"problem": "sharon", "queries": "PATTERN A WITHIN 1", "statistics": {"rates": {"A": 1' + "0" * 5000 + "}}}",
      "a JSON integer has too many digits"),

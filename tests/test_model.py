@@ -98,6 +98,15 @@ def test_window_normalises_integral_numbers():
     assert Window(0.5, 0.25).slide == 0.25
 
 
+def test_window_slide_larger_than_length_is_refused():
+    assert Window(5, 5).slide == 5  # tumbling windows are fine
+    # windows [kS, kS + W) with S > W leave gaps that belong to no window: refused, not run
+    with pytest.raises(ModelError, match=r"^window slide 10 is larger than window length 5: .*gaps"):
+        Window(5, 10)
+    with pytest.raises(ModelError, match=r"window slide 0\.5 is larger than window length 0\.25"):
+        Window(0.25, 0.5)
+
+
 def test_statistics_accessors_and_validation():
     s = Statistics(rates={"A": 2, "B": 0.5}, selectivities={"a,b": 0.25, "a": 0.5}, events_per_window={"A": 7})
     assert s.rate("B") == 0.5

@@ -13,8 +13,8 @@ import pytest
 
 from cepopt.cli import main
 from cepopt.errors import CepoptError
-from cepopt.formulations.cpsat import MAX_INT_SUM, coefficient_total, fit_scale, integer_scale
 from cepopt.formulations.milp import BACKENDS, solve_milp
+from cepopt.formulations.scaling import MAX_INT_SUM, coefficient_total, fit_scale, integer_scale
 from cepopt.formulations.sharon import LinearModel, solve_cpsat_model, solve_milp_model
 from cepopt.instance import Instance, load, to_json
 from cepopt.model import Statistics, Workload

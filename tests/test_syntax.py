@@ -266,6 +266,8 @@ ERRORS = [
     ("window_huge_exponent", parse_query, "PATTERN A WITHIN 1e999999999", 1, 18,  # no 10**999999999
      "window length is too large"),
     ("slide_too_large", parse_query, "PATTERN A WITHIN 5 SLIDE 1" + "0" * 400, 1, 26, "window slide is too large"),
+    ("slide_over_length", parse_query, "PATTERN A WITHIN 5 SLIDE 10", 1, 11,
+     "window slide 10 is larger than window length 5"),
     ("value_too_many_digits", parse_query, "PATTERN A WHERE A.x = " + "9" * 5000 + " WITHIN 1", 1, 23,
      "number too long"),
     ("negative_value_too_many_digits", parse_query, "PATTERN A WHERE A.x = -" + "9" * 5000 + " WITHIN 1", 1, 24,
@@ -437,9 +439,11 @@ def queries(draw, name=None):
         return Condition(AttrRef(draw(identifiers), left), draw(operators), AttrRef(draw(identifiers), right),
                          draw(selectivities))
 
+    length, slide = draw(durations), draw(maybe_durations)
+    window = Window(length) if slide is None else Window(max(length, slide), min(length, slide))  # slide <= length
     return Query(
         pattern=p,
-        window=Window(draw(durations), draw(maybe_durations)),
+        window=window,
         returns=many(3, return_item, at_least=1),
         where=many(4, predicate),
         group_by=many(2, attr_ref),

@@ -15,8 +15,41 @@ with ``len(X, Ei) = 1`` if X = Ei else ``f(X)``, and ``g(Ej) = 1`` (the paper's 
 factor: ``cost_model="paper"``, the default) or ``f(Ej)`` (``cost_model="physical"``, spec §10 A3).
 REUSE means the next node holds a block with the same snapshot type X that contains ``S'`` and no
 query outside ``S``. Start edges cost ``f(Es) |Q_start|``; end edges cost like a final evaluation
-(non-shared ``f(Ei) f(Ee) |S'|``, shared ``f(Ei) len(X,Ei) g(Ee) + f(Ee) f(X) |S'|``). Costs are
-charged per edge (fork accounting "per edge", A6).
+(non-shared ``f(Ei) f(Ee) |S'|``, shared ``f(Ei) len(X,Ei) g(Ee) + f(Ee) f(X) |S'|``).
+
+Fork accounting (spec §10 A6, problem option ``fork_accounting``). A block of a pool's transition
+``(Ei, Ej)`` may feed several edges that each price ``Ej`` with predecessor ``Ei``: the *fan-out* of the
+pool's transition (:attr:`~cepopt.gloria.problem.GloriaProblem.fanout`): the pair terms to successor
+pools, the end edges at ``Ej`` and, in a Kleene super-pool, the cycle's internal edges leaving ``Ej``.
+
+* ``"edge"`` (default, the paper's per-edge accounting, needed for Table 5's 1204): every edge charges
+  the block's whole propagation term (``f(Ei) len(X,Ei) g(Ej)`` of a shared block, ``f(Ei) f(Ej)`` per
+  unshared query), so a shared block feeding two successor pools pays it twice.
+* ``"once"``: every block's propagation term is charged once in all, split over its fan-out in
+  proportion to the number of the block's queries each edge carries: edge ``s`` gets
+  ``|S & Q_s| / sum over the fan-out of |S & Q_s'|`` of it (:meth:`GloriaProblem.share`). An unshared
+  query is a block of one: it is split over the edges it leaves on (1 unless it leaves on several).
+  Start edges likewise charge ``f(Es)`` once per query. A Kleene cycle's internal edge takes its
+  share as a whole (V2's into-X price included). Evaluation terms (``f(Ej) f(X) |S'|``, a RESNAP,
+  SPLIT or end) are per query and per edge under both and are not split.
+
+  The decision, and why. A6 asks for the term "split proportionally over the successors, as the
+  authors' code does with rightQ/leftQ". The authors' ``CostModel.checkToReuseCost`` charges the
+  fraction ``|right block| / |left block|`` = ``|S & Q_s| / |S|`` of the term on the edge to successor
+  ``s``: proportional to the number of queries each successor carries (not to frequencies or to the
+  number of successors), so that is the proportion used here. Two points differ from that code, both
+  so that the term is charged exactly once: (1) end edges and a cycle's internal edges count as
+  successors, because the spec's §3.2 / §6 price the term on them as well (the authors' code charges a
+  shared block no propagation on its end edge at all); (2) the denominator is the sum over the fan-out,
+  not ``|S|``. The two denominators agree whenever every query of the block leaves on exactly one edge
+  (every SEQ fork); where a query leaves on several (a Kleene cycle's feedback and exit edges, an end
+  type the query also continues from, a SEQ edge that bypasses a single-type ``B+``), ``|S|`` would
+  still charge the term more than once. With a single successor the share is 1, so "once" equals
+  "edge" on every template without forks. The share depends only on a block of one pool and on the
+  template, so the cost stays a sum of unary and pairwise terms: every method (greedy, path search,
+  tree DP, exhaustive, CP-SAT, MILP) reads its weights from the functions below and optimizes the
+  same objective, and :func:`evaluate` re-scores any plan to it. Costs stay exact: a share is an int
+  1 or a :class:`~fractions.Fraction`, so integer frequencies give exact rational costs.
 
 Kleene super-pools (§6): the cycle weight sums the internal edges between consecutive transitions of
 the cycle: non-shared ``f(Ei) f(Ej) |Q_K|``; shared with X: V1 ``f(Ei) len(X,Ei) g(Ej)`` on every
@@ -64,12 +97,14 @@ def pair_cost(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blocks_b
     f = problem.freq
     cost = 0
     where_b = None
+    once = problem.fork_accounting != "edge"
     for block, sub in _restricted(blocks_a, term.queries):
+        share = problem.share(term.a, term.t, block.queries, term.queries) if once else 1
         if block.snapshot is None:
-            cost += f[ei] * f[ej] * len(sub)
+            cost += f[ei] * f[ej] * len(sub) * share
             continue
         x = block.snapshot
-        cost += f[ei] * flen(problem, x, ei) * problem.g(ej)
+        cost += f[ei] * flen(problem, x, ei) * problem.g(ej) * share
         if not term.entry:
             if where_b is None:
                 where_b = {q: b for b in blocks_b for q in b.queries}
@@ -127,36 +162,49 @@ def edge_derivable(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blo
 
 
 def start_cost(problem: GloriaProblem, pool: Pool) -> float:
-    """Start edges into the pool: f(Es) |Q_start| (independent of the option, §3.2)."""
-    return problem.freq[pool.source] * len(pool.start_queries)
+    """Start edges into the pool: f(Es) |Q_start| (independent of the option, §3.2); under
+    fork_accounting=once f(Es) is charged once per query over the pools it starts in."""
+    if problem.fork_accounting == "edge":
+        return problem.freq[pool.source] * len(pool.start_queries)
+    return problem.freq[pool.source] * sum(problem.start_share(q) for q in pool.start_queries)
 
 
 def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     f = problem.freq
     cost = 0
-    for (ei, ee), ending in pool.ends:
+    once = problem.fork_accounting != "edge"
+    for t, ending in pool.ends:
+        ei, ee = t
         for block, sub in _restricted(blocks, ending):
+            share = problem.share(pool.index, t, block.queries, ending) if once else 1
             if block.snapshot is None:
-                cost += f[ei] * f[ee] * len(sub)
+                cost += f[ei] * f[ee] * len(sub) * share
             else:
                 x = block.snapshot
-                cost += f[ei] * flen(problem, x, ei) * problem.g(ee) + f[ee] * f[x] * len(sub)
+                cost += f[ei] * flen(problem, x, ei) * problem.g(ee) * share + f[ee] * f[x] * len(sub)
     return cost
 
 
 def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
-    """Internal weight P.w of a Kleene super-pool option (§6, V1/V2)."""
+    """Internal weight P.w of a Kleene super-pool option (§6, V1/V2); under fork_accounting=once each
+    internal edge is charged its share of the fan-out of its first transition (module docstring)."""
     f = problem.freq
     shared = blocks[0].snapshot if len(blocks) == 1 and blocks[0].snapshot is not None else None
     n = len(pool.queries)
     cost = 0
-    for (ei, ej), _t2 in pool.internal:
+    for t, _t2 in pool.internal:
+        ei, ej = t
         if shared is None:
-            cost += f[ei] * f[ej] * n
-        elif problem.kleene_cycle_cost == "V2" and ej == shared:
-            cost += f[ei] * f[shared] * n
+            if problem.fork_accounting == "edge":
+                cost += f[ei] * f[ej] * n
+            else:
+                cost += f[ei] * f[ej] * sum(problem.share(pool.index, t, (q,), pool.queries) for q in pool.queries)
+            continue
+        share = problem.share(pool.index, t, blocks[0].queries, pool.queries)
+        if problem.kleene_cycle_cost == "V2" and ej == shared:
+            cost += f[ei] * f[shared] * n * share
         else:
-            cost += f[ei] * flen(problem, shared, ei) * problem.g(ej)
+            cost += f[ei] * flen(problem, shared, ei) * problem.g(ej) * share
     return cost
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from cepopt.gloria.cost import Option, edge_cost, unary_cost
 from cepopt.gloria.nodes import kleene_options
-from cepopt.gloria.plan import Block, sort_blocks
+from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import GloriaProblem
 from cepopt.solve import MethodLimitError
 
@@ -55,16 +55,8 @@ def greedy(problem: GloriaProblem, tie: str = "share") -> list[Option]:
         kept: list[Block] = []
         groups: list[list[str]] = [list(pool.start_queries)]  # unshared queries per source part
         for a in problem.primary_preds(b):
-            prim = frozenset().union(*(t.primary for t in problem.edges[(a, b)]))
-            group: list[str] = []
-            for block in chosen[a]:
-                sub = prim.intersection(block.queries)
-                if not sub:
-                    continue
-                if block.snapshot is not None and len(sub) >= 2:
-                    kept.append(Block(tuple(sub), block.snapshot))
-                else:
-                    group.extend(sub)
+            shared, group = restrict_blocks(chosen[a], problem.primary_queries(a, b))
+            kept += shared
             groups.append(group)
         unshared = [q for g in groups for q in g]
         keep = sort_blocks(kept + [Block((q,)) for q in unshared])

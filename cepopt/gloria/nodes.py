@@ -28,7 +28,7 @@ import math
 
 from cepopt.gloria.cost import Option, unary_cost
 from cepopt.gloria.graph import CandidateGraph, edge_table
-from cepopt.gloria.plan import Block, sort_blocks
+from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, Pool
 from cepopt.gloria.pruning import distances, prune_nodes
 from cepopt.solve import MethodLimitError
@@ -58,23 +58,17 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
     parts_per_source: list[list[Option]] = []
     covered: set[str] = set(pool.start_queries)
     for a in problem.primary_preds(pool.index):
-        prim = frozenset().union(*(t.primary for t in problem.edges[(a, pool.index)]))
+        prim = problem.primary_queries(a, pool.index)
         covered |= prim
         parts: set[Option] = set()
         for nk in options[a]:
             choices: list[list[tuple[Block, ...]]] = []
-            unshared: list[str] = []
-            for block in nk:
-                sub = prim.intersection(block.queries)
-                if not sub:
-                    continue
-                if block.snapshot is None or len(sub) < 2:
-                    unshared.extend(sub)
-                    continue
+            shared, unshared = restrict_blocks(nk, prim)
+            for block in shared:  # REUSE (P1), or a local snapshot of Ej (P2)
                 x = block.snapshot
-                choice = [(Block(tuple(sub), x),)]
+                choice = [(block,)]
                 if x != ej and (mode != "gloria" or f[ej] < f[x]):
-                    choice.append((Block(tuple(sub), ej),))
+                    choice.append((Block(block.queries, ej),))
                 choices.append(choice)
             if unshared:
                 choice = [_singles(unshared)]

@@ -24,7 +24,7 @@ import networkx as nx
 
 from cepopt.gloria.cost import Option, edge_cost, edge_derivable, unary_cost
 from cepopt.gloria.graph import CandidateGraph, pool_graph_is_forest
-from cepopt.gloria.plan import Block, sort_blocks
+from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
 
 __all__ = ["search", "search_value", "tree_dp"]
 
@@ -95,15 +95,8 @@ def _reuse_keep(graph: CandidateGraph, b: int, chosen: dict[int, Option]) -> Opt
     pool = problem.pools[b]
     blocks: list[Block] = [Block((q,)) for q in pool.start_queries]
     for a in problem.primary_preds(b):
-        prim = frozenset().union(*(t.primary for t in problem.edges[(a, b)]))
-        for block in chosen[a]:
-            sub = prim.intersection(block.queries)
-            if not sub:
-                continue
-            if block.snapshot is not None and len(sub) >= 2:
-                blocks.append(Block(tuple(sub), block.snapshot))
-            else:
-                blocks.extend(Block((q,)) for q in sub)
+        shared, unshared = restrict_blocks(chosen[a], problem.primary_queries(a, b))
+        blocks += shared + [Block((q,)) for q in unshared]
     return sort_blocks(blocks)
 
 

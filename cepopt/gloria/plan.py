@@ -46,7 +46,8 @@ from typing import Any
 
 from cepopt.errors import CepoptError
 
-__all__ = ["Block", "GloriaPlan", "TransitionPlan", "block_key", "plan_from_json", "plan_to_json", "sort_blocks"]
+__all__ = ["Block", "GloriaPlan", "TransitionPlan", "block_key", "plan_from_json", "plan_to_json", "restrict_blocks",
+           "sort_blocks"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,23 @@ def block_key(block: Block) -> tuple:
 
 def sort_blocks(blocks: Iterable[Block]) -> tuple[Block, ...]:
     return tuple(sorted(blocks, key=block_key))
+
+
+def restrict_blocks(blocks: Iterable[Block], queries: frozenset[str]) -> tuple[list[Block], list[str]]:
+    """``blocks`` cut to ``queries``: the shared blocks that keep at least two queries (snapshot kept, so
+    they can be REUSEd) and the queries left unshared (unshared before, or a shared block cut to one
+    query by a fork, A8)."""
+    shared: list[Block] = []
+    unshared: list[str] = []
+    for block in blocks:
+        sub = queries.intersection(block.queries)
+        if not sub:
+            continue
+        if block.snapshot is not None and len(sub) >= 2:
+            shared.append(Block(tuple(sub), block.snapshot))
+        else:
+            unshared.extend(sub)
+    return shared, unshared
 
 
 @dataclass(frozen=True)

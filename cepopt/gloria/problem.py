@@ -20,6 +20,13 @@ pool (the internal cycle weight of a super-pool and the end edges) and a pairwis
 different pools, priced as the cost of ``Ej`` with predecessor ``Ei`` (§3.2). A pair term is
 *primary* for the queries whose designated predecessor pool is ``a`` (derivability is enforced there,
 §4.1); other queries (a SEQ transition that bypasses a single-type Kleene ``B+``) only add cost.
+
+Problem options (``params.KEY`` / ``--param KEY=VALUE``; an unknown key or value is a CepoptError):
+``cost_model`` = paper | physical (spec §10 A3), ``kleene_cycle_cost`` = V1 | V2 (§5) and
+``fork_accounting`` = edge | once (A6; see :meth:`GloriaProblem.share` and cost.py). The *fan-out*
+of a pool's transition ``t = (Ei, Ej)`` (:attr:`GloriaProblem.fanout`) lists the query sets of every
+edge that prices ``Ej`` with predecessor ``Ei`` from that pool's blocks: the pair terms leaving the pool
+from ``t``, its end edges on ``t`` and, inside a Kleene super-pool, the internal edges ``(t, t2)``.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import networkx as nx
@@ -41,8 +49,10 @@ __all__ = ["GloriaProblem", "PairTerm", "Pool", "build", "PROBLEM_OPTIONS"]
 Transition = tuple[str, str]
 
 #: --param keys that shape the problem (the rest go to the methods).
-PROBLEM_OPTIONS = frozenset({"cost_model", "kleene_cycle_cost"})
-_CHOICES = {"cost_model": ("paper", "physical"), "kleene_cycle_cost": ("V1", "V2")}
+PROBLEM_OPTIONS = frozenset({"cost_model", "kleene_cycle_cost", "fork_accounting"})
+_CHOICES = {"cost_model": ("paper", "physical"), "kleene_cycle_cost": ("V1", "V2"),
+            "fork_accounting": ("edge", "once")}
+_DEFAULTS = {"cost_model": "paper", "kleene_cycle_cost": "V2", "fork_accounting": "edge"}
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,11 @@ class GloriaProblem:
     preds: dict[int, list[int]] = field(default_factory=dict)
     succs: dict[int, list[int]] = field(default_factory=dict)
     order: list[int] | None = None
+    fork_accounting: str = "edge"
+    #: (pool, transition t) -> query sets of the edges that price t's target from the pool (module doc)
+    fanout: dict[tuple[int, Transition], tuple[frozenset[str], ...]] = field(default_factory=dict)
+    #: cache of share() and start_share()
+    _shares: dict = field(default_factory=dict, repr=False)
 
     def f(self, event_type: str) -> float:
         return self.freq[event_type]
@@ -107,9 +122,47 @@ class GloriaProblem:
         """The |E| factor of Cost_share: 1 under the paper's Eq. 3, f(E) under cost_model=physical."""
         return 1 if self.cost_model == "paper" else self.freq[event_type]
 
+    def share(self, p: int, t: Transition, queries: tuple[str, ...], successor: frozenset[str]):
+        """The part of a block's propagation term charged on one edge of its fan-out (spec §10 A6).
+
+        ``fork_accounting="edge"``: 1 (every edge pays the whole term). ``"once"``: the block ``S =
+        queries`` of pool ``p`` on transition ``t`` pays its term once in all, split over the edges of
+        the fan-out of ``(p, t)`` in proportion to the block's queries each carries,
+        ``|S & successor| / sum over the fan-out of |S & Q_s|`` (the decision and its reasons: cost.py).
+        Returns the int 1, or an exact :class:`~fractions.Fraction` (costs stay exact rationals)."""
+        if self.fork_accounting == "edge":
+            return 1
+        key = (p, t, queries, successor)
+        value = self._shares.get(key)
+        if value is None:
+            block = frozenset(queries)
+            n = len(block & successor)
+            total = sum(len(block & s) for s in self.fanout.get((p, t), ()))
+            value = 1 if n == total or total == 0 else Fraction(n, total)
+            self._shares[key] = value
+        return value
+
+    def start_share(self, q: str):
+        """Share of the start edge of query ``q`` into one pool: 1 under "edge"; under "once" 1 / the
+        number of pools ``q`` starts in (two in ``SEQ(B+, C)``: the cycle of B and the SEQ pool of
+        ``B -> C``), so ``f(Es)`` is charged once per query."""
+        if self.fork_accounting == "edge":
+            return 1
+        key = ("start", q)
+        value = self._shares.get(key)
+        if value is None:
+            n = sum(1 for pool in self.pools if q in pool.start_queries)
+            value = 1 if n <= 1 else Fraction(1, n)
+            self._shares[key] = value
+        return value
+
     def primary_preds(self, b: int) -> list[int]:
         """Pools that are some query's designated predecessor of pool b (derivability sources)."""
         return [a for a in self.preds.get(b, []) if any(t.primary for t in self.edges[(a, b)])]
+
+    def primary_queries(self, a: int, b: int) -> frozenset[str]:
+        """The queries whose designated predecessor of pool b is pool a (their blocks derive from a's)."""
+        return frozenset().union(*(t.primary for t in self.edges[(a, b)]))
 
     def admissible_snapshots(self, pool: Pool, queries: frozenset[str]) -> list[str]:
         """Snapshot types a shared block of ``queries`` may carry in a SEQ pool: the source Ei or an
@@ -141,7 +194,7 @@ def _class_key(q: Query) -> tuple:
 
 
 def _options(instance_params: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, str]:
-    out = {"cost_model": "paper", "kleene_cycle_cost": "V2"}
+    out = dict(_DEFAULTS)
     check_keys(instance_params, _CHOICES, "Gloria parameter")
     for source in (instance_params, options):
         for key, value in source.items():
@@ -244,7 +297,17 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
     terms = [PairTerm(a, b, t, t2, frozenset(qs), frozenset(pr), pools[b].kind == "kleene")
              for (a, b, t, t2), (qs, pr) in sorted(raw.items())]
     problem = GloriaProblem(instance.name, workload, template, freq, opts["cost_model"],
-                            opts["kleene_cycle_cost"], pools, terms, classes, pool_of)
+                            opts["kleene_cycle_cost"], pools, terms, classes, pool_of,
+                            fork_accounting=opts["fork_accounting"])
+    fanout: dict[tuple[int, Transition], list[frozenset[str]]] = {}
+    for term in terms:
+        fanout.setdefault((term.a, term.t), []).append(term.queries)
+    for pool in pools:
+        for t, ending in pool.ends:
+            fanout.setdefault((pool.index, t), []).append(ending)
+        for t, _t2 in pool.internal:
+            fanout.setdefault((pool.index, t), []).append(pool.queries)
+    problem.fanout = {k: tuple(v) for k, v in fanout.items()}
     edges: dict[tuple[int, int], list[PairTerm]] = {}
     for term in terms:
         edges.setdefault((term.a, term.b), []).append(term)

@@ -22,7 +22,9 @@
   shares no ancestor with the rest of the plan; elsewhere the pointwise bound below). Downstream every
   propagation ``f(Ei) len(X, Ei) g(Ej)`` and evaluation ``f(Ej) f(X) |S|`` is no larger with
   f(X_k) <= f(X_m), except where len(X_m, Ei) = 1 < len(X_k, Ei), i.e. Ei = X_m: Delta bounds
-  exactly those edges.
+  exactly those edges. Under ``fork_accounting="once"`` an edge charges only a share (<= 1) of a
+  propagation term, the same share in both plans (it depends on the block's queries, which n_k and n_m
+  have alike): Delta, summed unshared, still bounds the difference.
 
 The d_s comparison is sound only when the pool's ancestors form an in-tree (no ancestor pool forks to
 another branch); elsewhere the safe rule uses pointwise dominance over every predecessor node.

@@ -29,25 +29,12 @@ from typing import Any
 from cepopt.errors import CepoptError
 from cepopt.model import Kleene, Or, Query, Seq, Type, Workload
 from cepopt.params import check_keys, parse_choice
+from cepopt.predicates import OPS, compare
 
 __all__ = [
     "CompiledQuery", "EdgePredicate", "HamletProblem", "SharingClass", "build", "compile_query",
     "compile_workload", "mean_t", "pane_size", "query_t",
 ]
-
-OPS = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-       "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
-
-
-def compare(op: str, left: Any, right: Any) -> bool:
-    """``left op right``; a missing value (None) or incomparable values never satisfy it."""
-    if left is None or right is None:
-        return False
-    try:
-        return bool(OPS[op](left, right))
-    except TypeError:
-        return False
-
 
 @dataclass(frozen=True)
 class EdgePredicate:
@@ -60,6 +47,7 @@ class EdgePredicate:
     right: str
 
     def holds(self, prev: Mapping, nxt: Mapping) -> bool:
+        """Whether it holds on the two events; not with a missing value (cepopt.predicates)."""
         return compare(self.op, prev.get(self.left), nxt.get(self.right))
 
 
@@ -358,6 +346,11 @@ def build(instance: Any, eq7_n: str | None = None, eq7_t: str | None = None) -> 
     if "bursts" in params:
         if not isinstance(params["bursts"], list):
             raise CepoptError("params.bursts: expected a list of bursts")
+        # No bursts means no decision: every method would score 0, and an embedded stream's bursts
+        # would be hidden. The way to say "take the stream's bursts" is to leave the key out.
+        if not params["bursts"]:
+            raise CepoptError("params.bursts: empty; give at least one burst, or leave the key out to take "
+                              "the bursts of the embedded stream")
         # given n are the paper's (graph events including the burst); the rule says how Eq. 7 reads them
         n_rule = _eq7_rules(params)[0]
         bursts = tuple(dataclasses.replace(burst_from_json(b, f"params.bursts[{i}]", names), n_rule=n_rule)

@@ -66,10 +66,12 @@ def test_load_plan_variants(instance, tmp_path):
 
 
 @pytest.mark.parametrize("content,match", [
-    (b'{"plan": \xff}', "not JSON"),
-    (b"[" * 100_000, "not JSON"),  # deeper than the recursion limit
-    (None, "cannot read"),
-], ids=["non-utf8", "deep-nesting", "unreadable"])
+    (b'{"plan": \xff}', r":1: not UTF-8 text \(byte 0xff\)"),
+    (b'{"plan": ]', ": malformed JSON at line 1, column 10: Expecting value"),
+    (b"[" * 100_000, ": JSON nested too deeply"),  # deeper than the recursion limit
+    (b"[1" + b"0" * 5000 + b"]", ": a JSON integer has too many digits"),  # int() refuses > 4300 digits
+    (None, ": cannot read: Permission denied"),
+], ids=["non-utf8", "malformed", "deep-nesting", "long-integer", "unreadable"])
 def test_load_plan_bad_file(instance, tmp_path, monkeypatch, content, match):
     fam, problem, _ = build_problem(instance)
     saved = tmp_path / "plan.json"
@@ -78,8 +80,8 @@ def test_load_plan_bad_file(instance, tmp_path, monkeypatch, content, match):
         def denied(*args, **kwargs):
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr(Path, "read_text", denied)
-    with pytest.raises(CepoptError, match=rf"plan\.json: {match}"):
+        monkeypatch.setattr(Path, "read_bytes", denied)
+    with pytest.raises(CepoptError, match=rf"plan\.json{match}"):
         load_plan(fam, problem, instance, str(saved))
 
 

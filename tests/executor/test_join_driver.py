@@ -65,6 +65,23 @@ def test_estimated_statistics_match_the_stream():
         estimate_statistics(q, ev.iloc[:0])
 
 
+@pytest.mark.parametrize("missing", [None, np.nan], ids=["None", "nan"])
+def test_estimated_selectivities_count_no_hit_on_missing_values(missing):
+    """A filter or condition with a missing value (None in an object column, NaN in a float one) is
+    not a hit, as in the executors: a.x != 5 keeps the 2 A events of 4 that have an x, and
+    a.x != b.x holds for a (4, 1) pair only: 1/4 of the random pairs of passing events."""
+    n = 400
+    a_x = pd.Series([1, missing, missing, 4] * (n // 4), dtype=object if missing is None else float)
+    b_x = pd.Series([1, missing] * (n // 2), dtype=object if missing is None else float)
+    ev = pd.DataFrame({"ts": np.arange(2 * n), "type": ["A"] * n + ["B"] * n, "x": pd.concat([a_x, b_x],
+                                                                                           ignore_index=True)})
+    q = Query(Seq((Type("A", "a"), Type("B", "b"))), Window(10),
+              where=(Filter("a", "x", "!=", 5), Condition(AttrRef("x", "a"), "!=", AttrRef("x", "b"))))
+    stats = estimate_statistics(q, ev, sample=20_000)
+    assert stats.selectivity("a", "a") == 0.5
+    assert stats.selectivity("a", "b") == pytest.approx(0.25, abs=0.02)
+
+
 def _instance(query: Query, rates: dict):
     from cepopt.instance import Instance
     from cepopt.model import Statistics, Workload

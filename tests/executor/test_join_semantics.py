@@ -4,7 +4,7 @@ the Spark join executor against the brute-force matcher (match sets and per-node
 from __future__ import annotations
 
 import itertools
-import operator
+import math
 
 import pandas as pd
 import pytest
@@ -16,10 +16,7 @@ from cepopt.executor.join_plan import compile_query, join_tree
 from cepopt.executor.join_reference import node_counts, partial_matches, reference_matches
 from cepopt.joinorder.plans import Order, Tree
 from cepopt.model import And, AttrRef, Condition, Equivalence, Filter, Kleene, Not, Or, Query, Seq, Type, Window
-
-OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-       ">=": operator.ge}
-
+from cepopt.predicates import OPS, compare
 
 # ---------------------------------------------------------------------------------------------
 # A naive oracle, straight from the semantics (no pruning, no compiled pattern)
@@ -53,15 +50,15 @@ def naive_matches(query: Query, events: pd.DataFrame) -> list[str]:
         for pred in query.where:
             if isinstance(pred, Filter):
                 p = ref_of.get(pred.ref)
-                if p is not None and not all(OPS[pred.op](e[pred.attr], pred.value) for e in assign[p]):
+                if p is not None and not all(compare(pred.op, e[pred.attr], pred.value) for e in assign[p]):
                     return False
             elif isinstance(pred, Condition):
                 a, b = ref_of.get(pred.left.ref), ref_of.get(pred.right.ref)
                 if a is not None and b is not None and not all(
-                        OPS[pred.op](x[pred.left.attr], y[pred.right.attr]) for x in assign[a] for y in assign[b]):
+                        compare(pred.op, x[pred.left.attr], y[pred.right.attr]) for x in assign[a] for y in assign[b]):
                     return False
-            elif isinstance(pred, Equivalence):
-                if len({e[pred.attr] for e in everything}) > 1:
+            elif isinstance(pred, Equivalence):  # every two events are equal on the attribute
+                if not all(compare("=", x[pred.attr], y[pred.attr]) for x, y in itertools.combinations(everything, 2)):
                     return False
         if is_seq:
             for p, q in itertools.combinations(sorted(assign), 2):
@@ -202,6 +199,65 @@ def test_semantics_by_hand():
     assert reference_matches(bb, ev) == ["x1=1,x2=2"]
 
 
+# Missing attribute values: None (JSON, Spark null) or NaN (a pandas CSV cell). A filter, condition or
+# equivalence with a missing value on either side is not true (cepopt.predicates, SQL's rule).
+
+_MISSING = (None, math.nan)
+
+
+def _missing_events(missing) -> pd.DataFrame:
+    rows = [(0, "A", 1, 0), (1, "B", missing, 0), (2, "B", 3, 0), (3, "B", 2, missing), (4, "B", 2, missing),
+            (5, "C", 2, 0)]
+    ev = pd.DataFrame({"id": range(len(rows)), "ts": [r[0] for r in rows], "type": [r[1] for r in rows]})
+    for k, col in ((2, "x"), (3, "g")):  # None stays None in an object column; NaN makes a float one
+        ev[col] = pd.Series([r[k] for r in rows], dtype=object if missing is None else float)
+    return ev
+
+
+def _missing_queries() -> dict[str, Query]:
+    a, b, c = Type("A", "a"), Type("B", "b"), Type("C", "c")
+    return {
+        "filter": Query(Seq((a, b)), Window(5), where=(Filter("b", "x", "!=", 3),), name="q"),
+        "condition": Query(Seq((a, b)), Window(5), where=(Condition(AttrRef("x", "a"), "<", AttrRef("x", "b")),),
+                           name="q"),
+        "kleene": Query(Seq((Kleene(b), c)), Window(5), where=(Equivalence("g"),), name="q"),
+    }
+
+
+@pytest.mark.parametrize("missing", _MISSING, ids=["None", "nan"])
+def test_missing_values_by_hand(missing):
+    ev, qs = _missing_events(missing), _missing_queries()
+    assert reference_matches(qs["filter"], ev) == ["a=0,b=3", "a=0,b=4"]
+    assert reference_matches(qs["condition"], ev) == ["a=0,b=2", "a=0,b=3", "a=0,b=4"]
+    # B sets with one g: {1}, {2}, {1,2}, and b3, b4 alone (a missing g equals nothing, not even
+    # another missing g); only the sets of g = 0 meet c (g = 0)
+    assert partial_matches(qs["kleene"], ev, [0]) == 5
+    assert reference_matches(qs["kleene"], ev) == ["b=[1;2],c=5", "b=[1],c=5", "b=[2],c=5"]
+    for q in qs.values():
+        assert reference_matches(q, ev) == naive_matches(q, ev)
+
+
+@st.composite
+def cases_with_missing(draw):
+    """``cases`` whose x and g have missing values (None in an object column or NaN in a float one)."""
+    query, events = draw(cases(max_positive=3))
+    for col in ("x", "g"):
+        gaps = draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
+        if draw(st.booleans()):
+            events[col] = [math.nan if gap else float(v) for v, gap in zip(events[col], gaps, strict=True)]
+        else:
+            events[col] = pd.Series([None if gap else int(v) for v, gap in zip(events[col], gaps, strict=True)],
+                                    dtype=object)
+    return query, events
+
+
+@settings(max_examples=150)
+@given(cases_with_missing())
+def test_reference_equals_naive_oracle_with_missing_values(case):
+    query, events = case
+    assert reference_matches(query, events) == naive_matches(query, events)
+
+
 def test_unsupported_patterns_are_user_errors():
     with pytest.raises(CepoptError):
         compile_query(Query(Seq((Type("A"), Seq((Type("B"), Type("C"))))), Window(1)))
@@ -303,3 +359,30 @@ def test_spark_node_counts_and_lifetimes_equal_brute_force(spark, data):
         want = [r for r, n in zip(ref, tree.nodes, strict=True) if n.counted]
         assert [c for c, _ in got] == [c for c, _ in want]
         assert [a for _, a in got] == pytest.approx([float(a) for _, a in want])
+
+
+@pytest.mark.spark
+def test_spark_missing_values_equal_brute_force(spark):
+    """Spark compares NaN as a number (NaN != 3, NaN > 1) and groups NaN like a value, null compares as
+    unknown but groups with null: prepare_events turns NaN into null, and a Kleene set takes two
+    events only when their equivalence values are equal (present). Spark then equals the brute-force
+    matcher on NaN and on None, for matches and every counted node."""
+    from cepopt.executor.join_eval import evaluate, match_values, prepare_events
+
+    for missing in _MISSING:
+        ev = _missing_events(missing)
+        # from rows, not from pandas: Arrow would turn NaN into null on the way in
+        rows = [(i, ts, t, None if x is None else float(x), None if g is None else float(g))
+                for i, ts, t, x, g in ev[["id", "ts", "type", "x", "g"]].itertuples(index=False)]
+        sdf = spark.createDataFrame(rows, "id long, ts long, type string, x double, g double")
+        sdf = prepare_events(sdf)
+        for name, q in _missing_queries().items():
+            tree = join_tree(compile_query(q), Tree(*compile_query(q).leaf_names()), count_all=True)
+            run = evaluate(tree, sdf)
+            try:
+                got = sorted(r["value"] for r in match_values(tree.pattern, run.matches).collect())
+                counts = [n.count for n in run.nodes]
+            finally:
+                run.release()
+            assert got == reference_matches(q, ev), (name, missing)
+            assert counts == node_counts(tree, ev), (name, missing)

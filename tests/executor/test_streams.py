@@ -6,7 +6,13 @@ import pandas as pd
 import pytest
 
 from cepopt.errors import CepoptError, UnknownNameError
-from cepopt.executor.streams import parse_generator_spec, read_stream, read_stream_pandas, resolve_stream_pandas
+from cepopt.executor.streams import (
+    _in_time_order,
+    parse_generator_spec,
+    read_stream,
+    read_stream_pandas,
+    resolve_stream_pandas,
+)
 from cepopt.instances.streams import GENERATORS, generate
 
 SMALL = {"ecommerce": {"events": 500}, "linear-road": {"events": 500}, "bursty": {"events": 500}}
@@ -125,3 +131,39 @@ def test_spark_reader_errors(spark, tmp_path):
     nocol.write_text("t,type\n1,A\n")
     with pytest.raises(CepoptError, match="no column 'ts'"):
         read_stream(nocol, spark)
+
+
+@pytest.mark.spark
+def test_spark_reader_sorts_by_time_stably(spark, tmp_path):
+    # the pandas reader sorts; the Spark reader returned the file order (join-order ids followed it)
+    path = tmp_path / "unsorted.csv"
+    path.write_text("ts,type,v\n3,C,1\n1,A,2\n3,B,3\n2,D,4\n1,E,5\n")
+    rows = [(r["ts"], r["type"]) for r in read_stream(path, spark).collect()]
+    assert rows == [(1, "A"), (1, "E"), (2, "D"), (3, "C"), (3, "B")]  # ties keep the file order
+    expected = read_stream_pandas(path)
+    assert rows == list(zip(expected["ts"], expected["type"], strict=True))
+    parquet = tmp_path / "unsorted.parquet"
+    pd.read_csv(path).to_parquet(parquet)
+    assert [(r["ts"], r["type"]) for r in read_stream(parquet, spark).collect()] == rows
+
+
+@pytest.mark.spark
+def test_spark_reader_sees_disorder_between_partitions(spark, tmp_path):
+    # every partition is sorted, but the file's second half comes earlier in time
+    n = 20_000
+    ts = list(range(n // 2, n)) + list(range(n // 2))
+    path = tmp_path / "halves.csv"
+    pd.DataFrame({"ts": ts, "type": "A"}).to_csv(path, index=False)
+    sorted_path = tmp_path / "sorted.csv"
+    pd.DataFrame({"ts": sorted(ts), "type": "A"}).to_csv(sorted_path, index=False)
+    old = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "16k")
+    try:
+        raw = spark.read.csv(str(path), header=True, inferSchema=True)
+        assert raw.rdd.getNumPartitions() > 1
+        assert not _in_time_order(raw)
+        assert _in_time_order(spark.read.csv(str(sorted_path), header=True, inferSchema=True))  # not re-sorted
+        assert [r["ts"] for r in read_stream(path, spark).select("ts").collect()] == sorted(ts)
+        assert [r["ts"] for r in read_stream(sorted_path, spark).select("ts").collect()] == sorted(ts)
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", old)

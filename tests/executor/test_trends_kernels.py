@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import operator
 import re
 
 import pandas as pd
@@ -15,6 +14,7 @@ from cepopt.executor import greta, hamlet_kernel
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results
 from cepopt.model import Aggregate, AttrRef, Condition, Equivalence, Filter, Kleene, Query, Seq, Type, Window, Workload
+from cepopt.predicates import compare
 
 TYPES = "ABCD"
 POLICIES = ("dynamic", "static", "nonshared", "exhaustive", "random-3-75")
@@ -83,10 +83,6 @@ def test_kernels_equal_brute_force(wl, events):
     _check(wl, events)
 
 
-_CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
-        "!=": operator.ne}
-
-
 def _graph_edges(q: Query, events: pd.DataFrame) -> int:
     """Brute force of hamlet.md §2.3: the edges (e', e) of q's GRETA graph summed over its partitions
     and windows -- e' and e matched by q, same GROUP-BY / equivalence key, both in window k,
@@ -97,10 +93,10 @@ def _graph_edges(q: Query, events: pd.DataFrame) -> int:
           for j, n in enumerate(names)}
     keys = [a.attr for a in q.group_by] + [w.attr for w in q.where if isinstance(w, Equivalence)]
     recs = [r for r in events.to_dict("records") if r["type"] in names
-            and all(_CMP[f.op](r[f.attr], f.value) for f in q.where if isinstance(f, Filter) and f.ref == r["type"])]
+            and all(compare(f.op, r[f.attr], f.value) for f in q.where if isinstance(f, Filter) and f.ref == r["type"])]
 
     def edge_ok(a, b) -> bool:
-        return all(_CMP[c.op](a[c.left.attr], b[c.right.attr]) for c in q.where if isinstance(c, Condition)
+        return all(compare(c.op, a[c.left.attr], b[c.right.attr]) for c in q.where if isinstance(c, Condition)
                    and (c.left.ref, c.right.ref) == (a["type"], b["type"]))
 
     w, s = q.window.length, q.window.slide
@@ -220,3 +216,71 @@ def test_policies_change_cost_not_results(policy):
     assert compare_results(got, truth) == []
     if policy == "nonshared":
         assert metrics["operations"] == base["operations"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Missing attribute values (None from JSON / Spark nulls, NaN from pandas CSV cells): a predicate
+# with a missing value on either side is not true (cepopt.predicates), in the oracle and every kernel
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["=", "!=", "<", "<=", ">", ">="])
+@pytest.mark.parametrize("missing", [None, float("nan")], ids=["None", "nan"])
+def test_an_edge_predicate_with_a_missing_value_never_holds(op, missing):
+    from cepopt.hamlet.problem import EdgePredicate
+
+    pred = EdgePredicate("B", "B", "v", op, "v")
+    assert not pred.holds({"v": missing}, {"v": 1})
+    assert not pred.holds({"v": 1}, {"v": missing})
+    assert not pred.holds({"v": missing}, {"v": missing})
+    assert not pred.holds({}, {"v": 1})
+
+
+@st.composite
+def streams_with_missing(draw, max_events=10):
+    """``streams`` whose ``v`` has missing cells: NaN in a float column (pandas CSV), or None in an
+    object column (JSON records)."""
+    events = draw(streams(max_events))
+    gaps = draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
+    if draw(st.booleans()):
+        events["v"] = [float("nan") if gap else float(v) for v, gap in zip(events["v"], gaps, strict=True)]
+    else:
+        events["v"] = pd.Series([None if gap else int(v) for v, gap in zip(events["v"], gaps, strict=True)],
+                                dtype=object)
+    return events
+
+
+@settings(max_examples=80)
+@given(workloads(), streams_with_missing())
+def test_kernels_equal_brute_force_with_missing_values(wl, events):
+    _check(wl, events)
+
+
+@settings(max_examples=40)
+@given(streams_with_missing(max_events=8), st.sampled_from(["=", "!=", "<", ">="]), st.integers(0, 2))
+def test_kleene_edge_predicates_with_missing_values(events, op, which):
+    """Edge predicates B -> B (params.edge_predicates) on missing values, against the tiny brute force."""
+    w = Window(20, 20)
+    wl = Workload((Query(Seq((Type("A"), Kleene(Type("B")))), w), Query(Seq((Type("C"), Kleene(Type("B")))), w)))
+    name = f"q{which % 2 + 1}"
+    params = {"edge_predicates": [{"query": name, "from": "B", "to": "B", "left": "v", "op": op, "right": "v"}]}
+    def holds(a, b) -> bool:
+        return compare(op, a["v"], b["v"])
+
+    events = events.drop(columns=["g", "e"])
+    truth = _brute(wl, events, {name: [holds]})
+    _check(wl, events, params, truth)
+
+
+def test_missing_filter_and_condition_values_by_hand():
+    """SEQ(A, B+) with B.v != 2 and A.v < B.v: a B with a missing v is no match (neither != nor <
+    holds), whatever the missing value looks like, in the oracle and the kernels."""
+    w = Window(10, 10)
+    q = Query(Seq((Type("A"), Kleene(Type("B")))), w, (Aggregate("COUNT"),),
+              (Filter("B", "v", "!=", 2), Condition(AttrRef("v", "A"), "<", AttrRef("v", "B"))))
+    for missing in (None, float("nan")):
+        events = pd.DataFrame({"ts": [0, 1, 2, 3], "type": ["A", "B", "B", "B"],
+                               "v": pd.Series([0, 5, missing, 7], dtype=object)})
+        truth = reference_results(Workload((q,)), events, conditions="adjacent")
+        assert truth["value"].tolist() == [3]  # {b1}, {b3}, {b1, b3}
+        _check(Workload((q,)), events, truth=truth)

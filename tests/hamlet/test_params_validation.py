@@ -63,6 +63,16 @@ def test_a_burst_needs_its_required_keys():
         build(instance(bursts=[data]))
 
 
+def test_empty_bursts_are_refused():
+    # an empty list has no decision to price (every method scored 0) and hid the embedded stream's bursts
+    with pytest.raises(CepoptError, match=r"^params\.bursts: empty; give at least one burst, or leave the key out"):
+        build(instance(bursts=[]))
+    stream = [{"ts": 1, "type": "A"}, {"ts": 2, "type": "B"}, {"ts": 3, "type": "B"}]
+    with pytest.raises(CepoptError, match=r"^params\.bursts: empty"):
+        build(Instance("hamlet", QUERIES, Statistics(rates={"A": 4, "B": 8, "C": 4, "D": 1}), params={"bursts": []},
+                       stream=stream))
+
+
 def test_unknown_params_key():
     with pytest.raises(CepoptError, match=r"^params\.bogus: unknown Hamlet parameter"):
         build(instance(bogus=1))
