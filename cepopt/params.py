@@ -3,8 +3,8 @@
 Method options are read from the method's signature (:func:`read_options`): each option is converted
 to its annotation (``bool``, ``int``, ``float``, ``str``, ``Literal[...]``, ``X | None``; unannotated:
 the type of its default) and checked against the bounds of ``Annotated[X, Bound(">=", 1), ...]``
-(:data:`PositiveInt`, :data:`PositiveFloat`, :data:`Workers`); ``Any`` opts out. The values come as
-JSON from ``--param`` (so ``abc`` arrives as text) or as Python values.
+(:data:`PositiveInt`, :data:`NonNegativeInt`, :data:`PositiveFloat`, :data:`Workers`); ``Any`` opts
+out. The values come as JSON from ``--param`` (so ``abc`` arrives as text) or as Python values.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal
 
 from cepopt.errors import CepoptError
 
-__all__ = ["Bound", "PositiveFloat", "PositiveInt", "Workers", "check_keys", "number_from_text", "parse_bool",
-           "parse_choice", "read_options"]
+__all__ = ["Bound", "NonNegativeInt", "PositiveFloat", "PositiveInt", "Workers", "check_keys", "number_from_text",
+           "parse_bool", "parse_choice", "read_options"]
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
@@ -40,6 +40,7 @@ class Bound:
 
 
 PositiveInt = Annotated[int, Bound(">=", 1)]
+NonNegativeInt = Annotated[int, Bound(">=", 0)]
 PositiveFloat = Annotated[float, Bound(">", 0)]
 #: solver threads; the cap keeps the value within what the solvers accept (CP-SAT: a 32-bit int)
 Workers = Annotated[int, Bound(">=", 1), Bound("<=", 1024)]

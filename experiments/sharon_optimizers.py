@@ -21,7 +21,8 @@ gap, and the score gained by expansion and by subsets=all over the original-grap
 ``--quick``: 10 and 20 queries of length 5, seed 0, both presets.
 
 CP-SAT settings of the measured methods: 2 workers, LP-heavy (linearization_level=2 + max_lp), CP-SAT
-presolve off; cpsat/milp drop dominated vertices first (cepopt.sharon.dominance). Every CP-SAT/MILP
+presolve off; cpsat/milp drop dominated vertices first (cepopt.sharon.dominance) and run the LP
+branch-and-bound of cepopt.formulations.clique_bnb (at most 64 LPs) before the solver. Every CP-SAT/MILP
 model is solved block by block (independent blocks; ``blocks`` / ``largest_block`` columns); HiGHS
 runs with presolve off on the compact model and with its defaults on the MWIS model.
 """

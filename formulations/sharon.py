@@ -31,6 +31,9 @@ and rounded; the scale and the resulting objective tolerance are reported.
 
 Solving (decisions measured on the sharon-optimizers instances, 200-1000 queries):
 
+* The MWIS methods first run an LP branch-and-bound (:mod:`cepopt.formulations.clique_bnb`, on
+  maximal cliques); it proves every measured instance by itself, and an unclosed tree hands its
+  incumbent to the models below (``lp_nodes`` in :mod:`cepopt.sharon.methods`).
 * Both models are solved block by block (:mod:`cepopt.formulations.blocks`, exact); tiny blocks are
   enumerated. The generated workloads mostly form one large block plus a few isolated candidates, so
   this mainly guards against workloads of unrelated query groups.

@@ -67,6 +67,16 @@ class SharonGraph:
     def __len__(self) -> int:
         return len(self.vertices)
 
+    def induced(self, keep: Sequence[int]) -> SharonGraph:
+        """The subgraph on the vertices ``keep`` (renumbered in that order). Its cliques come from
+        this graph's, restricted (a restricted clique may lie inside another: a redundant row, never
+        a missing edge), instead of being recomputed from the cells."""
+        new = {old: i for i, old in enumerate(keep)}
+        sub = SharonGraph([self.vertices[i] for i in keep], self.starts)
+        restricted = {tuple(sorted(new[i] for i in clique if i in new)) for clique in self.cliques()}
+        sub._cliques = sorted((c for c in restricted if len(c) > 1), key=lambda c: (c[0], len(c), c))
+        return sub
+
     @property
     def weights(self) -> list[float]:
         return [v.weight for v in self.vertices]

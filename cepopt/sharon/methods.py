@@ -14,8 +14,11 @@ Methods:
 * ``bruteforce`` - enumerates every independent set (the test oracle).
 * ``cpsat`` / ``milp`` - MWIS with clique constraints (cell cliques for CP-SAT, maximal cliques for
   the MILP: ``extend``) after an exact neighbourhood-dominance reduction (``reduce=false`` turns it
-  off); CP-SAT is hinted with GWMIN; milp uses SCIP by default; the solvers' generic cuts are off
-  (``cuts=true`` turns them on).
+  off). Both first run an LP branch-and-bound over maximal cliques for at most ``lp_nodes`` LPs
+  (:mod:`cepopt.formulations.clique_bnb`; ``lp_nodes=0`` turns it off): when it closes its tree, that
+  is the proof (stats ``lp_tree``); otherwise its best plan is CP-SAT's hint. CP-SAT is otherwise
+  hinted with GWMIN; milp uses SCIP by default; the solvers' generic cuts are off (``cuts=true``
+  turns them on).
 * ``cpsat-compact`` / ``milp-compact`` - the compact x[p,q]/y[p] model (also honours subsets=all).
 """
 
@@ -35,7 +38,7 @@ from cepopt.formulations.sharon import (
     solve_cpsat_model,
     solve_milp_model,
 )
-from cepopt.params import PositiveInt, Workers
+from cepopt.params import NonNegativeInt, PositiveInt, Workers
 from cepopt.sharon.dominance import undominated
 from cepopt.sharon.exhaustive import MAX_EXHAUSTIVE_VERTICES
 from cepopt.sharon.exhaustive import bruteforce as _bruteforce
@@ -57,6 +60,13 @@ __all__ = ["FAMILY"]
 #: 0.1 s), not for CP-SAT (stress 500 seed 0 2.7-4.1 -> 5.4, seed 1 1.3 -> 1.5, stress 200 1.5 -> 1.9)
 CPSAT_EXTEND_CLIQUES = False
 MILP_EXTEND_CLIQUES = True
+
+#: LPs the branch-and-bound of cpsat and milp may solve before the solver takes over, and its time as a
+#: multiple of its root LP's. Measured on the original graphs of 200-1000 queries (3 seeds, both
+#: presets): 17 of 18 close after 1-15 LPs in at most 7.3x the root LP's time; default 1000 seed 0
+#: needs 71 LPs (30x), where CP-SAT alone is faster.
+LP_NODES = 64
+LP_TREE_ROOT_MULTIPLE = 10.0
 
 FAMILY = declare(Family(
     name="sharon",
@@ -172,13 +182,49 @@ def _mwis_hint(problem: SharonProblem, keep: list[int]) -> list[int]:
     return [1 if i in picked else 0 for i in keep]
 
 
+def _lp_tree(sub, lp_nodes: int, time_limit, workers: int):
+    """The LP branch-and-bound on the MWIS graph ``sub`` (None when off, when the graph is too dense for
+    maximal cliques, or when its root LP failed). It gets at most half the time limit. Its
+    incumbent comes from rounding its LPs (the root's rounding alone beats GWMIN on the stress
+    instances), so GWMIN runs only for a solver without a tree."""
+    from cepopt.formulations.clique_bnb import clique_branch_and_bound
+    from cepopt.formulations.sharon import extended_cliques
+    from cepopt.solve import MethodLimitError
+
+    if not lp_nodes or not len(sub):
+        return None
+    try:
+        cliques = extended_cliques(sub, sub.cliques())
+    except MethodLimitError:
+        return None  # too dense for maximal cliques; over cell cliques the tree rarely closes
+    deadline = None if time_limit is None else time.perf_counter() + time_limit / 2
+    return clique_branch_and_bound(sub.weights, cliques, node_limit=lp_nodes, deadline=deadline,
+                                   threads=min(workers, 2), root_multiple=LP_TREE_ROOT_MULTIPLE)
+
+
+def _mwis_result(problem: SharonProblem, keep: list[int], tree, x, status, obj, bound, stats: dict
+                 ) -> MethodResult:
+    """The MWIS methods' result over the vertices ``keep``. An unclosed LP tree's incumbent replaces a
+    solver's worse one (a time-out), with the tighter of the two bounds."""
+    if tree is not None and status in ("timeout", "feasible") and (x is None or obj < tree.objective - 1e-9):
+        x, obj, status = tree.x, tree.objective, "feasible"
+        bound = tree.bound if bound is None else min(bound, tree.bound)
+    return _on_graph(problem, _result(problem, x, status, obj, bound, stats,
+                                      lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi)))
+
+
+def _tree_stats(tree) -> dict:
+    if tree is None:
+        return {}
+    return {"lp_tree": {"lps": tree.nodes, "closed": tree.closed, "root_bound": tree.root_bound,
+                        "objective": tree.objective}}
+
+
 def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict]:
     """The vertices the MWIS model gets (after the optional dominance reduction) and its graph."""
-    from cepopt.sharon.graph import SharonGraph
-
     g = problem.graph
     keep = undominated(g) if reduce else list(range(len(g)))
-    sub = g if len(keep) == len(g) else SharonGraph.build([g.vertices[i] for i in keep], g.starts)
+    sub = g if len(keep) == len(g) else g.induced(keep)
     return keep, sub, {"dominated_removed": len(g) - len(keep)}
 
 
@@ -186,28 +232,36 @@ def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict
           exact=True)
 def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: Workers = 2, lp_heavy: bool = True,
           presolve: bool = False, reduce: bool = True, split: bool = True, extend: bool = CPSAT_EXTEND_CLIQUES,
-          cuts: bool = False) -> MethodResult:
+          cuts: bool = False, lp_nodes: NonNegativeInt = LP_NODES) -> MethodResult:
     """CP-SAT parameters: ``workers`` (2), ``seed``, LP-heavy search (linearization_level=2 + max_lp),
     CP-SAT presolve off (it costs more than it saves here), GWMIN solution as hint, CG/MIR/zero-half
     cuts off unless ``cuts`` (:data:`~cepopt.formulations.sharon.MWIS_CPSAT_NO_CUTS`). ``reduce``: drop
     dominated vertices first (exact, :mod:`cepopt.sharon.dominance`); ``split``: solve independent
     blocks one by one (:mod:`cepopt.formulations.blocks`); ``extend``: grow the cell cliques to
-    maximal cliques (:func:`cepopt.formulations.sharon.mwis_model`)."""
+    maximal cliques (:func:`cepopt.formulations.sharon.mwis_model`); ``lp_nodes``: LPs of the
+    branch-and-bound run first (0: none; :data:`LP_NODES`)."""
+    start = time.perf_counter()
     keep, sub, extra = _mwis_graph(problem, reduce)
+    tree = _lp_tree(sub, lp_nodes, time_limit, workers)
+    extra.update(_tree_stats(tree))
+    if tree is not None and tree.closed:
+        return _mwis_result(problem, keep, tree, tree.x, "optimal", tree.objective, tree.objective,
+                            _stats(problem, variables=len(keep), **extra))
+    hint = tree.x if tree is not None else _mwis_hint(problem, keep)
     model = mwis_model(sub, extend=extend)
-    x, status, obj, bound, st = solve_cpsat_model(model, time_limit=time_limit, seed=seed,
-                                                  hint=_mwis_hint(problem, keep), workers=workers,
+    left = None if time_limit is None else max(time_limit - (time.perf_counter() - start), 0.01)
+    x, status, obj, bound, st = solve_cpsat_model(model, time_limit=left, seed=seed,
+                                                  hint=hint, workers=workers,
                                                   lp_heavy=lp_heavy, presolve=presolve, split=split,
                                                   extra=None if cuts else MWIS_CPSAT_NO_CUTS)
-    return _on_graph(problem, _result(problem, x, status, obj, bound, _stats(problem, **st, **extra),
-                                      lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi)))
+    return _mwis_result(problem, keep, tree, x, status, obj, bound, _stats(problem, **st, **extra))
 
 
 @register("sharon", "milp", "MWIS MILP with maximal-clique constraints (backend scip|highs|cbc; SCIP without "
           "cut rounds)", exact=True)
 def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "scip",
-         reduce: bool = True, split: bool = True, extend: bool = MILP_EXTEND_CLIQUES, cuts: bool = False
-         ) -> MethodResult:
+         reduce: bool = True, split: bool = True, extend: bool = MILP_EXTEND_CLIQUES, cuts: bool = False,
+         lp_nodes: NonNegativeInt = LP_NODES, workers: Workers = 2) -> MethodResult:
     """``backend`` scip (default) | highs | cbc; ``reduce``, ``split``, ``extend`` as for ``cpsat``
     (``extend`` defaults to true here: :data:`MILP_EXTEND_CLIQUES`). With SCIP, no cutting-plane
     rounds unless ``cuts`` (:data:`~cepopt.formulations.sharon.MWIS_SCIP_NO_CUTS`); HiGHS and CBC
@@ -215,15 +269,22 @@ def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "sci
 
     SCIP is the default on this model: measured CPU seconds at 500 queries (stress seeds 0-2, default
     seeds 0-2), both with their default cuts, SCIP 23.7 / 8.5 / 1.0 / 0.3 / 0.2 / 3.6, HiGHS 29.2 /
-    10.8 / 1.6 / 0.3 / 0.3 / 8.3 (HiGHS without presolve 26.7 / 19.6 / 0.4 / 0.2 / 0.2 / 5.3)."""
+    10.8 / 1.6 / 0.3 / 0.3 / 8.3 (HiGHS without presolve 26.7 / 19.6 / 0.4 / 0.2 / 0.2 / 5.3).
+    ``lp_nodes``: LPs of the branch-and-bound run first, as for ``cpsat`` (``workers``: its threads)."""
+    start = time.perf_counter()
     keep, sub, extra = _mwis_graph(problem, reduce)
+    tree = _lp_tree(sub, lp_nodes, time_limit, workers)
+    extra.update(_tree_stats(tree))
+    if tree is not None and tree.closed:
+        return _mwis_result(problem, keep, tree, tree.x, "optimal", tree.objective, tree.objective,
+                            _stats(problem, variables=len(keep), **extra))
     model = mwis_model(sub, extend=extend)
     no_cuts = not cuts and backend == "scip"
-    x, status, obj, bound, st = solve_milp_model(model, backend=backend, time_limit=time_limit, seed=seed,
+    left = None if time_limit is None else max(time_limit - (time.perf_counter() - start), 0.01)
+    x, status, obj, bound, st = solve_milp_model(model, backend=backend, time_limit=left, seed=seed,
                                                  split=split,
                                                  options=MWIS_SCIP_NO_CUTS if no_cuts else None)
-    return _on_graph(problem, _result(problem, x, status, obj, bound, _stats(problem, **st, **extra),
-                                      lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi)))
+    return _mwis_result(problem, keep, tree, x, status, obj, bound, _stats(problem, **st, **extra))
 
 
 def _compact_hint(problem: SharonProblem, model) -> list[int]:
