@@ -57,7 +57,6 @@ class _Packing:
         from scipy.optimize import linprog  # imported here: its first import (0.35 s) is not the root LP's time
 
         self.linprog = linprog
-
         self.w = np.asarray(weights, dtype=float)
         n = len(self.w)
         cliques = [c for c in cliques if len(c) > 1]
@@ -79,7 +78,6 @@ class _Packing:
     def lp(self, fixed: np.ndarray, deadline: float | None = None) -> tuple[float, np.ndarray] | None:
         """Bound and LP solution (over all vertices) of the node where ``fixed`` is -1 (free), 0 or 1;
         None when the LP fails or reaches ``deadline``."""
-
         free = np.flatnonzero(fixed < 0)
         x = (fixed == 1).astype(float)
         base = float(self.w @ x)
@@ -93,8 +91,8 @@ class _Packing:
             return base + float(gain.sum()), x
         sub = sub[live]
         options = {} if deadline is None else {"time_limit": max(deadline - time.perf_counter(), 0.01)}
-        res = self.linprog(-self.w[free], A_ub=sub, b_ub=np.ones(sub.shape[0]), bounds=(0, 1), method="highs",
-                      options=options)
+        res = self.linprog(-self.w[free], A_ub=sub, b_ub=np.ones(sub.shape[0]), bounds=(0, 1),
+                           method="highs", options=options)
         if res.status != 0:
             return None
         x[free] = res.x

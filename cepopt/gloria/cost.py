@@ -97,9 +97,8 @@ def pair_cost(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blocks_b
     f = problem.freq
     cost = 0
     where_b = None
-    once = problem.fork_accounting != "edge"
     for block, sub in _restricted(blocks_a, term.queries):
-        share = problem.share(term.a, term.t, block.queries, term.queries) if once else 1
+        share = problem.share(term.a, term.t, block.queries, term.queries)
         if block.snapshot is None:
             cost += f[ei] * f[ej] * len(sub) * share
             continue
@@ -164,19 +163,16 @@ def edge_derivable(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blo
 def start_cost(problem: GloriaProblem, pool: Pool) -> float:
     """Start edges into the pool: f(Es) |Q_start| (independent of the option, §3.2); under
     fork_accounting=once f(Es) is charged once per query over the pools it starts in."""
-    if problem.fork_accounting == "edge":
-        return problem.freq[pool.source] * len(pool.start_queries)
     return problem.freq[pool.source] * sum(problem.start_share(q) for q in pool.start_queries)
 
 
 def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     f = problem.freq
     cost = 0
-    once = problem.fork_accounting != "edge"
     for t, ending in pool.ends:
         ei, ee = t
         for block, sub in _restricted(blocks, ending):
-            share = problem.share(pool.index, t, block.queries, ending) if once else 1
+            share = problem.share(pool.index, t, block.queries, ending)
             if block.snapshot is None:
                 cost += f[ei] * f[ee] * len(sub) * share
             else:
@@ -194,11 +190,8 @@ def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     cost = 0
     for t, _t2 in pool.internal:
         ei, ej = t
-        if shared is None:
-            if problem.fork_accounting == "edge":
-                cost += f[ei] * f[ej] * n
-            else:
-                cost += f[ei] * f[ej] * sum(problem.share(pool.index, t, (q,), pool.queries) for q in pool.queries)
+        if shared is None:  # every query a block of its own (n under "edge", where each share is 1)
+            cost += f[ei] * f[ej] * sum(problem.share(pool.index, t, (q,), pool.queries) for q in pool.queries)
             continue
         share = problem.share(pool.index, t, blocks[0].queries, pool.queries)
         if problem.kleene_cycle_cost == "V2" and ej == shared:

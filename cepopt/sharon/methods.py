@@ -213,11 +213,21 @@ def _mwis_result(problem: SharonProblem, keep: list[int], tree, x, status, obj, 
                                       lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi)))
 
 
-def _tree_stats(tree) -> dict:
-    if tree is None:
-        return {}
-    return {"lp_tree": {"lps": tree.nodes, "closed": tree.closed, "root_bound": tree.root_bound,
-                        "objective": tree.objective}}
+def _mwis_tree_first(problem: SharonProblem, reduce: bool, lp_nodes: int, time_limit, workers: int):
+    """The common start of cpsat and milp: the reduced graph, then the LP tree. Returns (keep, sub,
+    stats so far, tree, the result when the tree closed else None, the solver's time left)."""
+    start = time.perf_counter()
+    keep, sub, extra = _mwis_graph(problem, reduce)
+    tree = _lp_tree(sub, lp_nodes, time_limit, workers)
+    proof = None
+    if tree is not None:
+        extra["lp_tree"] = {"lps": tree.nodes, "closed": tree.closed, "root_bound": tree.root_bound,
+                            "objective": tree.objective}
+        if tree.closed:
+            proof = _mwis_result(problem, keep, tree, tree.x, "optimal", tree.objective, tree.objective,
+                                 _stats(problem, variables=len(keep), **extra))
+    left = None if time_limit is None else max(time_limit - (time.perf_counter() - start), 0.01)
+    return keep, sub, extra, tree, proof, left
 
 
 def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict]:
@@ -240,16 +250,11 @@ def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: Workers =
     blocks one by one (:mod:`cepopt.formulations.blocks`); ``extend``: grow the cell cliques to
     maximal cliques (:func:`cepopt.formulations.sharon.mwis_model`); ``lp_nodes``: LPs of the
     branch-and-bound run first (0: none; :data:`LP_NODES`)."""
-    start = time.perf_counter()
-    keep, sub, extra = _mwis_graph(problem, reduce)
-    tree = _lp_tree(sub, lp_nodes, time_limit, workers)
-    extra.update(_tree_stats(tree))
-    if tree is not None and tree.closed:
-        return _mwis_result(problem, keep, tree, tree.x, "optimal", tree.objective, tree.objective,
-                            _stats(problem, variables=len(keep), **extra))
+    keep, sub, extra, tree, proof, left = _mwis_tree_first(problem, reduce, lp_nodes, time_limit, workers)
+    if proof is not None:
+        return proof
     hint = tree.x if tree is not None else _mwis_hint(problem, keep)
     model = mwis_model(sub, extend=extend)
-    left = None if time_limit is None else max(time_limit - (time.perf_counter() - start), 0.01)
     x, status, obj, bound, st = solve_cpsat_model(model, time_limit=left, seed=seed,
                                                   hint=hint, workers=workers,
                                                   lp_heavy=lp_heavy, presolve=presolve, split=split,
@@ -271,16 +276,11 @@ def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "sci
     seeds 0-2), both with their default cuts, SCIP 23.7 / 8.5 / 1.0 / 0.3 / 0.2 / 3.6, HiGHS 29.2 /
     10.8 / 1.6 / 0.3 / 0.3 / 8.3 (HiGHS without presolve 26.7 / 19.6 / 0.4 / 0.2 / 0.2 / 5.3).
     ``lp_nodes``: LPs of the branch-and-bound run first, as for ``cpsat`` (``workers``: its threads)."""
-    start = time.perf_counter()
-    keep, sub, extra = _mwis_graph(problem, reduce)
-    tree = _lp_tree(sub, lp_nodes, time_limit, workers)
-    extra.update(_tree_stats(tree))
-    if tree is not None and tree.closed:
-        return _mwis_result(problem, keep, tree, tree.x, "optimal", tree.objective, tree.objective,
-                            _stats(problem, variables=len(keep), **extra))
+    keep, sub, extra, tree, proof, left = _mwis_tree_first(problem, reduce, lp_nodes, time_limit, workers)
+    if proof is not None:
+        return proof
     model = mwis_model(sub, extend=extend)
     no_cuts = not cuts and backend == "scip"
-    left = None if time_limit is None else max(time_limit - (time.perf_counter() - start), 0.01)
     x, status, obj, bound, st = solve_milp_model(model, backend=backend, time_limit=left, seed=seed,
                                                  split=split,
                                                  options=MWIS_SCIP_NO_CUTS if no_cuts else None)
