@@ -238,13 +238,13 @@ def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict
     return keep, sub, {"dominated_removed": len(g) - len(keep)}
 
 
-@register("sharon", "cpsat", "MWIS in CP-SAT with cell-clique constraints, hinted with GWMIN, generic cuts off",
-          exact=True)
+@register("sharon", "cpsat", "MWIS: LP branch-and-bound on maximal cliques (lp_nodes), then CP-SAT with "
+          "cell-clique constraints and the tree's (or GWMIN's) plan as hint, generic cuts off", exact=True)
 def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: Workers = 2, lp_heavy: bool = True,
           presolve: bool = False, reduce: bool = True, split: bool = True, extend: bool = CPSAT_EXTEND_CLIQUES,
           cuts: bool = False, lp_nodes: NonNegativeInt = LP_NODES) -> MethodResult:
     """CP-SAT parameters: ``workers`` (2), ``seed``, LP-heavy search (linearization_level=2 + max_lp),
-    CP-SAT presolve off (it costs more than it saves here), GWMIN solution as hint, CG/MIR/zero-half
+    CP-SAT presolve off (it costs more than it saves here), the LP tree's (or GWMIN's) plan as hint, CG/MIR/zero-half
     cuts off unless ``cuts`` (:data:`~cepopt.formulations.sharon.MWIS_CPSAT_NO_CUTS`). ``reduce``: drop
     dominated vertices first (exact, :mod:`cepopt.sharon.dominance`); ``split``: solve independent
     blocks one by one (:mod:`cepopt.formulations.blocks`); ``extend``: grow the cell cliques to
@@ -262,8 +262,8 @@ def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: Workers =
     return _mwis_result(problem, keep, tree, x, status, obj, bound, _stats(problem, **st, **extra))
 
 
-@register("sharon", "milp", "MWIS MILP with maximal-clique constraints (backend scip|highs|cbc; SCIP without "
-          "cut rounds)", exact=True)
+@register("sharon", "milp", "MWIS: LP branch-and-bound on maximal cliques (lp_nodes), then a MILP with "
+          "maximal-clique constraints (backend scip|highs|cbc; SCIP without cut rounds)", exact=True)
 def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "scip",
          reduce: bool = True, split: bool = True, extend: bool = MILP_EXTEND_CLIQUES, cuts: bool = False,
          lp_nodes: NonNegativeInt = LP_NODES, workers: Workers = 2) -> MethodResult:
