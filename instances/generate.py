@@ -1,4 +1,5 @@
-"""Dispatch to a family's instance generator (``cepopt.instances.<family>_generator``).
+"""Dispatch to a family's instance generator: the module registered for the family in the
+``cepopt.generators`` entry-point group (the built-ins: ``cepopt.instances.<family>_generator``).
 
 A generator module defines ``configure(parser)`` (its argparse flags) and ``generate(args) -> Instance``;
 ``--seed`` and ``-o/--output`` are common to all and added here.
@@ -9,21 +10,18 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from cepopt.plugins import import_built
+from cepopt.entry_points import load
+from cepopt.params import OneLineParser
 
 __all__ = ["generate", "generator_module", "generator_parser"]
 
 
 def generator_module(family: str):
-    from cepopt.solve import family as family_of
-
-    family_of(family)  # an unknown family is a user error
-    return import_built(f"cepopt.instances.{family}_generator", f"`cepopt generate {family}`")
+    """The instance generator of ``family``; an unknown family is a user error."""
+    return load("generators", family, "problem family")
 
 
 def generator_parser(family: str, *, output_required: bool = True) -> tuple[argparse.ArgumentParser, object]:
-    from cepopt.cli import OneLineParser
-
     module = generator_module(family)
     summary = (module.__doc__ or "").strip().splitlines()
     parser = OneLineParser(prog=f"cepopt generate {family}", description=summary[0] if summary else None)

@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["cepopt.model", "cepopt.plugins", "cepopt.instance", "cepopt.cli", "cepopt.syntax", "cepopt.predicates",
+MODULES = ["cepopt.model", "cepopt.entry_points", "cepopt.instance", "cepopt.cli", "cepopt.syntax", "cepopt.predicates",
            "cepopt.formulations.milp", "cepopt.experiments.framework", "cepopt.instances"]
 
 

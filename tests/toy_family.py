@@ -75,5 +75,11 @@ def limited(problem, *, time_limit=None, seed=0):
 
 
 def install(monkeypatch):
-    monkeypatch.setitem(registry.FAMILY_MODULES, "toy", "tests.toy_family")
-    registry.declare(FAMILY)
+    """Register the toy family as a plug-in would: an entry point of ``cepopt.families``."""
+    import importlib.metadata
+
+    from cepopt import entry_points
+
+    ep = importlib.metadata.EntryPoint("toy", "tests.toy_family:FAMILY", "cepopt.families")
+    monkeypatch.setitem(entry_points.entries("families"), "toy", ep)
+    monkeypatch.delitem(registry._FAMILIES, "toy", raising=False)

@@ -20,6 +20,7 @@ import itertools
 import time
 from collections import Counter
 
+from cepopt.errors import MethodLimitError
 from cepopt.hamlet import cost
 from cepopt.hamlet.cost import GroupState, option_cost
 from cepopt.hamlet.decide import run_policy
@@ -27,7 +28,7 @@ from cepopt.hamlet.plan import HamletPlan, plan_from_json, plan_to_json
 from cepopt.hamlet.policy import REPLAY, ReplayPolicy
 from cepopt.hamlet.problem import HamletProblem, build
 from cepopt.solution import MethodResult
-from cepopt.solve import Family, MethodLimitError, declare, register
+from cepopt.solve import Family, declare, register
 
 __all__ = ["FAMILY"]
 

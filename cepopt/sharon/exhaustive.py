@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cepopt.errors import MethodLimitError
 from cepopt.sharon.graph import SharonGraph
-from cepopt.solve import MethodLimitError
 
 __all__ = ["exhaustive", "bruteforce", "MAX_EXHAUSTIVE_VERTICES"]
 

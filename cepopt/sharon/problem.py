@@ -140,8 +140,8 @@ class SharonProblem:
         first use; the compact models never need it). Raises MethodLimitError when the expansion
         would exceed ``max_vertices`` options."""
         if self._graph is None:
+            from cepopt.errors import MethodLimitError
             from cepopt.sharon.expansion import expanded_size
-            from cepopt.solve import MethodLimitError
 
             all_subsets = self.subsets == "all"
             size = expanded_size(self.original, self.max_options, self.non_beneficial, all_subsets)
