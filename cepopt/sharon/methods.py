@@ -39,6 +39,7 @@ from cepopt.formulations.sharon import (
     solve_milp_model,
 )
 from cepopt.params import NonNegativeInt, PositiveInt, Workers
+from cepopt.sharon import cost
 from cepopt.sharon.dominance import undominated
 from cepopt.sharon.exhaustive import MAX_EXHAUSTIVE_VERTICES
 from cepopt.sharon.exhaustive import bruteforce as _bruteforce
@@ -71,10 +72,8 @@ LP_TREE_ROOT_MULTIPLE = 10.0
 FAMILY = declare(Family(
     name="sharon",
     description="Sharon: which queries share which sub-pattern (MWIS of the Sharon graph)",
-    sense="max",
-    objective="Score = sum of BValue over shared candidates (Eq. 9)",
     build=build,
-    evaluate=lambda problem, plan: problem.score(plan),
+    cost=cost,
     plan_to_json=lambda plan: plan.to_json(),
     plan_from_json=lambda problem, value: SharonPlan.from_json(value),
     problem_options=PROBLEM_OPTIONS,
