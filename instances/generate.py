@@ -31,8 +31,20 @@ def generator_parser(family: str, *, output_required: bool = True) -> tuple[argp
     return parser, module
 
 
-def generate(family: str, argv: Sequence[str] = ()):
-    """Generate an instance from command-line style options, e.g.
-    ``generate("joinorder", ["--size", "8", "--seed", "3"])``."""
+def generate(family: str, argv: Sequence[str] = (), **options):
+    """Generate an instance of ``family`` from its generator's options, given as command-line words or
+    as keywords (``size=8`` is ``--size 8``, ``rate_min=0.5`` is ``--rate-min 0.5``, ``flag=True`` is
+    ``--flag``).
+
+    >>> generate("joinorder", size=3, seed=1).problem
+    'joinorder'
+    """
+    words = list(argv)
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            words.append(flag)
+        elif value is not False and value is not None:
+            words += [flag, str(value)]
     parser, module = generator_parser(family, output_required=False)
-    return module.generate(parser.parse_args(list(argv)))
+    return module.generate(parser.parse_args(words))

@@ -65,6 +65,21 @@ def test_method_limit_is_reported_not_raised(toy):
     assert sol.status == "error" and "too large" in sol.message and sol.plan is None
 
 
+def test_a_method_without_a_plan_is_an_error_with_its_reason(toy):
+    sol = registry.solve(toy, "empty-handed")
+    assert (sol.status, sol.plan, sol.objective) == ("error", None, None)
+    assert sol.message == "the method returned no plan"
+
+
+def test_compare_reports_a_failing_method_beside_the_others(toy):
+    """A method that raises (a bug, an objective mismatch) does not take the other results down."""
+    sols = registry.compare(toy, ["bruteforce", "liar", "crash", "first"])
+    assert [s.status for s in sols] == ["optimal", "error", "error", "feasible"]
+    assert "ObjectiveMismatchError" in sols[1].message and "cost model gives" in sols[1].message
+    assert sols[2].message == "ZeroDivisionError: division by zero in the toy method"
+    assert "division by zero" in str(sols) and sols.best().method == "bruteforce"
+
+
 def test_compare_builds_once_and_tabulates(toy):
     sols = registry.compare(toy, ["bruteforce", "first", "limited"])
     assert [s.method for s in sols] == ["bruteforce", "first", "limited"]

@@ -74,6 +74,16 @@ def limited(problem, *, time_limit=None, seed=0):
     raise registry.MethodLimitError("too large for this method")
 
 
+@registry.register("toy", "empty-handed", "returns no plan")
+def empty_handed(problem, *, time_limit=None, seed=0):
+    return None
+
+
+@registry.register("toy", "crash", "raises a bug")
+def crash(problem, *, time_limit=None, seed=0):
+    raise ZeroDivisionError("division by zero in the toy method")
+
+
 def install(monkeypatch):
     """Register the toy family as a plug-in would: an entry point of ``cepopt.families``."""
     import importlib.metadata
