@@ -10,14 +10,19 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from cepopt.entry_points import load
+from cepopt.entry_points import load, names
+from cepopt.errors import UnknownNameError
 from cepopt.params import OneLineParser
 
 __all__ = ["generate", "generator_module", "generator_parser"]
 
 
 def generator_module(family: str):
-    """The instance generator of ``family``; an unknown family is a user error."""
+    """The instance generator of ``family``; an unknown family, or one without a generator, is a user
+    error."""
+    if family in names("families") and family not in names("generators"):
+        raise UnknownNameError(f"problem family {family!r} has no instance generator (those with one: "
+                               f"{', '.join(names('generators'))})")
     return load("generators", family, "problem family")
 
 
