@@ -21,6 +21,7 @@ from cepopt.executor.results import compare_results
 from cepopt.executor.trend_exec import compile_gloria, compile_hamlet, run_all
 from cepopt.instance import load
 from tests.executor.test_trends_kernels import POLICIES, streams, streams_with_missing, workloads
+from tests.executor.test_trends_gloria import cases
 
 COUNTERS = ("propagations", "values", "snapshots", "snapshot_reads", "evaluations", "bursts", "shared_bursts",
             "graphlets", "pred_edges", "shared_edges", "snapshot_edges", "operations", "fastpath_operations",
@@ -160,8 +161,6 @@ def test_bundled_gloria_instances(name):
 @settings(max_examples=15, deadline=None)
 @given(st.data())
 def test_random_gloria_plans(data):
-    from tests.executor.test_trends_gloria import cases
-
     wl, plan, events = data.draw(cases())
 
     class P:
