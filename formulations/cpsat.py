@@ -220,23 +220,17 @@ def solve_model_cpsat(model, *, time_limit: float | None, seed: int, workers: in
              "branches": response.num_branches, "conflicts": response.num_conflicts, "solver_wall_time": wall,
              "cpsat_parameters": used, "weight_scale": scale.factor}
     out = ModelResult(status, backend="cpsat", exact=scale.exact, stats=stats)
-    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN) and proto.objective.vars:
-        # the inner (integer) bound: exact, where the double BestObjectiveBound() rounds beyond 2**53
-        inner = response.inner_objective_lower_bound
-        if abs(inner) < 2**62:
-            margin = _margin(model, scale)
-            scaled = -inner + margin if model.sense == "max" else inner - margin
-            out.bound = (Fraction(scaled) / Fraction(scale.factor) if scale.exact else scaled / scale.factor)
-            out.bound = _tidy(out.bound) + model.constant
-            out.bound_margin = margin / scale.factor
+    if code in (cp_model.FEASIBLE, cp_model.UNKNOWN) and proto.objective.vars:
+        out.bound, out.bound_margin = _bound(model, scale, solver.BestObjectiveBound())
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         x = list(response.solution)
         out.x = x
         out.objective = model.value(x)
         inner_obj = sum(scale.to_int(model.objective[i]) * x[i] for i in range(len(x)) if model.objective[i])
         out.solver_objective = inner_obj / scale.factor + float(model.constant)
-        if not proto.objective.vars:
-            out.bound = out.objective if code == cp_model.OPTIMAL else None
+        if code == cp_model.OPTIMAL:  # CP-SAT's proof is exact in its integers: the bound is the optimum
+            out.bound, out.bound_margin = (out.objective, 0.0) if scale.exact else \
+                _bound(model, scale, float(inner_obj))
         if status == "optimal" and not scale.exact and not certify(out.objective, out.bound, unit_of(model),
                                                                    model.sense):
             out.status = "feasible"
@@ -248,8 +242,12 @@ def solve_model_cpsat(model, *, time_limit: float | None, seed: int, workers: in
     return out
 
 
-def _tidy(value):
-    """An exact Fraction bound as an int when it is one."""
-    if isinstance(value, Fraction) and value.denominator == 1:
-        return int(value)
-    return value
+def _bound(model, scale, scaled: float):
+    """(a bound valid for the exact objective, its margin) from CP-SAT's bound on the scaled objective
+    (a double: widened by two of its ulps, then by the rounding of the coefficients)."""
+    margin = _margin(model, scale) + 2 * math.ulp(scaled)
+    value = scaled + margin if model.sense == "max" else scaled - margin
+    if scale.exact:  # integers: round outwards to an exact int
+        value = math.ceil(value) if model.sense == "max" else math.floor(value)
+        return value + model.constant, margin
+    return value / scale.factor + model.constant, margin / scale.factor

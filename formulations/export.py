@@ -3,8 +3,8 @@
 :func:`write_model` takes a :class:`~cepopt.formulations.model.Model` (any format), a CP-SAT
 ``CpModel`` (its proto in text only: CP-SAT models may hold constraints MPS cannot state) or a PuLP
 problem. Numbers are written exactly as Python prints them (integers in full, floats with every digit);
-MPS states the sense with ``OBJSENSE`` and the objective's constant as the negated right-hand side of
-the objective row, the reading HiGHS, SCIP, Gurobi and CPLEX share.
+MPS states the sense with ``OBJSENSE`` and an objective constant as a column fixed at 1 (``OBJ_CONSTANT``),
+which every reader takes (a right-hand side on the objective row is read differently, or refused).
 """
 
 from __future__ import annotations
@@ -74,9 +74,9 @@ def mps_text(model) -> str:
         out.extend(f"    {name}  {r}  {_num(c)}" for r, c in entries[j])
     if in_int:
         out.append("    MARKER  'MARKER'  'INTEND'")
-    out.append("RHS")
     if model.constant:
-        out.append(f"    RHS  OBJ  {_num(-model.constant)}")
+        out.append(f"    OBJ_CONSTANT  OBJ  {_num(model.constant)}")
+    out.append("RHS")
     ranges = []
     for k, kind in kept:
         _, _, lo, hi = model.rows[k]
@@ -91,6 +91,8 @@ def mps_text(model) -> str:
     out.append("BOUNDS")
     for j, name in enumerate(cols):
         out.extend(_mps_bounds(name, model.lb[j], model.ub[j], model.integer[j]))
+    if model.constant:
+        out.append(" FX BND  OBJ_CONSTANT  1")
     out.append("ENDATA")
     return "\n".join(out) + "\n"
 
@@ -169,7 +171,7 @@ def _proto_text(model, backend: str | None) -> str:
         cp, scale = to_cpsat(model)
         head = (f"# cepopt model {model.name!r} for CP-SAT: objective coefficients times {scale.factor!r} "
                 f"({'exact' if scale.exact else 'rounded'})\n")
-        return head + text_format.MessageToString(cp.Proto())
+        return head + str(cp.Proto())
     from cepopt.formulations.milp import mathopt_proto
 
     proto, factor = mathopt_proto(model)
@@ -206,9 +208,7 @@ def _foreign(model, fmt: str):
         if fmt != "proto":
             raise CepoptError("this method solves a CP-SAT model, which exports as its proto in text "
                               "(--export FILE.pbtxt), not as MPS or LP")
-        from google.protobuf import text_format
-
-        return "# cepopt: a CP-SAT model\n" + text_format.MessageToString(model.Proto())
+        return "# cepopt: a CP-SAT model\n" + str(model.Proto())
     from cepopt.formulations.milp import from_pulp
 
     return from_pulp(model)

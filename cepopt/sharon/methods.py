@@ -104,6 +104,9 @@ class _Clock:
     """The method's time limit as a deadline (``time.perf_counter()``), from the call on."""
 
     def __init__(self, time_limit: float | None):
+        from cepopt.formulations.native import check_time_limit
+
+        check_time_limit(time_limit)  # inf, nan, 1e308, <= 0: a user error before any work
         self.start = time.perf_counter()
         self.deadline = None if time_limit is None else self.start + time_limit
 
@@ -386,8 +389,14 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
           lp_nodes: int, workers: int, solver_options: dict, **solve_options) -> MethodResult:
     """cpsat and milp: reduced graph, GWMIN start, LP tree, then the solver with the best start as hint,
     each within the time left; the best plan seen and the best bound at the end."""
+    from cepopt.formulations.native import export_now, settings
+
     clock = _Clock(time_limit)
     keep, sub, extra = _mwis_graph(problem, reduce)
+    model = None
+    if settings().export is not None:  # --export: the model, even when the LP tree proves the answer first
+        model = mwis_model(sub, extend=extend)
+        export_now(model, backend)
     best = _Best(SharonPlan.empty())
     start = _mwis_start(problem, sub, keep, best)
     unit = _unit(sub.weights)
@@ -405,7 +414,7 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
     stats = _stats(problem, variables=len(keep), **extra)
     message = ""
     if not clock.over():
-        model = mwis_model(sub, extend=extend)
+        model = model or mwis_model(sub, extend=extend)
         model.hint = start
         res = solve_sharon_model(model, backend, seed=seed, split=split, workers=workers, deadline=clock.deadline,
                                  options=solver_options, **solve_options)
@@ -492,8 +501,11 @@ def _compact_start(problem: SharonProblem, model, best: _Best) -> list[int]:
 
 def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bool, split: bool,
              **solve_options) -> MethodResult:
+    from cepopt.formulations.native import export_now
+
     clock = _Clock(time_limit)
     model = compact_model(problem)
+    export_now(model, backend)
     best = _Best(SharonPlan.empty())
     start = _compact_start(problem, model, best)
     if hint:
