@@ -240,11 +240,25 @@ def _gwmin_best(problem: SharonProblem, graph, best: _Best) -> list[int] | None:
     return chosen
 
 
-def _graph_bound(graph, best: _Best) -> None:
+def _fallback(problem: SharonProblem, graph, best: _Best, clock: _Clock, stats: dict) -> None:
+    """When a search stops early: GWMIN's plan, then (with time left) the root LP of the clique model,
+    whose rounding often beats GWMIN and whose value bounds the optimum; the clique-cover bound always."""
+    chosen = _gwmin_best(problem, graph, best)
     try:
         best.tighten(graph.cover_bound())
     except MethodLimitError:
-        pass
+        return
+    if clock.over():
+        return
+    start = [0] * len(graph)
+    for i in chosen or ():
+        start[i] = 1
+    tree = _lp_tree(graph, 1, clock, 2, start)
+    if tree is not None:
+        picked = decode_mwis(tree.x)
+        best.offer(problem.plan_of(picked, graph), graph.weight_of(picked), "LP rounding")
+        best.tighten(tree.bound)
+        stats["root_lp_bound"] = tree.root_bound
 
 
 # ------------------------------------------------------------------------------------------ heuristics
@@ -291,10 +305,9 @@ def sharon(problem: SharonProblem, *, time_limit=None, seed=0,
                             message="the literal Alg. 2 reduction is unsound (spec §4): no proof of optimality")
     if fstats["complete"]:
         return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=stats))
-    _gwmin_best(problem, g, best)
-    if best.source == "GWMIN":
-        stats["fallback"] = "gwmin"
-    _graph_bound(g, best)
+    _fallback(problem, g, best, clock, stats)
+    if best.source != "plan finder":
+        stats["fallback"] = best.source
     stopped = fstats.get("stopped") or rstats.get("stopped")
     return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights), stats=stats,
                                       message=f"plan finder stopped ({stopped}); best plan so far or GWMIN"))
@@ -307,15 +320,16 @@ def exhaustive(problem: SharonProblem, *, time_limit=None, seed=0,
     """``max_subset_vertices``: beyond it (2^n plans) the method does not search; it returns GWMIN's plan
     as ``feasible`` with the clique-cover bound. Not ``max_vertices``, which is the problem option capping
     the expanded graph."""
+    clock = _Clock(time_limit)
     g = problem.graph
     best = _Best(SharonPlan.empty())
     if len(g) > max_subset_vertices:
-        _gwmin_best(problem, g, best)
-        _graph_bound(g, best)
+        stats = _stats(problem, plans=0)
+        _fallback(problem, g, best, clock, stats)
         msg = (f"exhaustive search over 2^{len(g)} plans refused (max_subset_vertices={max_subset_vertices}): "
-               "GWMIN's plan with the clique-cover bound")
-        return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights),
-                                          stats=_stats(problem, plans=0), message=msg))
+               "the best of GWMIN and the rounded root LP, with the best bound")
+        return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights), stats=stats,
+                                          message=msg))
     chosen = _exhaustive(g, max_vertices=max_subset_vertices)
     best.offer(problem.plan_of(chosen), g.weight_of(chosen), "exhaustive search")
     return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=_stats(problem, plans=2 ** len(g))))
@@ -333,8 +347,7 @@ def bruteforce(problem: SharonProblem, *, time_limit=None, seed=0, max_sets: Pos
     stats = _stats(problem, independent_sets=found.visited)
     if found.complete:
         return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=stats))
-    _gwmin_best(problem, g, best)
-    _graph_bound(g, best)
+    _fallback(problem, g, best, clock, stats)
     return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights), stats=stats,
                                       message=f"enumeration stopped ({found.stopped})", clock=clock))
 

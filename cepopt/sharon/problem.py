@@ -36,7 +36,7 @@ from cepopt.params import check_keys, parse_bool
 from cepopt.sharon.cost import COMB_RULES, CostModel
 from cepopt.sharon.expansion import expand as expand_graph
 from cepopt.sharon.graph import SharonGraph, Vertex
-from cepopt.sharon.patterns import detect, query_types, sharing_classes
+from cepopt.sharon.patterns import detect_with_starts, query_types, sharing_classes
 from cepopt.sharon.plan import SharonPlan
 
 __all__ = ["SharonProblem", "build", "PROBLEM_OPTIONS", "parse_bool"]
@@ -108,15 +108,7 @@ class SharonProblem:
         types = query_types(workload)
         classes = sharing_classes(workload)
         cost = CostModel(types, _rates(statistics, types), comb)
-        candidates = detect(types, classes)
-        starts: dict[str, dict[tuple[str, ...], int]] = defaultdict(dict)
-        for name, seq in types.items():
-            n = len(seq)
-            for s in range(n):
-                for e in range(s + 2, n + 1):
-                    p = tuple(seq[s:e])
-                    if (classes[name], p) in candidates and name in candidates[(classes[name], p)]:
-                        starts[name][p] = s
+        candidates, starts = detect_with_starts(types, classes)
         injected = {tuple(p): w for p, w in (weights or {}).items()}
         known = {p for _, p in candidates}
         for p in injected:
