@@ -381,21 +381,13 @@ def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict
     return keep, sub, {"dominated_removed": len(g) - len(keep)}
 
 
-def _mwis_start(problem: SharonProblem, sub, keep: list[int], best: _Best) -> list[int]:
-    """GWMIN's plan as the first incumbent, as a 0-1 vector over ``keep``: GWMIN on the original graph
-    mapped to the full-candidate options (always in the expanded graph, and independent there too),
-    cheap even when the expanded graph is large. Vertices the dominance reduction removed are left out
-    (the vector stays feasible)."""
-    try:
-        picked_original = gwmin(problem.original)
-    except MethodLimitError:
-        return [0] * len(keep)
-    where = {v.key: i for i, v in enumerate(sub.vertices)}
-    picked = {where[k] for k in (problem.original.vertices[i].key for i in picked_original) if k in where}
-    x = [1 if i in picked else 0 for i in range(len(keep))]
-    chosen = sorted(picked)
-    best.offer(problem.plan_of(chosen, sub), sub.weight_of(chosen), "GWMIN")
-    return x
+def _mwis_start(problem: SharonProblem, keep: list[int], best: _Best) -> list[int]:
+    """GWMIN's plan on the method's graph (so a time-out never returns less than ``greedy``) as the first
+    incumbent, and as a 0-1 start over ``keep`` (vertices the dominance reduction removed are left out:
+    the vector stays feasible)."""
+    chosen = _gwmin_best(problem, problem.graph, best)
+    picked = set(chosen or ())
+    return [1 if v in picked else 0 for v in keep]
 
 
 def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: bool, split: bool, extend: bool,
@@ -411,7 +403,8 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
         model = mwis_model(sub, extend=extend)
         export_now(model, backend)
     best = _Best(SharonPlan.empty())
-    start = _mwis_start(problem, sub, keep, best)
+    start = _mwis_start(problem, keep, best)
+    best.tighten(sub.cover_bound())
     unit = _unit(sub.weights)
     tree = None if clock.over() else _lp_tree(sub, lp_nodes, clock, workers, start)
     if tree is not None:
@@ -521,6 +514,7 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
     export_now(model, backend)
     best = _Best(SharonPlan.empty())
     start = _compact_start(problem, model, best)
+    best.tighten(problem.original.cover_bound() if not problem.expand else problem.cell_bound())
     if hint:
         model.hint = start
     unit = _unit(model.objective)

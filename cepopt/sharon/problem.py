@@ -28,6 +28,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from cepopt.errors import CepoptError
@@ -193,6 +194,24 @@ class SharonProblem:
         """Eq. 9: Score(plan) = sum of BValue of its entries (validity checked first)."""
         self.check(plan)
         return sum((self.bvalue(p, qs) for p, qs in plan.shared), 0)
+
+    def cell_bound(self):
+        """An upper bound on Score over every plan of every option set (original, expanded, subsets=all):
+        a plan's score is at most the sum of its entries' gains (fixed charges are >= 0), and the
+        entries holding a query q are disjoint in q; so spreading gain(p, q) evenly over p's positions
+        in q, the best share per position, summed, bounds it. Exact for integer rates (Fractions)."""
+        best: dict[tuple[str, int], object] = {}
+        for (_, p), queries in self.candidates.items():
+            n = len(p)
+            for q in queries:
+                s = self.starts[q][p]
+                g = self.cost.gain(q, s, n)
+                share = Fraction(g, n) if isinstance(g, int) else g / n
+                for pos in range(s, s + n):
+                    if share > best.get((q, pos), 0):
+                        best[(q, pos)] = share
+        total = sum(best.values(), 0)
+        return int(math.ceil(total)) if isinstance(total, Fraction) else total
 
     def predicted_cost(self, plan: SharonPlan) -> float:
         """Predicted cost of executing ``plan``: total Non-Shared cost minus Score (the additive model;
