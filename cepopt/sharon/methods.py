@@ -202,6 +202,8 @@ def _finish(problem: SharonProblem, best: _Best, *, proven: bool, unit, stats: d
     if not proven and clock is not None and _exact_settle(problem, best, clock, graph):
         proven = True
         stats["verified_by"] = "exact enumeration"
+        message = "proven by exact enumeration (the solver's floating-point or rounded proof does not carry over " \
+                  "to these integer weights)"
     plan, dropped, removed = _clean(problem, best.plan)
     if dropped:
         stats["non_beneficial_entries_removed"] = dropped
