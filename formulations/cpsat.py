@@ -135,6 +135,8 @@ def _int_bound(value, up: bool) -> int:
 
 def _int_row(coefs: Sequence, lo, hi) -> tuple[list[int], object, object]:
     """A row with integer coefficients: fractional ones times the lcm of their denominators (exact)."""
+    if all(type(c) is int for c in coefs):
+        return coefs, lo, hi
     if all(isinstance(c, int) or (isinstance(c, float) and c.is_integer()) for c in coefs):
         return [int(c) for c in coefs], lo, hi
     fr = [Fraction(c) for c in coefs]
@@ -159,21 +161,25 @@ def to_cpsat(model) -> tuple[cp_model.CpModel, object]:
     proto = m.Proto()
     lbs = [_int_bound(v, False) for v in model.lb]
     ubs = [_int_bound(v, True) for v in model.ub]
-    binary = [lb == 0 and ub == 1 for lb, ub in zip(lbs, ubs, strict=True)]
+    non_binary = {j for j, (lb, ub) in enumerate(zip(lbs, ubs, strict=True)) if lb != 0 or ub != 1}
     for name, lb, ub in zip(model.names, lbs, ubs, strict=True):
         var = proto.variables.add()
         var.name = name
         var.domain.extend([lb, ub])
     for cols, coefs, lo, hi in model.rows:
         ct = proto.constraints.add()
-        if hi == 1 and (lo is None or lo <= 0) and all(c == 1 for c in coefs) and all(binary[j] for j in cols):
+        if hi == 1 and (lo is None or lo <= 0) and coefs.count(1) == len(coefs) and \
+                (not non_binary or non_binary.isdisjoint(cols)):
             ct.at_most_one.literals.extend(cols)
             continue
         ints, lo, hi = _int_row(coefs, lo, hi)
         ct.linear.vars.extend(cols)
         ct.linear.coeffs.extend(ints)
-        low = sum(min(c * lbs[j], c * ubs[j]) for j, c in zip(cols, ints, strict=True))
-        high = sum(max(c * lbs[j], c * ubs[j]) for j, c in zip(cols, ints, strict=True))
+        if non_binary and not non_binary.isdisjoint(cols):
+            low = sum(min(c * lbs[j], c * ubs[j]) for j, c in zip(cols, ints, strict=True))
+            high = sum(max(c * lbs[j], c * ubs[j]) for j, c in zip(cols, ints, strict=True))
+        else:  # binaries: the activity lies between the negative and the positive coefficients' sums
+            low, high = sum(c for c in ints if c < 0), sum(c for c in ints if c > 0)
         ct.linear.domain.extend([max(_int_bound(lo, False), -_BIG, low) if lo is not None else max(low, -_BIG),
                                  min(_int_bound(hi, True), _BIG, high) if hi is not None else min(high, _BIG)])
     scale = integer_scale(model.objective)

@@ -97,14 +97,12 @@ def mathopt_proto(model, factor: float | None = None):
     proto.objective.linear_coefficients.values.extend(c for _, c in nz)
     cons, mat = proto.linear_constraints, proto.linear_constraint_matrix
     cons.ids.extend(range(len(model.rows)))
-    rows, cols, vals = mat.row_ids, mat.column_ids, mat.coefficients
-    for r, (cidx, coefs, lo, hi) in enumerate(model.rows):
-        cons.lower_bounds.append(-math.inf if lo is None else float(lo))
-        cons.upper_bounds.append(math.inf if hi is None else float(hi))
-        order = sorted(range(len(cidx)), key=cidx.__getitem__) if len(cidx) > 1 else range(len(cidx))
-        rows.extend([r] * len(cidx))
-        cols.extend(cidx[k] for k in order)
-        vals.extend(float(coefs[k]) for k in order)
+    cons.lower_bounds.extend(-math.inf if r[2] is None else float(r[2]) for r in model.rows)
+    cons.upper_bounds.extend(math.inf if r[3] is None else float(r[3]) for r in model.rows)
+    rows, cols, vals = model.matrix()  # sorted by row, then column, as MathOpt wants
+    mat.row_ids.extend(rows.tolist())
+    mat.column_ids.extend(cols.tolist())
+    mat.coefficients.extend(vals.tolist())
     if model.row_names is not None:
         cons.names.extend(model.row_names)
     return proto, factor

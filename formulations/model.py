@@ -33,6 +33,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import chain
 from numbers import Rational
 from typing import Any
 
@@ -256,23 +257,36 @@ class Model:
         return sum((c * xi for c, xi in zip(self.objective, x, strict=True) if c and xi), self.constant)
 
     def violation(self, x: Sequence[Number]) -> float:
-        """The largest bound or row violation of ``x`` (0 when feasible), in floating point."""
+        """The largest bound, integrality or row violation of ``x`` (0 when feasible), in floating point."""
+        import numpy as np
+
+        v = np.asarray([float(xi) for xi in x], dtype=np.float64)
         worst = 0.0
-        for i, xi in enumerate(x):
-            lb, ub = self.lb[i], self.ub[i]
-            if lb is not None:
-                worst = max(worst, float(lb - xi))
-            if ub is not None:
-                worst = max(worst, float(xi - ub))
-            if self.integer[i]:
-                worst = max(worst, abs(float(xi) - round(float(xi))))
-        for cols, coefs, lo, hi in self.rows:
-            s = sum(c * x[j] for j, c in zip(cols, coefs, strict=True))
-            if lo is not None:
-                worst = max(worst, float(lo - s))
-            if hi is not None:
-                worst = max(worst, float(s - hi))
+        lb = np.array([-math.inf if b is None else float(b) for b in self.lb])
+        ub = np.array([math.inf if b is None else float(b) for b in self.ub])
+        if len(v):
+            worst = max(worst, float(np.max(lb - v)), float(np.max(v - ub)))
+            ints = np.asarray(self.integer, dtype=bool)
+            if ints.any():
+                worst = max(worst, float(np.max(np.abs(v[ints] - np.round(v[ints])))))
+        if self.rows:
+            rows, cols, vals = self.matrix()
+            act = np.bincount(rows, weights=vals * v[cols], minlength=len(self.rows))
+            lo = np.array([-math.inf if r[2] is None else float(r[2]) for r in self.rows])
+            hi = np.array([math.inf if r[3] is None else float(r[3]) for r in self.rows])
+            worst = max(worst, float(np.max(lo - act)), float(np.max(act - hi)))
         return worst
+
+    def matrix(self):
+        """The rows as coordinate arrays (row, column, coefficient as float), sorted by row, then column."""
+        import numpy as np
+
+        lens = np.fromiter((len(r[0]) for r in self.rows), dtype=np.int64, count=len(self.rows))
+        rows = np.repeat(np.arange(len(self.rows), dtype=np.int64), lens)
+        cols = np.fromiter(chain.from_iterable(r[0] for r in self.rows), dtype=np.int64, count=int(lens.sum()))
+        vals = np.fromiter((float(c) for r in self.rows for c in r[1]), dtype=np.float64, count=int(lens.sum()))
+        order = np.lexsort((cols, rows))
+        return rows[order], cols[order], vals[order]
 
     def is_binary(self) -> bool:
         return all(self.integer) and all(lb == 0 for lb in self.lb) and all(ub == 1 for ub in self.ub)
@@ -384,20 +398,18 @@ def unit_of(model: Model) -> Number:
     """The objective's granularity: the gcd of its coefficients when they are exact integers (Python ints,
     whole Fractions) over integer variables: every two solutions' objectives then differ by a multiple of
     it. 0 otherwise; floats count as measured values, proven to the solvers' tolerances (:func:`certify`)."""
-    g = 0
+    coefs = []
     for c, integer in zip(model.objective, model.integer, strict=True):
         if not c:
             continue
-        if not integer:
-            return 0
-        if isinstance(c, float):
+        if not integer or isinstance(c, float):
             return 0
         if isinstance(c, Fraction):
             if c.denominator != 1:
                 return 0
             c = int(c)
-        g = math.gcd(g, int(c))
-    return g
+        coefs.append(int(c))
+    return math.gcd(*coefs)
 
 
 def certify(objective: Number, bound: Number | None, unit: Number, sense: str = "max",

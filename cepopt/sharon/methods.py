@@ -509,16 +509,18 @@ def _compact_start(problem: SharonProblem, model, best: _Best) -> list[int]:
 
 def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bool, split: bool,
              **solve_options) -> MethodResult:
+    """cpsat-compact and milp-compact: the compact model, solved within the time left. GWMIN (on the
+    original graph) and a bound without the solver (the clique cover of the original graph, or the
+    per-position gain bound of the expanded problem) are computed only when the solver leaves them
+    needed: a time-out, a failure, or a proof that did not carry over."""
     from cepopt.formulations.native import export_now
 
     clock = _Clock(time_limit)
     model = compact_model(problem)
     export_now(model, backend)
     best = _Best(SharonPlan.empty())
-    start = _compact_start(problem, model, best)
-    best.tighten(problem.original.cover_bound() if not problem.expand else problem.cell_bound())
     if hint:
-        model.hint = start
+        model.hint = _compact_start(problem, model, best)
     unit = _unit(model.objective)
     stats = _stats(problem)
     message = ""
@@ -534,6 +536,10 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
             return _finish(problem, best, proven=True, unit=unit, stats=stats)
         elif res.message:
             message = res.message
+    if not hint:
+        _compact_start(problem, model, best)  # GWMIN: never less than greedy on the original graph
+    if best.bound is None:
+        best.tighten(problem.original.cover_bound() if not problem.expand else problem.cell_bound())
     graph = problem.original if not problem.expand else None
     return _finish(problem, best, proven=False, unit=unit, stats=stats, message=message, clock=clock, graph=graph)
 

@@ -81,30 +81,44 @@ def detect_with_starts(types: Mapping[str, Sequence[str]], classes: Mapping[str,
     Keys are in order of first appearance (query order, then start, then length), which fixes the
     vertex order of the Sharon graph and so the tie-breaking of GWMIN and the reduction.
     """
+    import numpy as np
+
     names = list(types)
     seqs = [tuple(types[q]) for q in names]
     cls_of = [classes[q] if classes is not None else 0 for q in names]
-    ids: dict = {}
-    # the positions alive at this level: (query index, start, substring id)
-    alive = [(qi, s, ids.setdefault((cls_of[qi], t), len(ids))) for qi, seq in enumerate(seqs)
-             for s, t in enumerate(seq)]
-    found = []  # (first query index, its start, length, queries, starts)
+    tokens: dict = {}
+    # every position of every query, flat: its token (class, type), query and start
+    tok = np.fromiter((tokens.setdefault((cls_of[qi], t), len(tokens)) for qi, seq in enumerate(seqs) for t in seq),
+                      dtype=np.int64)
+    lengths = np.fromiter((len(seq) for seq in seqs), dtype=np.int64, count=len(seqs))
+    qidx = np.repeat(np.arange(len(seqs), dtype=np.int64), lengths)
+    first = np.cumsum(lengths) - lengths  # flat position of each query's first type
+    qend = np.repeat(first + lengths, lengths)  # per position: one past the last flat position of its query
+    alive = np.arange(len(tok), dtype=np.int64)
+    ids = tok.copy()
+    found = []
     cells = 0
     length = 1
-    while alive:
-        alive = _shared(alive)
+    while len(alive):
+        keep = _in_two_queries(ids, qidx[alive])
+        alive, ids = alive[keep], ids[keep]
         if length >= 2:
-            level = _candidates(alive, length)
+            level = _candidates(alive, ids, qidx, first, length)
             found += level
             cells += length * sum(len(f[3]) for f in level)
             if cells > MAX_CANDIDATE_CELLS:
                 raise CepoptError(f"the queries share too much: their sharable patterns (counted up to length "
                                   f"{length}) cover more than {MAX_CANDIDATE_CELLS:,} query positions; Sharon's "
                                   "graph would not fit in memory (long identical stretches across queries?)")
+        grow = alive + length < qend[alive]
+        alive, ids = alive[grow], ids[grow]
+        _, ids = np.unique(ids * (len(tokens) + 1) + tok[alive + length], return_inverse=True)
+        ids = ids.reshape(-1)
         length += 1
-        ids = {}
-        alive = [(qi, s, ids.setdefault((i, seqs[qi][s + length - 1]), len(ids))) for qi, s, i in alive
-                 if s + length <= len(seqs[qi])]
+    return _tables(found, names, seqs, cls_of)
+
+
+def _tables(found: list, names: list[str], seqs: list[tuple[str, ...]], cls_of: list[int]):
     found.sort(key=lambda f: f[:3])
     table: dict[tuple[int, Pattern], frozenset[str]] = {}
     starts: dict[str, dict[Pattern, int]] = {q: {} for q in names}
@@ -116,29 +130,44 @@ def detect_with_starts(types: Mapping[str, Sequence[str]], classes: Mapping[str,
     return table, {q: st for q, st in starts.items() if st}
 
 
-def _shared(alive: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """The positions whose substring occurs in at least two queries."""
-    first: dict[int, int] = {}
-    multi: set[int] = set()
-    for qi, _, i in alive:
-        f = first.setdefault(i, qi)
-        if f != qi:
-            multi.add(i)
-    return [a for a in alive if a[2] in multi]
+def _in_two_queries(ids, queries):
+    """Mask of the positions whose substring (``ids``) occurs in at least two queries."""
+    import numpy as np
+
+    if not len(ids):
+        return np.zeros(0, dtype=bool)
+    pairs = np.unique(ids * (int(queries.max()) + 1) + queries)
+    per_id = np.bincount(pairs // (int(queries.max()) + 1), minlength=int(ids.max()) + 1)
+    return per_id[ids] >= 2
 
 
-def _candidates(alive: list[tuple[int, int, int]], length: int) -> list:
-    """Sharable patterns of this level: per substring, the queries where it occurs exactly once (>= 2)."""
-    count: Counter = Counter((i, qi) for qi, _, i in alive)
-    holders: dict[int, list[tuple[int, int]]] = {}
-    for qi, s, i in alive:
-        if count[(i, qi)] == 1:
-            holders.setdefault(i, []).append((qi, s))
+def _candidates(alive, ids, qidx, first, length: int) -> list:
+    """Sharable patterns of this level: per substring, the queries where it occurs exactly once (>= 2).
+    Returns (first query, its start, length, [(query, start), ...]) per pattern."""
+    import numpy as np
+
+    if not len(alive):
+        return []
+    q = qidx[alive]
+    base = int(q.max()) + 1
+    key = ids * base + q
+    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    once = counts[inverse.reshape(-1)] == 1
+    hid, hq, hs = ids[once], q[once], alive[once]
+    per_id = np.bincount(hid, minlength=int(ids.max()) + 1)
+    shared = per_id[hid] >= 2
+    hid, hq, hs = hid[shared], hq[shared], hs[shared]
+    if not len(hid):
+        return []
+    order = np.lexsort((hq, hid))  # by pattern, then query
+    hid, hq, hs = hid[order], hq[order], hs[order]
+    starts = hs - first[hq]  # start within the query
     out = []
-    for hs in holders.values():
-        if len(hs) >= 2:
-            qi, s = min(hs)
-            out.append((qi, s, length, hs))
+    bounds = np.flatnonzero(np.diff(hid)) + 1
+    for grp_q, grp_s in zip(np.split(hq, bounds), np.split(starts, bounds), strict=True):
+        holders = list(zip(grp_q.tolist(), grp_s.tolist(), strict=True))
+        qi, s = holders[0]
+        out.append((qi, s, length, holders))
     return out
 
 

@@ -200,18 +200,21 @@ class SharonProblem:
         a plan's score is at most the sum of its entries' gains (fixed charges are >= 0), and the
         entries holding a query q are disjoint in q; so spreading gain(p, q) evenly over p's positions
         in q, the best share per position, summed, bounds it. Exact for integer rates (Fractions)."""
-        best: dict[tuple[str, int], object] = {}
+        best: dict[tuple[str, int], tuple] = {}  # (q, position) -> (gain, length) of the best share
         for (_, p), queries in self.candidates.items():
             n = len(p)
-            for q in queries:
-                s = self.starts[q][p]
-                g = self.cost.gain(q, s, n)
-                share = Fraction(g, n) if isinstance(g, int) else g / n
+            placed = [(q, self.starts[q][p]) for q in queries]
+            for (q, s), g in zip(placed, self.cost.gains(n, placed), strict=True):
                 for pos in range(s, s + n):
-                    if share > best.get((q, pos), 0):
-                        best[(q, pos)] = share
-        total = sum(best.values(), 0)
-        return int(math.ceil(total)) if isinstance(total, Fraction) else total
+                    old = best.get((q, pos))
+                    if g > 0 and (old is None or g * old[1] > old[0] * n):  # g/n > old share, exactly
+                        best[(q, pos)] = (g, n)
+        by_length: dict[int, object] = defaultdict(int)
+        for g, n in best.values():
+            by_length[n] += g
+        if all(isinstance(total, int) for total in by_length.values()):
+            return math.ceil(sum((Fraction(total, n) for n, total in by_length.items()), Fraction(0)))
+        return sum(total / n for n, total in by_length.items()) * (1 + 1e-12)  # float rounding
 
     def predicted_cost(self, plan: SharonPlan) -> float:
         """Predicted cost of executing ``plan``: total Non-Shared cost minus Score (the additive model;
