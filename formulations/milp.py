@@ -163,7 +163,7 @@ def solve_model_milp(model, *, backend: str, time_limit: float | None = None, se
     ``prove=False`` keeps the solver's own "optimal" (for callers that judge its tolerances themselves)."""
     from cepopt.formulations.native import check_seed
 
-    seed = check_seed(seed, solver=backend)
+    seed = check_seed(seed, 0, 2**31 - 1, solver=backend)  # HiGHS refuses negative seeds
     kind = _backend_kind(backend)
     factor = milp_scale(coefficient_total([c for c in model.objective if c]))
     start = time.perf_counter()

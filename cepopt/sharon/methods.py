@@ -396,9 +396,10 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
           lp_nodes: int, workers: int, solver_options: dict, **solve_options) -> MethodResult:
     """cpsat and milp: reduced graph, GWMIN start, LP tree, then the solver with the best start as hint,
     each within the time left; the best plan seen and the best bound at the end."""
-    from cepopt.formulations.native import export_now, settings
+    from cepopt.formulations.native import check_seed, export_now, settings
 
     clock = _Clock(time_limit)
+    check_seed(seed, *((-(2**31), 2**31 - 1) if backend == "cpsat" else (0, 2**31 - 1)), solver=backend)
     keep, sub, extra = _mwis_graph(problem, reduce)
     model = None
     if settings().export is not None:  # --export: the model, even when the LP tree proves the answer first
@@ -513,9 +514,10 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
     original graph) and a bound without the solver (the clique cover of the original graph, or the
     per-position gain bound of the expanded problem) are computed only when the solver leaves them
     needed: a time-out, a failure, or a proof that did not carry over."""
-    from cepopt.formulations.native import export_now
+    from cepopt.formulations.native import check_seed, export_now
 
     clock = _Clock(time_limit)
+    check_seed(seed, *((-(2**31), 2**31 - 1) if backend == "cpsat" else (0, 2**31 - 1)), solver=backend)
     model = compact_model(problem)
     export_now(model, backend)
     best = _Best(SharonPlan.empty())
