@@ -178,6 +178,8 @@ def _exact_settle(problem: SharonProblem, best: _Best, clock: _Clock, graph=None
     one); True when it did (``best`` then holds the optimum and its bound)."""
     if problem.expansion_stats.get("options_cut"):
         return False
+    if graph is None and problem._graph is None and len(problem.original) > VERIFY_VERTICES:
+        return False  # the expanded graph is at least as large: not worth building
     try:
         g = graph if graph is not None else problem.graph
     except MethodLimitError:
@@ -199,7 +201,7 @@ def _finish(problem: SharonProblem, best: _Best, *, proven: bool, unit, stats: d
     bound and a message naming the plan's source."""
     if not proven and best.bound is not None:
         proven = certify(best.value, best.bound, unit, "max")
-    if not proven and clock is not None and _exact_settle(problem, best, clock, graph):
+    if not proven and clock is not None and not clock.over() and _exact_settle(problem, best, clock, graph):
         proven = True
         stats["verified_by"] = "exact enumeration"
         message = "proven by exact enumeration (the solver's floating-point or rounded proof does not carry over " \
@@ -510,10 +512,11 @@ def _compact_start(problem: SharonProblem, model, best: _Best) -> list[int]:
 
 def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bool, split: bool,
              **solve_options) -> MethodResult:
-    """cpsat-compact and milp-compact: the compact model, solved within the time left. GWMIN (on the
-    original graph) and a bound without the solver (the clique cover of the original graph, or the
-    per-position gain bound of the expanded problem) are computed only when the solver leaves them
-    needed: a time-out, a failure, or a proof that did not carry over."""
+    """cpsat-compact and milp-compact: the compact model, solved within the time left. GWMIN on the
+    original graph (greedy's plan when expand=false) runs first when it is greedy's plan or the hint,
+    else only when the solver finds no plan; a bound without the solver (the clique cover of the
+    original graph, or the per-position gain bound of the expanded problem) only when the solver gives
+    none."""
     from cepopt.formulations.native import check_seed, export_now
 
     clock = _Clock(time_limit)
@@ -521,8 +524,9 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
     model = compact_model(problem)
     export_now(model, backend)
     best = _Best(SharonPlan.empty())
-    if hint:
-        model.hint = _compact_start(problem, model, best)
+    if hint or not problem.expand:
+        start = _compact_start(problem, model, best)
+        model.hint = start if hint else None
     unit = _unit(model.objective)
     stats = _stats(problem)
     message = ""
@@ -538,8 +542,8 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
             return _finish(problem, best, proven=True, unit=unit, stats=stats)
         elif res.message:
             message = res.message
-    if not hint:
-        _compact_start(problem, model, best)  # GWMIN: never less than greedy on the original graph
+    if not best.plan.shared:
+        _compact_start(problem, model, best)  # no plan from the solver: GWMIN's
     if best.bound is None:
         best.tighten(problem.original.cover_bound() if not problem.expand else problem.cell_bound())
     graph = problem.original if not problem.expand else None
