@@ -21,8 +21,11 @@ Methods:
   turns them on).
 * ``cpsat-compact`` / ``milp-compact`` - the compact x[p,q]/y[p] model (also honours subsets=all).
 
-Time limits (issue 21): a method's clock starts when it is called and covers the expanded graph, the
-models and the solves. Every exact method keeps the best plan it has seen - GWMIN's, the LP tree's
+Time limits (issue 21): the limit covers the problem's build (solve() passes on what is left), the
+expanded graph, the models and the solves. Past the limit a method only re-scores its plan (and, when
+no solver plan exists, runs GWMIN on the original graph: about 0.3 s CPU per 1,000 queries); a step that
+was running when the limit passed (a graph or model build, a solver's own check interval) is not
+interrupted: ``pytest -m bench tests/sharon/test_time_limits.py`` measures the wall time of 2 s calls. Every exact method keeps the best plan it has seen - GWMIN's, the LP tree's
 incumbent, the solver's, the plan finder's - and, when the time runs out, returns it with status
 ``feasible``, the best proven bound (the solver's, the tree's, or the graph's clique-cover bound) and a
 message that says so. Proofs hold for the weights' own arithmetic: with integer weights a proof made in
