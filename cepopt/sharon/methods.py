@@ -54,6 +54,7 @@ from cepopt.formulations.sharon import (
     solve_sharon_model,
 )
 from cepopt.params import NonNegativeInt, PositiveInt, Workers
+from cepopt.sharon import cost
 from cepopt.sharon.dominance import undominated
 from cepopt.sharon.exhaustive import MAX_EXHAUSTIVE_VERTICES, enumerate_sets
 from cepopt.sharon.exhaustive import exhaustive as _exhaustive
@@ -90,10 +91,8 @@ VERIFY_SETS = 1_000_000
 FAMILY = declare(Family(
     name="sharon",
     description="Sharon: which queries share which sub-pattern (MWIS of the Sharon graph)",
-    sense="max",
-    objective="Score = sum of BValue over shared candidates (Eq. 9)",
     build=build,
-    evaluate=lambda problem, plan: problem.score(plan),
+    cost=cost,
     plan_to_json=lambda plan: plan.to_json(),
     plan_from_json=lambda problem, value: SharonPlan.from_json(value),
     problem_options=PROBLEM_OPTIONS,
