@@ -335,18 +335,16 @@ def _methods_json() -> list[dict]:
 
     out = []
     for fam in families():
-        try:
-            table, info = methods(fam), family(fam)
-        except NotBuiltError:
-            out.append({"family": fam, "built": False, "methods": []})
-            continue
+        table, info = methods(fam), family(fam)
         rows = []
         for name, meth in table.items():
             defaults = inspect.signature(meth.fn).parameters
             rows.append({"name": name, "exact": meth.exact, "description": meth.description,
                          "options": {o: defaults[o].default for o in meth.options}})
-        out.append({"family": fam, "built": True, "description": info.description, "sense": info.sense,
-                    "objective": info.objective, "methods": rows})
+        obj = info.objective
+        out.append({"family": fam, "description": info.description, "sense": obj.sense,
+                    "objective": {"name": obj.name, "unit": obj.unit, "sense": obj.sense,
+                                  "predict_unit": obj.predict_unit}, "methods": rows})
     return out
 
 

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Sequence
 from itertools import product
 
+from cepopt.formulations.linear import ModelResult
+
 __all__ = ["ENUMERATE", "blocks", "solve_by_blocks"]
 
 #: blocks of at most this many variables are enumerated (2^3 = 8 vectors)
@@ -105,8 +107,6 @@ def solve_by_blocks(model, solve: Callable, *, time_limit: float | None, deadlin
     :class:`~cepopt.formulations.model.ModelResult`. Returns the whole model's ModelResult; its stats gain
     ``blocks``, ``largest_block`` and ``enumerated_variables``, plus the solver stats of the largest
     block. ``deadline`` (a ``time.perf_counter()`` value) overrides ``time_limit``."""
-    from cepopt.formulations.model import ModelResult
-
     start = time.perf_counter()
     if deadline is None and time_limit is not None:
         deadline = start + time_limit

@@ -15,8 +15,11 @@ from fractions import Fraction
 from pathlib import Path
 
 from cepopt.errors import CepoptError
+from cepopt.formulations.convert import from_pulp, mathopt_proto, to_cpsat
+from cepopt.formulations.linear import Model
+from cepopt.formulations.native import Export, check_export_path, settings
 
-__all__ = ["lp_text", "mps_text", "write_model"]
+__all__ = ["export_now", "lp_text", "mps_text", "offer_export", "write_model"]
 
 
 def _num(x) -> str:
@@ -166,14 +169,10 @@ def _proto_text(model, backend: str | None) -> str:
     from google.protobuf import text_format
 
     if backend == "cpsat":
-        from cepopt.formulations.cpsat import to_cpsat
-
         cp, scale = to_cpsat(model)
         head = (f"# cepopt model {model.name!r} for CP-SAT: objective coefficients times {scale.factor!r} "
                 f"({'exact' if scale.exact else 'rounded'})\n")
         return head + str(cp.Proto())
-    from cepopt.formulations.milp import mathopt_proto
-
     proto, factor = mathopt_proto(model)
     head = f"# cepopt model {model.name!r} as a MathOpt ModelProto (objective times {factor!r})\n"
     return head + text_format.MessageToString(proto)
@@ -181,9 +180,6 @@ def _proto_text(model, backend: str | None) -> str:
 
 def write_model(model, path: str | os.PathLike, backend: str | None = None) -> str:
     """Write ``model`` to ``path`` in the format its extension names; returns that format."""
-    from cepopt.formulations.model import Model
-    from cepopt.formulations.native import check_export_path
-
     fmt = check_export_path(path)
     if not isinstance(model, Model):
         model = _foreign(model, fmt)
@@ -209,6 +205,32 @@ def _foreign(model, fmt: str):
             raise CepoptError("this method solves a CP-SAT model, which exports as its proto in text "
                               "(--export FILE.pbtxt), not as MPS or LP")
         return "# cepopt: a CP-SAT model\n" + str(model.Proto())
-    from cepopt.formulations.milp import from_pulp
-
     return from_pulp(model)
+
+
+def _write(model, backend: str, exp: Export) -> None:
+    try:
+        fmt = write_model(model, exp.path, backend)
+    except CepoptError as exc:
+        exp.error = str(exc)
+        return
+    exp.written += 1
+    exp.formats.append(fmt)
+    exp.error = ""
+
+
+def offer_export(model, backend: str) -> None:
+    """Called by every solve: write ``model`` when an export is requested (the session's settings,
+    :func:`cepopt.formulations.native.solver_settings`) and not locked."""
+    exp = settings().export
+    if exp is not None and not exp.locked:
+        _write(model, backend, exp)
+
+
+def export_now(model, backend: str) -> None:
+    """A formulation's whole model (before it splits it into blocks or runs a first stage): written
+    when an export is requested, and locked so that the solves that follow do not overwrite it."""
+    exp = settings().export
+    if exp is not None and not exp.locked:
+        _write(model, backend, exp)
+        exp.locked = exp.written > 0

@@ -58,8 +58,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from cepopt.formulations import model as container
 from cepopt.formulations.blocks import solve_by_blocks
-from cepopt.formulations.model import Model, ModelResult
+from cepopt.formulations.export import export_now
+from cepopt.formulations.linear import Model, ModelResult
 
 __all__ = ["COMPACT_HIGHS_OPTIONS", "MWIS_CPSAT_NO_CUTS", "MWIS_SCIP_NO_CUTS", "compact_model", "decode_compact",
            "decode_mwis", "extended_cliques", "mwis_model", "solve_sharon_model"]
@@ -200,9 +202,6 @@ def solve_sharon_model(model: Model, backend: str, *, time_limit=None, seed: int
     little, so the Sharon methods turn it off; ``options`` are further CP-SAT parameters. MILP:
     ``options`` are the solver's own (:func:`~cepopt.formulations.milp.solve_model_milp`)."""
     import time
-
-    from cepopt.formulations import model as container
-    from cepopt.formulations.native import export_now
 
     export_now(model, backend)
     if not model.names:

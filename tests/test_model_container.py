@@ -13,7 +13,7 @@ import pytest
 from cepopt.cli import main
 from cepopt.errors import CepoptError
 from cepopt.formulations import native
-from cepopt.formulations.model import Model, certify, solve, unit_of
+from cepopt.formulations.model import Model, certify, solve, unit_of, write
 
 
 def knapsack(values, weights, cap) -> Model:
@@ -72,18 +72,18 @@ def test_algebra_rows_and_constant():
 def test_mps_export_reads_back(tmp_path):
     m = knapsack([3, 4, 5, 7], [2, 3, 4, 5], 7)
     m.constant = 2
-    m.write(tmp_path / "k.mps")
+    write(m, tmp_path / "k.mps")
     _, prob = pulp.LpProblem.fromMPS(str(tmp_path / "k.mps"), sense=pulp.LpMaximize)
     prob.solve(pulp.PULP_CBC_CMD(msg=False))
     assert pulp.value(prob.objective) == pytest.approx(12)
-    assert m.write(tmp_path / "k.lp") == "lp" and "Binaries" in (tmp_path / "k.lp").read_text()
+    assert write(m, tmp_path / "k.lp") == "lp" and "Binaries" in (tmp_path / "k.lp").read_text()
 
 
 def test_cpsat_proto_export_reads_back(tmp_path):
     from ortools.sat.python import cp_model
 
     m = knapsack([3, 4, 5, 7], [2, 3, 4, 5], 7)
-    m.write(tmp_path / "k.pbtxt", backend="cpsat")
+    write(m, tmp_path / "k.pbtxt", backend="cpsat")
     back = cp_model.CpModel()
     back.Proto().parse_text_format((tmp_path / "k.pbtxt").read_text())
     solver = cp_model.CpSolver()

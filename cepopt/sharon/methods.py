@@ -25,7 +25,8 @@ Time limits (issue 21): the limit covers the problem's build (solve() passes on 
 expanded graph, the models and the solves. Past the limit a method only re-scores its plan (and, when
 no solver plan exists, runs GWMIN on the original graph: about 0.3 s CPU per 1,000 queries); a step that
 was running when the limit passed (a graph or model build, a solver's own check interval) is not
-interrupted: ``pytest -m bench tests/sharon/test_time_limits.py`` measures the wall time of 2 s calls. Every exact method keeps the best plan it has seen - GWMIN's, the LP tree's
+interrupted: ``pytest -m bench tests/sharon/test_time_limits.py`` measures the wall time of 2 s calls.
+Every exact method keeps the best plan it has seen - GWMIN's, the LP tree's
 incumbent, the solver's, the plan finder's - and, when the time runs out, returns it with status
 ``feasible``, the best proven bound (the solver's, the tree's, or the graph's clique-cover bound) and a
 message that says so. Proofs hold for the weights' own arithmetic: with integer weights a proof made in
@@ -41,7 +42,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from cepopt.errors import CepoptError
+from cepopt.errors import CepoptError, MethodLimitError
 from cepopt.formulations.model import certify
 from cepopt.formulations.sharon import (
     COMPACT_HIGHS_OPTIONS,
@@ -64,7 +65,7 @@ from cepopt.sharon.plan_finder import find_plan
 from cepopt.sharon.problem import PROBLEM_OPTIONS, SharonProblem, build
 from cepopt.sharon.reduction import reduce_graph
 from cepopt.solution import MethodResult
-from cepopt.solve import Family, MethodLimitError, declare, register
+from cepopt.solve import Family, declare, register
 
 __all__ = ["FAMILY"]
 
@@ -400,7 +401,8 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
           lp_nodes: int, workers: int, solver_options: dict, **solve_options) -> MethodResult:
     """cpsat and milp: reduced graph, GWMIN start, LP tree, then the solver with the best start as hint,
     each within the time left; the best plan seen and the best bound at the end."""
-    from cepopt.formulations.native import check_seed, export_now, settings
+    from cepopt.formulations.export import export_now
+    from cepopt.formulations.native import check_seed, settings
 
     clock = _Clock(time_limit)
     check_seed(seed, *((-(2**31), 2**31 - 1) if backend == "cpsat" else (0, 2**31 - 1)), solver=backend)
@@ -519,7 +521,8 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
     else only when the solver finds no plan; a bound without the solver (the clique cover of the
     original graph, or the per-position gain bound of the expanded problem) only when the solver gives
     none."""
-    from cepopt.formulations.native import check_seed, export_now
+    from cepopt.formulations.export import export_now
+    from cepopt.formulations.native import check_seed
 
     clock = _Clock(time_limit)
     check_seed(seed, *((-(2**31), 2**31 - 1) if backend == "cpsat" else (0, 2**31 - 1)), solver=backend)
