@@ -113,13 +113,13 @@ def extended_cliques(graph, cliques: Sequence[Sequence[int]]) -> list[tuple[int,
 def _compact_entries(problem) -> list:
     """(vertex, the queries it may drop) per candidate the compact model gets."""
     from cepopt.errors import CepoptError
-    from cepopt.sharon.expansion import causing_queries
+    from cepopt.sharon.expansion import causing_all
 
     original = problem.original
     if problem.expand and problem.subsets == "all":
         entries = [(v, v.queries) for v in list(original.vertices) + list(problem.non_beneficial)]
     elif problem.expand:
-        entries = [(v, causing_queries(original, i)) for i, v in enumerate(original.vertices)]
+        entries = list(zip(original.vertices, causing_all(original), strict=True))
     else:
         entries = [(v, frozenset()) for v in original.vertices]
     for v, free in entries:
