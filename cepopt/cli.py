@@ -1,7 +1,9 @@
 """The ``cepopt`` command.
 
 User errors (bad files, unknown names, bad options) print one line, ``cepopt: error: ...``, and exit
-with status 2; never a traceback.
+with status 2; never a traceback. Under ``--json`` standard output is exactly one JSON document: while
+the command runs, Python's and the native solvers' output (file descriptor 1) go to stderr
+(:func:`cepopt.formulations.native.native_output_to_stderr`), and the document is printed at the end.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -44,11 +47,44 @@ def _params(items: Sequence[str] | None) -> dict[str, Any]:
     return dict(parse_param(item) for item in items or ())
 
 
+def time_limit_arg(text: str) -> float:
+    """``--time-limit``: seconds, finite and in (0, 1e9] (checked before anything runs).
+
+    >>> time_limit_arg("2.5")
+    2.5
+    """
+    from cepopt.formulations.native import MAX_TIME_LIMIT
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_TIME_LIMIT:
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, {MAX_TIME_LIMIT:g}], got {text!r}")
+    return value
+
+
+def seed_arg(text: str) -> int:
+    """``--seed``: an integer every solver takes (0 to 2^31 - 1)."""
+    from cepopt.formulations.native import SEED_RANGE
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    low, high = SEED_RANGE
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}] (the solvers' 32-bit seeds), "
+                                         f"got {text}")
+    return value
+
+
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds per method call")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--time-limit", type=time_limit_arg, default=None, metavar="S", help="seconds per method call")
+    p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
-                   help="a method or problem option, repeatable (e.g. --param expand=false)")
+                   help="a method or problem option, repeatable (e.g. --param expand=false); log=true shows "
+                        "the solvers' own log on stderr")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -63,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("instance", metavar="INSTANCE")
     p.add_argument("--method", "-m", required=True, metavar="M", help="method name (see `cepopt methods`)")
     _add_solver_options(p)
+    p.add_argument("--export", metavar="FILE", help="write the model the method solves: FILE.mps or FILE.lp "
+                   "(MILP), FILE.pbtxt (the CP-SAT model proto, or MathOpt's, as text)")
 
     p = sub.add_parser("compare", help="solve an instance with several methods and tabulate them",
                        description="Solve INSTANCE with several methods (default: the family's list).")
@@ -85,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frequencies", required=True, metavar="FREQ.csv")
     p.add_argument("--dataset", required=True, choices=["stock", "bus", "taxi"])
     p.add_argument("-o", "--output", required=True, metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
 
     p = sub.add_parser("execute", help="execute a plan on Spark and measure its cost",
                        description="Execute INSTANCE's plan on Spark over a stream; print the results "
@@ -113,23 +152,77 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="seconds per method call")
 
-    sub.add_parser("methods", help="list every family and method")
-    sub.add_parser("instances", help="list the bundled instances")
+    p = sub.add_parser("methods", help="list every family and method")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a list")
+    p = sub.add_parser("instances", help="list the bundled instances")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a list")
     return parser
+
+
+#: the JSON documents a command produced under --json (printed by main() once the command is done)
+_JSON_DOCS: list | None = None
 
 
 def _print_json(obj: Any) -> None:
     from cepopt.solution import dumps
 
-    print(dumps(obj))
+    if _JSON_DOCS is not None:
+        _JSON_DOCS.append(obj)
+    else:
+        print(dumps(obj))
+
+
+def _run_json(command, args) -> int:
+    """Run ``command`` with every other output on stderr; then print its one JSON document."""
+    global _JSON_DOCS
+    from cepopt.formulations.native import native_output_to_stderr
+    from cepopt.solution import dumps
+
+    saved, _JSON_DOCS = sys.stdout, []
+    try:
+        sys.stdout = sys.stderr
+        with native_output_to_stderr():
+            code = command(args)
+    finally:
+        sys.stdout, docs, _JSON_DOCS = saved, _JSON_DOCS, None
+    if len(docs) == 1:
+        print(dumps(docs[0]))
+    elif docs:
+        print(dumps(docs))
+    return code
+
+
+def _solver_params(items: Sequence[str] | None) -> tuple[dict[str, Any], bool]:
+    """``--param`` values, and the ``log`` switch (a solver setting, not a method option)."""
+    from cepopt.params import parse_bool
+
+    params = _params(items)
+    log = parse_bool(params.pop("log", False), "log")
+    return params, log
 
 
 def cmd_solve(args) -> int:
+    from cepopt.formulations.native import check_export_path, solver_settings
     from cepopt.solve import solve
 
-    sol = solve(args.instance, args.method, time_limit=args.time_limit, seed=args.seed, params=_params(args.param))
+    params, log = _solver_params(args.param)
+    if args.export:
+        check_export_path(args.export)
+    with solver_settings(log=log, export=args.export) as settings:
+        sol = solve(args.instance, args.method, time_limit=args.time_limit, seed=args.seed, params=params)
+    export = None
+    if args.export:
+        exp = settings.export
+        if not exp.written:
+            raise CepoptError(exp.error or f"--export {args.export}: method {args.method!r} solved no model "
+                              "(it is not a CP-SAT or MILP method, or it proved its answer before building one)")
+        export = {"path": exp.path, "format": exp.formats[-1], "models_written": exp.written}
+        print(f"cepopt: wrote the {exp.formats[-1]} model to {exp.path}", file=sys.stderr)
     if args.json:
-        _print_json(sol.to_json())
+        doc = sol.to_json()
+        if export:
+            doc["export"] = export
+        _print_json(doc)
         return 0
     from cepopt.solution import Solutions
 
@@ -141,10 +234,13 @@ def cmd_solve(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    from cepopt.formulations.native import solver_settings
     from cepopt.solve import compare
 
     names = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
-    sols = compare(args.instance, names, time_limit=args.time_limit, seed=args.seed, params=_params(args.param))
+    params, log = _solver_params(args.param)
+    with solver_settings(log=log):
+        sols = compare(args.instance, names, time_limit=args.time_limit, seed=args.seed, params=params)
     if args.json:
         _print_json(sols.to_json())
     else:
@@ -165,7 +261,11 @@ def cmd_generate(args) -> int:
     options = parser.parse_args(args.rest)
     instance = module.generate(options)
     path = save(instance, options.output)
-    print(f"wrote {path} ({instance.problem}, {len(instance.workload)} queries)")
+    if getattr(args, "json", False):
+        _print_json({"wrote": str(path), "problem": instance.problem, "name": instance.name,
+                     "queries": len(instance.workload)})
+    else:
+        print(f"wrote {path} ({instance.problem}, {len(instance.workload)} queries)")
     return 0
 
 
@@ -175,7 +275,11 @@ def cmd_import(args) -> int:
 
     instance = gloria_reader.import_workload(args.workload, args.frequencies, args.dataset)
     path = save(instance, args.output)
-    print(f"wrote {path} ({len(instance.workload)} queries)")
+    if args.json:
+        _print_json({"wrote": str(path), "problem": instance.problem, "name": instance.name,
+                     "queries": len(instance.workload)})
+    else:
+        print(f"wrote {path} ({len(instance.workload)} queries)")
     return 0
 
 
@@ -226,9 +330,30 @@ def _shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def _methods_json() -> list[dict]:
+    from cepopt.solve import families, family, methods
+
+    out = []
+    for fam in families():
+        table, info = methods(fam), family(fam)
+        rows = []
+        for name, meth in table.items():
+            defaults = inspect.signature(meth.fn).parameters
+            rows.append({"name": name, "exact": meth.exact, "description": meth.description,
+                         "options": {o: defaults[o].default for o in meth.options}})
+        obj = info.objective
+        out.append({"family": fam, "description": info.description, "sense": obj.sense,
+                    "objective": {"name": obj.name, "unit": obj.unit, "sense": obj.sense,
+                                  "predict_unit": obj.predict_unit}, "methods": rows})
+    return out
+
+
 def cmd_methods(args) -> int:
     from cepopt.solve import families, family, methods
 
+    if getattr(args, "json", False):
+        _print_json(_methods_json())
+        return 0
     for fam in families():
         table = methods(fam)
         info = family(fam).objective
@@ -247,6 +372,10 @@ def cmd_instances(args) -> int:
     from cepopt.instances import describe
 
     rows = describe()
+    if getattr(args, "json", False):
+        _print_json([{"name": name, "problem": problem, "description": description}
+                     for name, problem, description in rows])
+        return 0
     if not rows:
         print("(no bundled instances)")
     for name, problem, description in rows:
@@ -268,6 +397,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
+        if args.command == "generate" and "--json" in args.rest:  # the family's own options follow FAMILY
+            args.rest, args.json = [a for a in args.rest if a != "--json"], True
+        if getattr(args, "json", False):
+            return _run_json(COMMANDS[args.command], args)
         return COMMANDS[args.command](args)
     except CepoptError as exc:
         message = " ".join(str(exc).split())

@@ -201,7 +201,11 @@ def solve(instance: Any, method: str, time_limit: float | None = None, seed: int
     meth = _method_entry(fam.name, method)
     options = _method_options(meth, method_params)
     if problem is None:
+        started = time.perf_counter()
         problem = fam.build(inst, **problem_params)
+        if time_limit is not None and isinstance(time_limit, int | float) and time_limit > 0:
+            # building the problem counts against the limit: the method gets what is left
+            time_limit = max(time_limit - (time.perf_counter() - started), min(time_limit, 0.01))
     return _run(fam, problem, meth, time_limit, seed, options, inst.name)
 
 

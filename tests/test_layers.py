@@ -53,12 +53,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "sharonx: aseq <-> aseq_fast <-> sharon_kernel import each other",
     ("cepopt.executor.aseq_fast", "cepopt.executor.sharon_kernel"):
         "sharonx: aseq <-> aseq_fast <-> sharon_kernel import each other",
-    **{edge: "solvers: function-level imports hide cycles among formulations/{model,export,native,cpsat,milp}"
-       for edge in [("cepopt.formulations.model", "cepopt.formulations.cpsat"),
-                    ("cepopt.formulations.export", "cepopt.formulations.cpsat"),
-                    ("cepopt.formulations.milp", "cepopt.formulations.model"),
-                    ("cepopt.formulations.native", "cepopt.formulations.export"),
-                    ("cepopt.formulations.export", "cepopt.formulations.model")]},
 }
 
 
