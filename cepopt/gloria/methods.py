@@ -40,6 +40,8 @@ from cepopt.solve import Family, declare, register
 __all__ = ["FAMILY", "candidate_graph"]
 
 CANDIDATES = ("noprune", "safe", "gloria", "exhaustive")
+#: the model without candidate nodes (cepopt.gloria.full), for cpsat and milp
+FULL = "full"
 
 
 def _evaluate(problem: GloriaProblem, plan) -> float:
@@ -183,6 +185,10 @@ def _solved(problem: GloriaProblem, candidates: str, solver, max_nodes: int, max
 def cpsat(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
           candidates: str = "noprune", workers: Workers = 2, lp_heavy: bool = True, max_nodes: PositiveInt = 20000,
           max_options: PositiveInt = 2000) -> MethodResult:
+    if candidates == FULL:
+        from cepopt.gloria.full import solve_full
+
+        return solve_full(problem, backend="cpsat", time_limit=time_limit, seed=seed, workers=workers)
     from cepopt.formulations.gloria import solve_cpsat_gloria
 
     return _solved(problem, candidates, solve_cpsat_gloria, max_nodes, max_options, time_limit, seed=seed,
@@ -194,6 +200,10 @@ def cpsat(problem: GloriaProblem, *, time_limit: float | None = None, seed: int 
 def milp(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
          candidates: str = "noprune", backend: str = "highs", max_nodes: PositiveInt = 20000,
          max_options: PositiveInt = 2000) -> MethodResult:
+    if candidates == FULL:
+        from cepopt.gloria.full import solve_full
+
+        return solve_full(problem, backend=backend, time_limit=time_limit, seed=seed)
     from cepopt.formulations.gloria import solve_milp_gloria
 
     return _solved(problem, candidates, solve_milp_gloria, max_nodes, max_options, time_limit, seed=seed,

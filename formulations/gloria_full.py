@@ -1,0 +1,662 @@
+"""Gloria's Def. 2.7 optimum without enumerating any pool's options: the full-space model.
+
+The candidate-graph models (:mod:`cepopt.formulations.gloria`) pick one option per pool; over every set
+partition of each pool's queries that is a Bell number of options (spec §7.2, "exhaustive") and out of
+reach beyond about seven queries per pool. This model encodes the partition itself (spec §7.2,
+"full-space alternative"), one component of the pool graph at a time (pools of different sharing
+classes never interact), with the cost read off cost.py's formulas term by term:
+
+Variables (all 0/1), for every SEQ pool p = (Ei, Ej) and query q of p:
+
+* ``m[p,q,X]``: q is shared in p with snapshot type X (X admissible for q: Ei, or an upstream type of q
+  other than Ej; only Ei for a query that starts at Ei); none set = q unshared;
+* ``s[p,q,q']``: q and q' are in one block (an equivalence relation: transitive, same mode, blocks of
+  shared queries hold at least two queries). The relation itself has no block labels, so no label
+  symmetry to break;
+* ``l[p,Q,q,X]``: q leads a block of mode X among the queries Q of one edge of p's fan-out (the block's
+  first query in Q): ``l >= m[p,q,X] - sum_{q' in Q, q' < q} s[p,q',q]``;
+* ``r[e,q,X]``: q's block is REUSEd across pair term e (no evaluation there).
+
+A Kleene super-pool K has one 0/1 per option (all unshared, or all shared with X) and aliases ``m[K,q,X]``
+to the option X and ``s[K,q,q']`` to "shared".
+
+Cost (cost.py), the constant start edges aside, per SEQ pool p and edge s of its fan-out (the pair terms
+leaving p, its end edge):
+
+* an unshared query pays ``f(Ei) f(Ej)`` times its share of the edge (1 per edge under
+  ``fork_accounting="edge"``; split over its edges, 1 in all, under "once");
+* a shared block of mode X pays its propagation ``f(Ei) len(X, Ei) g(Ej)`` per edge it touches ("edge":
+  a sum of leaders per edge) or once in all ("once": its shares over the fan-out sum to 1, so a sum of
+  leaders over the pool);
+* a shared query of mode X pays the evaluation ``f(Ej) f(X)`` on every edge where it is not REUSEd.
+
+A Kleene super-pool's terms (cycle weight, end edges, the propagation on its out-terms) depend on its
+option only. Derivability (§4.1, cost.pair_derivable) along a term's primary queries P: an inherited
+mode X != Ej in the next pool comes from the previous one (``m[b,q,X] <= m[a,q,X]``), a block is never
+split (``s[b,q,q'] >= s[a,q,q']`` on P) and an inherited block is exactly the restricted previous block.
+REUSE (cost.pair_cost: the next block has the same X, contains the restricted block and lies inside the
+previous block) is ``r = m[b,q,X]`` for a primary query whose restricted block holds primary queries
+only, and linear conditions on s otherwise.
+
+Weights are exact (ints, or Fractions under "once"); both backends take them times the least common
+multiple of their denominators, so with integer frequencies the solvers work in exact integers and a
+proof is a proof. Float frequencies are rounded for CP-SAT and the result is then never "optimal".
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from itertools import combinations
+
+from cepopt.gloria.cost import Option, cycle_cost, end_cost, flen, start_cost
+from cepopt.gloria.plan import Block, sort_blocks
+from cepopt.gloria.problem import GloriaProblem, PairTerm, Pool
+
+__all__ = ["FullModel", "build_full_model", "components", "full_hint", "decode_full"]
+
+
+class _Lin:
+    """A linear 0/1 model under construction: variables, exact objective, rows lo <= sum c x <= hi."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.obj: list = []
+        self.rows: list[tuple[list[int], list[int], int | None, int | None]] = []
+        self.lb: list[int] = []
+        self.ub: list[int] = []
+
+    def var(self, name: str, cost=0) -> int:
+        self.names.append(name)
+        self.obj.append(cost)
+        self.lb.append(0)
+        self.ub.append(1)
+        return len(self.names) - 1
+
+    def cost(self, v: int, c) -> None:
+        if c:
+            self.obj[v] += c
+
+    def add(self, terms: list[tuple[int, int]], lo: int | None = None, hi: int | None = None) -> None:
+        merged: dict[int, int] = {}
+        for v, c in terms:
+            merged[v] = merged.get(v, 0) + c
+        cols = [v for v, c in merged.items() if c]
+        self.rows.append((cols, [merged[v] for v in cols], lo, hi))
+
+
+@dataclass
+class FullModel:
+    """The model of one component of the pool graph (``pools``), with its variable maps."""
+
+    problem: GloriaProblem
+    pools: list[int]
+    lin: _Lin = field(default_factory=_Lin)
+    constant: object = 0
+    order: dict[int, list[str]] = field(default_factory=dict)
+    mode: dict[tuple[int, str], dict[str, int]] = field(default_factory=dict)
+    same: dict[tuple[int, str, str], int] = field(default_factory=dict)
+    #: (pool, q, q2) -> {X: 1 when q and q2 share a block of mode X}; their sum is ``same``
+    same_mode: dict[tuple[int, str, str], dict[str, int]] = field(default_factory=dict)
+    kopt: dict[int, dict[str | None, int]] = field(default_factory=dict)
+    kshared: dict[int, int] = field(default_factory=dict)
+    #: (term index, query) -> {X: var} of the reuse indicators that are their own variables
+    reuse: dict[tuple[int, str], dict[str, int]] = field(default_factory=dict)
+    leaders: dict[tuple[int, frozenset, str, str], int] = field(default_factory=dict)
+    #: SEQ pools that keep every pair, and each SEQ pool's graph of kept pairs
+    dense: set[int] = field(default_factory=set)
+    graphs: dict = field(default_factory=dict)
+    stats: dict = field(default_factory=dict)
+
+    def m(self, p: int, q: str) -> dict[str, int]:
+        return self.mode.get((p, q), {})
+
+    def s_mode(self, p: int, q: str, q2: str) -> dict[str, int]:
+        """The variables of "q and q2 share a block of mode X in pool p", per X."""
+        if self.problem.pools[p].kind == "kleene":
+            return {x: v for x, v in self.kopt.get(p, {}).items() if x is not None}
+        key = (p, q, q2) if q < q2 else (p, q2, q)
+        return self.same_mode.get(key, {})
+
+    def s(self, p: int, q: str, q2: str) -> int | None:
+        """The variable of "q and q2 share a block in pool p" (None: never)."""
+        if self.problem.pools[p].kind == "kleene":
+            return self.kshared.get(p)
+        key = (p, q, q2) if q < q2 else (p, q2, q)
+        return self.same.get(key)
+
+
+def components(problem: GloriaProblem) -> list[list[int]]:
+    """Pools grouped by connected component of the pool graph (pools joined by a pair term)."""
+    parent = list(range(len(problem.pools)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in problem.edges:
+        parent[find(a)] = find(b)
+    groups: dict[int, list[int]] = {}
+    for p in range(len(problem.pools)):
+        groups.setdefault(find(p), []).append(p)
+    return sorted(groups.values(), key=lambda g: (len(g), g))
+
+
+# ------------------------------------------------------------------------------------------- variables
+def _seq_vars(fm: FullModel, pool: Pool) -> None:
+    problem, lin = fm.problem, fm.lin
+    qs = sorted(pool.queries)
+    fm.order[pool.index] = qs
+    if len(qs) < 2:
+        return
+    graph = _relevance(fm, pool)
+    domains = {q: [pool.source] if q in pool.start_queries else problem.admissible_snapshots(pool, frozenset({q}))
+               for q in qs}
+    _prune_modes(graph, domains)
+    for q in qs:
+        fm.mode[(pool.index, q)] = {x: lin.var(f"m{pool.index}_{q}_{x}") for x in domains[q]}
+        lin.add([(v, 1) for v in fm.mode[(pool.index, q)].values()], hi=1)
+    for q, q2 in graph.edges:
+        q, q2 = sorted((q, q2))
+        common = sorted(set(fm.m(pool.index, q)) & set(fm.m(pool.index, q2)))
+        if not common:
+            continue
+        per_mode = {x: lin.var(f"s{pool.index}_{q}_{q2}_{x}") for x in common}
+        fm.same_mode[(pool.index, q, q2)] = per_mode
+        if len(common) == 1:
+            fm.same[(pool.index, q, q2)] = per_mode[common[0]]
+        else:
+            v = fm.same[(pool.index, q, q2)] = lin.var(f"s{pool.index}_{q}_{q2}")
+            lin.add([(v, 1)] + [(w, -1) for w in per_mode.values()], 0, 0)
+    fm.graphs[pool.index] = graph
+
+
+def _prune_modes(graph, domains: dict[str, list[str]]) -> None:
+    """Drop a snapshot type from a query's domain when no kept neighbour can share it: a shared block is
+    connected in the graph of kept pairs (module docstring), so such a block would be a single query."""
+    changed = True
+    while changed:
+        changed = False
+        for q, modes in domains.items():
+            keep = [x for x in modes if any(x in domains[q2] for q2 in graph[q])]
+            if len(keep) != len(modes):
+                domains[q] = keep
+                changed = True
+
+
+def _relevance(fm: FullModel, pool: Pool):
+    """The pairs of the pool whose relation the model keeps: a chordal graph (so that transitivity on its
+    triangles makes the kept pairs an equivalence relation's restriction, module docstring)."""
+    import networkx as nx
+
+    qs = fm.order[pool.index]
+    g = nx.Graph()
+    g.add_nodes_from(qs)
+    if pool.index in fm.dense:
+        g.add_edges_from(combinations(qs, 2))
+        return g
+    cliques = [term.queries for term in fm.problem.terms if term.b == pool.index]
+    cliques += [group for _kind, group, _t in _fanout(fm.problem, pool)]
+    for group in cliques:
+        g.add_edges_from(combinations(sorted(group), 2))
+    if not nx.is_chordal(g):
+        g, _ = nx.complete_to_chordal_graph(g)
+    return g
+
+
+def _dense_pools(problem: GloriaProblem, pools: list[int]) -> set[int]:
+    """SEQ pools whose relation is kept on every pair: under fork_accounting="once" (a block pays its
+    propagation once, so merging blocks that share no edge pays), and around a term whose REUSE is
+    checked by the explicit block conditions (a non-primary query; a Kleene pool's snapshot type that
+    is the next pool's source) or a query without a primary predecessor that does not start there."""
+    inside = set(pools)
+    if problem.fork_accounting == "once":
+        return {p for p in inside if problem.pools[p].kind == "seq"}
+    dense: set[int] = set()
+    primary_in: dict[int, set[str]] = {}
+    for term in problem.terms:
+        if term.a not in inside or term.entry:
+            continue
+        primary_in.setdefault(term.b, set()).update(term.primary)
+        kleene_exit = problem.pools[term.a].kind == "kleene" and term.t[1] in problem.pools[term.a].types
+        if term.queries - term.primary or kleene_exit:
+            dense.update((term.a, term.b))
+    for p in inside:
+        pool = problem.pools[p]
+        if pool.kind == "seq" and pool.queries - pool.start_queries - primary_in.get(p, set()):
+            dense.add(p)
+    return {p for p in dense if problem.pools[p].kind == "seq"}
+
+
+def _kleene_vars(fm: FullModel, pool: Pool) -> None:
+    lin = fm.lin
+    qs = sorted(pool.queries)
+    fm.order[pool.index] = qs
+    opts: dict[str | None, int] = {None: lin.var(f"k{pool.index}_ns")}
+    if len(qs) >= 2:
+        for x in sorted(pool.types):
+            opts[x] = lin.var(f"k{pool.index}_{x}")
+        fm.kshared[pool.index] = lin.var(f"k{pool.index}_shared")
+        lin.add([(fm.kshared[pool.index], 1)] + [(v, -1) for x, v in opts.items() if x is not None], 0, 0)
+        for q in qs:
+            fm.mode[(pool.index, q)] = {x: v for x, v in opts.items() if x is not None}
+    lin.add([(v, 1) for v in opts.values()], 1, 1)
+    fm.kopt[pool.index] = opts
+
+
+# -------------------------------------------------------------------------------------- one pool's rows
+def _partition_rows(fm: FullModel, pool: Pool) -> None:
+    """Same mode within a block, blocks of >= 2 queries, transitivity."""
+    p, lin = pool.index, fm.lin
+    qs = fm.order[p]
+    for q, q2 in combinations(qs, 2):
+        per_mode = fm.s_mode(p, q, q2)
+        mq, mq2 = fm.m(p, q), fm.m(p, q2)
+        for x, v in per_mode.items():  # one block, one mode
+            lin.add([(v, 1), (mq[x], -1)], hi=0)
+            lin.add([(v, 1), (mq2[x], -1)], hi=0)
+    graph = fm.graphs.get(p)
+    if graph is None:
+        return
+    for q in qs:
+        if not fm.m(p, q):
+            continue
+        for x, w in fm.m(p, q).items():  # a block of mode x holds another query
+            pairs = [fm.s_mode(p, q, q2).get(x) for q2 in graph[q]]
+            lin.add([(v, 1) for v in pairs if v is not None] + [(w, -1)], lo=0)
+    n_tri = 0
+    rank = {q: k for k, q in enumerate(qs)}
+    for i in qs:
+        for j in graph[i]:
+            if rank[j] <= rank[i]:
+                continue
+            for k in graph[i]:
+                if rank[k] <= rank[j] or k not in graph[j]:
+                    continue
+                sij, sjk, sik = fm.s(p, i, j), fm.s(p, j, k), fm.s(p, i, k)
+                for a, b, c in ((sij, sjk, sik), (sij, sik, sjk), (sik, sjk, sij)):
+                    if a is not None and b is not None:
+                        lin.add([(a, 1), (b, 1)] + ([(c, -1)] if c is not None else []), hi=1)
+                        n_tri += 1
+    fm.stats["triangles"] = fm.stats.get("triangles", 0) + n_tri
+
+
+def _fanout(problem: GloriaProblem, pool: Pool) -> list[tuple[str, frozenset[str], PairTerm | None]]:
+    """The edges that price Ej with predecessor Ei from the pool's blocks: (kind, queries, term)."""
+    out = [("entry" if term.entry else "pair", term.queries, term) for term in problem.terms if term.a == pool.index]
+    out += [("end", ending, None) for _t, ending in pool.ends]
+    return out
+
+
+def _leader(fm: FullModel, p: int, group: frozenset[str], q: str, x: str) -> int:
+    """Variable that is 1 when q leads a block of mode x among ``group`` (the first of its block there)."""
+    key = (p, group, q, x)
+    if key in fm.leaders:
+        return fm.leaders[key]
+    earlier = [fm.s_mode(p, q2, q).get(x) for q2 in fm.order[p] if q2 < q and q2 in group]
+    earlier = [v for v in earlier if v is not None]
+    mq = fm.m(p, q)[x]
+    if not earlier:
+        fm.leaders[key] = mq
+        return mq
+    v = fm.lin.var(f"l{p}_{len(fm.leaders)}")
+    fm.lin.add([(v, 1), (mq, -1)] + [(w, 1) for w in earlier], lo=0)
+    fm.leaders[key] = v
+    return v
+
+
+def _count_cuts(fm: FullModel, p: int, group: frozenset[str]) -> None:
+    """Valid inequalities on the number N of blocks of mode X among ``group`` (the sum of its leaders).
+
+    In a partition, N = sum over shared q of 1 / (1 + S_q), S_q = q's block mates in the group. 1/(1+S) is
+    convex, so on integers it lies above its secant through k and k+1; summed over q:
+    ``(1+k)(2+k) N >= 2(1+k) sum_q m_q - sum_q S_q``, tight for a block of k+1 queries. The leader
+    definition alone lets the LP count a fraction of a block (the first queries of the order partly
+    unshared); these rows make it pay about one block per group."""
+    members = [q for q in fm.order[p] if q in group]
+    if len(members) < 3:
+        return
+    for x in sorted({x for q in members for x in fm.m(p, q)}):
+        leaders = [fm.leaders[(p, group, q, x)] for q in members if (p, group, q, x) in fm.leaders]
+        modes = [fm.m(p, q)[x] for q in members if x in fm.m(p, q)]
+        pairs = [v for q, q2 in combinations(members, 2) if (v := fm.s_mode(p, q, q2).get(x)) is not None]
+        if len(modes) < 3 or not pairs:
+            continue
+        k = 1
+        while True:
+            k = min(k, len(modes) - 1)
+            a = (1 + k) * (2 + k)
+            fm.lin.add([(v, a) for v in leaders] + [(v, -2 * (1 + k)) for v in modes] + [(v, 2) for v in pairs],
+                       lo=0)
+            if k == len(modes) - 1:
+                break
+            k *= 2
+
+
+def _seq_costs(fm: FullModel, pool: Pool) -> None:
+    problem, lin, p = fm.problem, fm.lin, pool.index
+    ei, ej = pool.source, pool.target
+    f = problem.freq
+    fan = _fanout(problem, pool)
+    prop = {x: f[ei] * flen(problem, x, ei) * problem.g(ej) for x in problem.freq}
+    for q in fm.order[p]:
+        unshared = sum(f[ei] * f[ej] * problem.share(p, (ei, ej), (q,), qs) for _k, qs, _t in fan if q in qs)
+        fm.constant += unshared
+        for v in fm.m(p, q).values():
+            lin.cost(v, -unshared)
+    groups: dict[frozenset[str], int] = {}
+    if problem.fork_accounting == "once":
+        groups[frozenset(pool.queries)] = 1
+    else:
+        for _k, qs, _t in fan:
+            groups[qs] = groups.get(qs, 0) + 1
+    for group, times in groups.items():
+        for q in fm.order[p]:
+            if q in group:
+                for x in fm.m(p, q):
+                    lin.cost(_leader(fm, p, group, q, x), times * prop[x])
+        _count_cuts(fm, p, group)
+    for _kind, qs, _t in fan:
+        for q in qs:
+            for x, v in fm.m(p, q).items():
+                lin.cost(v, f[ej] * f[x])
+
+
+def _kleene_costs(fm: FullModel, pool: Pool) -> None:
+    problem, p = fm.problem, pool.index
+    f = problem.freq
+    out = [term for term in problem.terms if term.a == p]
+    for x, v in fm.kopt[p].items():
+        blocks: Option = (sort_blocks(Block((q,)) for q in pool.queries) if x is None
+                          else (Block(tuple(pool.queries), x),))
+        c = cycle_cost(problem, pool, blocks) + end_cost(problem, pool, blocks)
+        for term in out:
+            ei, ej = term.t
+            if x is None:
+                c += sum(f[ei] * f[ej] * problem.share(p, term.t, (q,), term.queries) for q in term.queries)
+            else:
+                c += f[ei] * flen(problem, x, ei) * problem.g(ej) * problem.share(p, term.t, blocks[0].queries,
+                                                                                  term.queries)
+                c += f[ej] * f[x] * len(term.queries)
+        fm.lin.cost(v, c)
+
+
+# ------------------------------------------------------------------------------------------- term rows
+def _derivability(fm: FullModel, term: PairTerm) -> None:
+    a, b = term.a, term.b
+    lin = fm.lin
+    ej = fm.problem.pools[b].source
+    prim = sorted(term.primary & fm.problem.pools[b].queries)
+    for q in prim:
+        ma = fm.m(a, q)
+        for x, v in fm.m(b, q).items():
+            if x == ej:
+                continue
+            lin.add([(v, 1)] + ([(ma[x], -1)] if x in ma else []), hi=0)
+    for q, q2 in combinations(prim, 2):
+        sa, sb = fm.s(a, q, q2), fm.s(b, q, q2)
+        if sa is not None:
+            lin.add([(sa, 1)] + ([(sb, -1)] if sb is not None else []), hi=0)
+    pset = set(prim)
+    for q in prim:
+        inh = {x: v for x, v in fm.m(b, q).items() if x != ej}
+        if not inh:
+            continue
+        for q2 in fm.order[b]:
+            if q2 == q:
+                continue
+            sb = fm.s(b, q, q2)
+            if sb is None or not set(inh) & set(fm.m(b, q2)):
+                continue
+            sa = fm.s(a, q, q2) if q2 in pset else None
+            lin.add([(sb, 1)] + [(v, 1) for v in inh.values()] + ([(sa, -1)] if sa is not None else []), hi=1)
+
+
+def _reuse(fm: FullModel, index: int, term: PairTerm) -> None:
+    """Subtract the evaluation f(Ej) f(X) of every query whose restricted block is REUSEd across the term.
+
+    For a primary query and an inherited mode X != Ej, derivability already makes the next block the
+    restricted previous block, so REUSE is that mode (``r = m[b,q,X]``) unless a non-primary query may
+    sit in q's block (then it must not). Otherwise (a non-primary query, or X = Ej, possible after a
+    Kleene super-pool whose snapshot type is the next pool's source) the block conditions are explicit.
+    """
+    a, b = term.a, term.b
+    f, lin = fm.problem.freq, fm.lin
+    ej = term.t[1]
+    nonprim = term.queries - term.primary
+    qa = fm.problem.pools[a].queries
+    for q in sorted(term.queries):
+        common = {x: (fm.m(a, q)[x], v) for x, v in fm.m(b, q).items() if x in fm.m(a, q)}
+        if not common:
+            continue
+        others = [q2 for q2 in sorted(nonprim & qa) if q2 != q and fm.s(a, q, q2) is not None]
+        derived = {x: vs for x, vs in common.items() if q in term.primary and x != ej}
+        if derived and not others:
+            for x, (_va, vb) in derived.items():
+                lin.cost(vb, -f[ej] * f[x])
+            derived = {}
+        elif derived:
+            rs = _reuse_vars(fm, index, q, ej, derived)
+            for q2 in others:
+                lin.add([(r, 1) for r in rs.values()] + [(fm.s(a, q, q2), 1)], hi=1)
+        rest = {x: vs for x, vs in common.items() if x not in derived and not (q in term.primary and x != ej)}
+        if rest:
+            rs = _reuse_vars(fm, index, q, ej, rest)
+            _reuse_generic(fm, term, q, [(r, 1) for r in rs.values()])
+
+
+def _reuse_vars(fm: FullModel, index: int, q: str, ej: str, modes: dict[str, tuple[int, int]]) -> dict[str, int]:
+    f, lin = fm.problem.freq, fm.lin
+    rs = {x: lin.var(f"r{index}_{q}_{x}") for x in modes}
+    fm.reuse.setdefault((index, q), {}).update(rs)
+    for x, r in rs.items():
+        lin.cost(r, -f[ej] * f[x])
+        lin.add([(r, 1), (modes[x][0], -1)], hi=0)
+        lin.add([(r, 1), (modes[x][1], -1)], hi=0)
+    return rs
+
+
+def _reuse_generic(fm: FullModel, term: PairTerm, q: str, rsum: list[tuple[int, int]]) -> None:
+    """REUSE of a non-primary query: its next block contains its restricted block and lies inside its block."""
+    a, b = term.a, term.b
+    lin = fm.lin
+    qa, qb = fm.problem.pools[a].queries, fm.problem.pools[b].queries
+    for q2 in sorted(term.queries & qa):  # the restricted block lies in the next block
+        sa = fm.s(a, q, q2) if q2 != q else None
+        if sa is None:
+            continue
+        sb = fm.s(b, q, q2) if q2 in qb else None
+        lin.add(rsum + [(sa, 1)] + ([(sb, -1)] if sb is not None else []), hi=1)
+    for q2 in sorted(qb):  # the next block lies in the previous block
+        sb = fm.s(b, q, q2) if q2 != q else None
+        if sb is None:
+            continue
+        sa = fm.s(a, q, q2) if q2 in qa else None
+        lin.add(rsum + [(sb, 1)] + ([(sa, -1)] if sa is not None else []), hi=1)
+
+
+def build_full_model(problem: GloriaProblem, pools: list[int], deadline: float | None = None) -> FullModel:
+    """The full-space model of the pools of one component of the pool graph."""
+    fm = FullModel(problem, sorted(pools))
+    inside = set(pools)
+    fm.dense = _dense_pools(problem, fm.pools)
+    for p in fm.pools:
+        pool = problem.pools[p]
+        (_kleene_vars if pool.kind == "kleene" else _seq_vars)(fm, pool)
+        fm.constant += start_cost(problem, pool)
+    for p in fm.pools:
+        pool = problem.pools[p]
+        if pool.kind == "kleene":
+            _kleene_costs(fm, pool)
+        else:
+            _partition_rows(fm, pool)
+            _seq_costs(fm, pool)
+        _check(deadline)
+    for index, term in enumerate(problem.terms):
+        if term.a in inside and not term.entry:
+            _derivability(fm, term)
+            _reuse(fm, index, term)
+    fm.stats.update(variables=len(fm.lin.names), rows=len(fm.lin.rows))
+    return fm
+
+
+def _check(deadline: float | None) -> None:
+    from cepopt.gloria.graph import check_deadline
+
+    check_deadline(deadline)
+
+
+# ------------------------------------------------------------------------------------ decode and hints
+def decode_full(fm: FullModel, value) -> dict[int, Option]:
+    """The option of every pool of the component from a solution (``value(var) -> 0/1``)."""
+    out: dict[int, Option] = {}
+    for p in fm.pools:
+        pool = fm.problem.pools[p]
+        qs = fm.order[p]
+        if pool.kind == "kleene":
+            x = next((x for x, v in fm.kopt[p].items() if value(v)), None)
+            out[p] = (sort_blocks(Block((q,)) for q in qs) if x is None else (Block(tuple(qs), x),))
+            continue
+        blocks: list[Block] = []
+        seen: set[str] = set()
+        for q in qs:  # blocks: the connected components of the kept pairs in one block
+            if q in seen:
+                continue
+            x = next((x for x, v in fm.m(p, q).items() if value(v)), None)
+            members, stack = [q], [q]
+            seen.add(q)
+            while x is not None and stack:
+                cur = stack.pop()
+                for q2 in fm.graphs[p][cur] if p in fm.graphs else ():
+                    v = fm.s(p, cur, q2)
+                    if q2 not in seen and v is not None and value(v):
+                        seen.add(q2)
+                        members.append(q2)
+                        stack.append(q2)
+            blocks.append(Block(tuple(members), x if len(members) > 1 else None))
+        out[p] = sort_blocks(blocks)
+    return out
+
+
+def full_hint(fm: FullModel, options: dict[int, Option] | list[Option]) -> dict[int, int]:
+    """Values of the partition variables (modes, same, Kleene options) for a given option per pool."""
+    hint: dict[int, int] = {}
+    for p in fm.pools:
+        option = options[p]
+        where = {q: blk for blk in option for q in blk.queries}
+        if p in fm.kopt:
+            x = option[0].snapshot if len(option) == 1 and option[0].snapshot else None
+            for y, v in fm.kopt[p].items():
+                hint[v] = int(y == x)
+            if p in fm.kshared:
+                hint[fm.kshared[p]] = int(x is not None)
+            continue
+        for q in fm.order[p]:
+            for x, v in fm.m(p, q).items():
+                hint[v] = int(where[q].snapshot == x)
+        for q, q2 in combinations(fm.order[p], 2):
+            v = fm.s(p, q, q2)
+            if v is None:
+                continue
+            together = where[q] is where[q2] and where[q].snapshot is not None
+            hint[v] = int(together)
+            for x, w in fm.s_mode(p, q, q2).items():
+                hint[w] = int(together and where[q].snapshot == x)
+    return hint
+
+
+def integral_objective(fm: FullModel) -> tuple[list[int] | None, int, object]:
+    """(objective as ints, multiplier d, constant) when every weight is exact (ints or Fractions): the
+    weights times d = the lcm of their denominators; None when some weight is a float."""
+    values = fm.lin.obj + [fm.constant]
+    if any(isinstance(w, float) and not w.is_integer() for w in values):
+        return None, 1, fm.constant
+    d = math.lcm(*(Fraction(w).denominator for w in values if w))
+    return [int(Fraction(w) * d) for w in fm.lin.obj], d, fm.constant
+
+
+def deadline_left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+
+
+# ---------------------------------------------------------------------------------------------- solving
+@dataclass
+class ComponentResult:
+    options: dict[int, Option] | None
+    status: str
+    objective: object
+    bound: object
+    stats: dict
+
+
+def _cpsat(fm: FullModel, coefs: list[int], time_limit, seed, workers, hint):
+    from ortools.sat.python import cp_model
+
+    from cepopt.formulations.cpsat import cpsat_stats, solve_cpsat
+
+    model = cp_model.CpModel()
+    xs = [model.NewBoolVar(n) for n in fm.lin.names]
+    for cols, cs, lo, hi in fm.lin.rows:
+        expr = cp_model.LinearExpr.WeightedSum([xs[i] for i in cols], cs)
+        model.AddLinearConstraint(expr, -(2 ** 62) if lo is None else lo, 2 ** 62 if hi is None else hi)
+    nz = [(xs[i], c) for i, c in enumerate(coefs) if c]
+    model.Minimize(cp_model.LinearExpr.WeightedSum([v for v, _ in nz], [c for _, c in nz]))
+    pairs = [(xs[i], val) for i, val in hint.items()] if hint else None
+    import json
+    import os
+
+    extra = json.loads(os.environ.get("CEPOPT_GLORIA_FULL_CPSAT", "{}"))
+    result = solve_cpsat(model, time_limit=time_limit, seed=seed, workers=workers, lp_heavy=True, hint=pairs,
+                         extra=extra)
+    value = None if result.objective is None else (lambda i: result.value(xs[i]))
+    return result.status, result.objective, result.bound, value, cpsat_stats(model, result)
+
+
+def _milp(fm: FullModel, coefs: list[int], time_limit, seed, backend, hint):
+    from cepopt.formulations.milp import MatrixMilp, solve_milp
+
+    prob = MatrixMilp(list(fm.lin.names), [float(c) for c in coefs],
+                      [(cols, [float(c) for c in cs], lo, hi) for cols, cs, lo, hi in fm.lin.rows], maximize=False)
+    result = solve_milp(prob, backend=backend, time_limit=time_limit, seed=seed, feas_tol=1e-9)
+    value = None
+    if result.objective is not None and result.status in ("optimal", "feasible"):
+        names = fm.lin.names
+
+        def value(i):
+            return int(result.values.get(names[i], 0.0) > 0.5)
+    return result.status, result.objective, result.bound, value, {"solver_wall_time": result.wall_time}
+
+
+def solve_component(fm: FullModel, *, backend: str, time_limit: float | None, seed: int, workers: int = 2,
+                    hint: dict[int, int] | None = None) -> ComponentResult:
+    """Solve one component's model: options (None when no solution), status, the objective and a lower
+    bound in the cost model's units (exact Fractions when the weights are exact, else floats)."""
+    coefs, d, constant = integral_objective(fm)
+    exact = coefs is not None
+    if not exact:
+        from cepopt.formulations.scaling import integer_scale
+
+        scale = integer_scale(fm.lin.obj, target=1e9 / max(len(fm.lin.obj), 1), max_power=None)
+        coefs = [scale.to_int(w) for w in fm.lin.obj]
+        d = scale.factor
+    if backend == "cpsat":
+        status, obj, bound, value, stats = _cpsat(fm, coefs, time_limit, seed, workers, hint)
+    else:
+        status, obj, bound, value, stats = _milp(fm, coefs, time_limit, seed, backend, hint)
+    stats.update(fm.stats, scale=d, exact_weights=exact)
+    options = decode_full(fm, value) if value is not None else None
+    if bound is not None:
+        if exact:  # integer weights: every plan's scaled objective is an integer >= the solver's bound
+            bound = Fraction(math.ceil(bound - 1e-6), d) + constant
+        else:
+            rounding = 0.5 * sum(1 for c in coefs if c)
+            bound = (bound - rounding) / d + float(constant)
+    if obj is not None:
+        obj = (Fraction(round(obj), d) if exact else obj / d) + constant
+    if not exact and status == "optimal":
+        status = "feasible"  # the rounded model's optimum proves nothing about the exact one
+    return ComponentResult(options, status, obj, bound, stats)
