@@ -51,11 +51,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations
 
-from cepopt.gloria.cost import Option, cycle_cost, end_cost, flen, start_cost
+from cepopt.gloria.cost import Option, cycle_cost, end_cost, flen
 from cepopt.gloria.plan import Block, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, PairTerm, Pool
 
-__all__ = ["FullModel", "build_full_model", "components", "full_hint", "decode_full"]
+__all__ = ["FullModel", "Prep", "build_full_model", "components", "decode_full", "full_hint", "model_value",
+           "prepare", "repair"]
 
 
 class _Lin:
@@ -80,6 +81,10 @@ class _Lin:
             self.obj[v] += c
 
     def add(self, terms: list[tuple[int, int]], lo: int | None = None, hi: int | None = None) -> None:
+        cols = [v for v, _ in terms]
+        if len(set(cols)) == len(cols):
+            self.rows.append((cols, [c for _, c in terms], lo, hi))
+            return
         merged: dict[int, int] = {}
         for v, c in terms:
             merged[v] = merged.get(v, 0) + c
@@ -105,10 +110,11 @@ class FullModel:
     #: (term index, query) -> {X: var} of the reuse indicators that are their own variables
     reuse: dict[tuple[int, str], dict[str, int]] = field(default_factory=dict)
     leaders: dict[tuple[int, frozenset, str, str], int] = field(default_factory=dict)
-    #: SEQ pools that keep every pair, and each SEQ pool's graph of kept pairs
-    dense: set[int] = field(default_factory=set)
+    #: the shared preparation (kept pairs, domains) and this component's graphs of kept pairs
+    prep: Prep | None = None
     graphs: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
+    cache: dict = field(default_factory=dict, repr=False)
 
     def m(self, p: int, q: str) -> dict[str, int]:
         return self.mode.get((p, q), {})
@@ -128,39 +134,58 @@ class FullModel:
         return self.same.get(key)
 
 
-def components(problem: GloriaProblem) -> list[list[int]]:
-    """Pools grouped by connected component of the pool graph (pools joined by a pair term)."""
-    parent = list(range(len(problem.pools)))
+def components(problem: GloriaProblem, prep: Prep) -> list[dict[int, frozenset[str]]]:
+    """The independent parts of the model: (pool, query) units that have variables (a query of a SEQ pool
+    with a snapshot type in its domain; every query of a Kleene super-pool of two or more), joined when
+    they interact: two queries of a pool kept as a pair, one query on both sides of a pair term. Each
+    part maps its pools to its queries there; smallest first. Everything outside them is unshared in
+    every plan the models allow, at a cost that no decision changes."""
+    parent: dict[tuple[int, str], tuple[int, str]] = {}
 
-    def find(x: int) -> int:
+    def find(x):
         while parent[x] != x:
             parent[x] = parent[parent[x]]
             x = parent[x]
         return x
 
-    for a, b in problem.edges:
-        parent[find(a)] = find(b)
-    groups: dict[int, list[int]] = {}
-    for p in range(len(problem.pools)):
-        groups.setdefault(find(p), []).append(p)
-    return sorted(groups.values(), key=lambda g: (len(g), g))
+    def union(x, y):
+        if x in parent and y in parent:
+            parent[find(x)] = find(y)
+
+    for pool in problem.pools:
+        if prep.trivial(problem, pool.index):
+            continue
+        qs = sorted(pool.queries)
+        for q in qs:
+            if pool.kind == "kleene" or prep.domains[pool.index][q]:
+                parent[(pool.index, q)] = (pool.index, q)
+        if pool.kind == "kleene":
+            for q in qs[1:]:
+                union((pool.index, q), (pool.index, qs[0]))
+        else:
+            for q, q2 in prep.graphs[pool.index].edges:
+                union((pool.index, q), (pool.index, q2))
+    for term in problem.terms:
+        if not term.entry:
+            for q in term.queries:
+                union((term.a, q), (term.b, q))
+    parts: dict[tuple[int, str], dict[int, set[str]]] = {}
+    for unit in parent:
+        parts.setdefault(find(unit), {}).setdefault(unit[0], set()).add(unit[1])
+    out = [{p: frozenset(qs) for p, qs in part.items()} for part in parts.values()]
+    return sorted(out, key=lambda part: (sum(map(len, part.values())), sorted(part)))
 
 
 # ------------------------------------------------------------------------------------------- variables
 def _seq_vars(fm: FullModel, pool: Pool) -> None:
-    problem, lin = fm.problem, fm.lin
-    qs = sorted(pool.queries)
-    fm.order[pool.index] = qs
-    if len(qs) < 2:
-        return
-    graph = _relevance(fm, pool)
-    domains = {q: [pool.source] if q in pool.start_queries else problem.admissible_snapshots(pool, frozenset({q}))
-               for q in qs}
-    _prune_modes(graph, domains)
+    lin = fm.lin
+    qs = fm.order[pool.index]
+    graph = fm.prep.graphs[pool.index]
     for q in qs:
-        fm.mode[(pool.index, q)] = {x: lin.var(f"m{pool.index}_{q}_{x}") for x in domains[q]}
-        lin.add([(v, 1) for v in fm.mode[(pool.index, q)].values()], hi=1)
-    for q, q2 in graph.edges:
+        fm.mode[(pool.index, q)] = {x: lin.var(f"m{pool.index}_{q}_{x}") for x in fm.prep.domains[pool.index][q]}
+        if fm.mode[(pool.index, q)]:
+            lin.add([(v, 1) for v in fm.mode[(pool.index, q)].values()], hi=1)
+    for q, q2 in graph.subgraph(qs).edges:
         q, q2 = sorted((q, q2))
         common = sorted(set(fm.m(pool.index, q)) & set(fm.m(pool.index, q2)))
         if not common:
@@ -175,37 +200,125 @@ def _seq_vars(fm: FullModel, pool: Pool) -> None:
     fm.graphs[pool.index] = graph
 
 
-def _prune_modes(graph, domains: dict[str, list[str]]) -> None:
+@dataclass
+class Prep:
+    """What the models of all components share: the SEQ pools that keep every pair, each SEQ pool's
+    graph of kept pairs and every query's snapshot types there (pruned to a fixpoint)."""
+
+    dense: set[int]
+    graphs: dict[int, object]
+    domains: dict[int, dict[str, list[str]]]
+
+    def trivial(self, problem: GloriaProblem, p: int) -> bool:
+        """No sharing is possible in pool p (every query unshared in every plan the models allow)."""
+        if problem.pools[p].kind == "kleene":
+            return len(problem.pools[p].queries) < 2
+        return not any(self.domains.get(p, {}).values())
+
+
+def prepare(problem: GloriaProblem) -> Prep:
+    """Kept pairs and snapshot domains of every SEQ pool. A type leaves a query's domain when no kept
+    neighbour can share it (a shared block is connected by kept pairs) or when it is inherited (not the
+    pool's source) and the query's primary predecessor cannot carry it (derivability, §4.1)."""
+    dense = _dense_pools(problem, list(range(len(problem.pools))))
+    graphs: dict[int, object] = {}
+    domains: dict[int, dict[str, list[str]]] = {}
+    for pool in problem.pools:
+        if pool.kind != "seq" or len(pool.queries) < 2:
+            continue
+        graphs[pool.index] = _relevance(problem, pool, pool.index in dense)
+        domains[pool.index] = {
+            q: [pool.source] if q in pool.start_queries else problem.admissible_snapshots(pool, frozenset({q}))
+            for q in sorted(pool.queries)}
+    inherited = [(term, q) for term in problem.terms if not term.entry and term.b in domains
+                 for q in sorted(term.primary)]
+    changed = True
+    while changed:
+        changed = False
+        for p, dom in domains.items():
+            changed |= _prune_modes(graphs[p], dom)
+        for term, q in inherited:
+            ej = problem.pools[term.b].source
+            source = _pred_modes(problem, domains, term.a, q)
+            dom = domains[term.b]
+            keep = [x for x in dom[q] if x == ej or x in source]
+            if len(keep) != len(dom[q]):
+                dom[q] = keep
+                changed = True
+    return Prep(dense, graphs, domains)
+
+
+def _pred_modes(problem: GloriaProblem, domains, a: int, q: str) -> set[str]:
+    pool = problem.pools[a]
+    if pool.kind == "kleene":
+        return set(pool.types) if len(pool.queries) >= 2 else set()
+    return set(domains.get(a, {}).get(q, ()))
+
+
+def _prune_modes(graph, domains: dict[str, list[str]]) -> bool:
     """Drop a snapshot type from a query's domain when no kept neighbour can share it: a shared block is
     connected in the graph of kept pairs (module docstring), so such a block would be a single query."""
-    changed = True
+    changed, any_change = True, False
     while changed:
         changed = False
         for q, modes in domains.items():
             keep = [x for x in modes if any(x in domains[q2] for q2 in graph[q])]
             if len(keep) != len(modes):
                 domains[q] = keep
-                changed = True
+                changed = any_change = True
+    return any_change
 
 
-def _relevance(fm: FullModel, pool: Pool):
+def _relevance(problem: GloriaProblem, pool: Pool, dense: bool):
     """The pairs of the pool whose relation the model keeps: a chordal graph (so that transitivity on its
     triangles makes the kept pairs an equivalence relation's restriction, module docstring)."""
     import networkx as nx
 
-    qs = fm.order[pool.index]
+    qs = sorted(pool.queries)
     g = nx.Graph()
     g.add_nodes_from(qs)
-    if pool.index in fm.dense:
+    if dense:
         g.add_edges_from(combinations(qs, 2))
         return g
-    cliques = [term.queries for term in fm.problem.terms if term.b == pool.index]
-    cliques += [group for _kind, group, _t in _fanout(fm.problem, pool)]
+    cliques = [term.queries for term in problem.terms if term.b == pool.index]
+    cliques += [group for _kind, group, _t in _fanout(problem, pool)]
     for group in cliques:
         g.add_edges_from(combinations(sorted(group), 2))
-    if not nx.is_chordal(g):
-        g, _ = nx.complete_to_chordal_graph(g)
+    _make_chordal(g)
     return g
+
+
+def _make_chordal(g) -> None:
+    """Add fill edges so that ``g`` is chordal: maximum cardinality search gives an order whose
+    reverse is a perfect elimination order exactly when ``g`` is chordal; the elimination game along
+    it adds what is missing (nothing for a chordal graph, e.g. disjoint or nested cliques)."""
+    weight = {v: 0 for v in g}
+    order: list = []
+    done: set = set()
+    buckets: dict[int, set] = {0: set(g)}
+    top = 0
+    while len(order) < len(weight):
+        while not buckets.get(top):
+            top -= 1
+        v = min(buckets[top])
+        buckets[top].discard(v)
+        order.append(v)
+        done.add(v)
+        for u in g[v]:
+            if u not in done:
+                buckets[weight[u]].discard(u)
+                weight[u] += 1
+                buckets.setdefault(weight[u], set()).add(u)
+                top = max(top, weight[u])
+    rank = {v: k for k, v in enumerate(order)}
+    for v in reversed(order):  # eliminate v: its earlier neighbours become a clique
+        earlier = sorted((u for u in g[v] if rank[u] < rank[v]), key=rank.get)
+        if len(earlier) < 2:
+            continue
+        parent = earlier[-1]
+        for u in earlier[:-1]:
+            if not g.has_edge(u, parent):
+                g.add_edge(u, parent)
 
 
 def _dense_pools(problem: GloriaProblem, pools: list[int]) -> set[int]:
@@ -234,8 +347,7 @@ def _dense_pools(problem: GloriaProblem, pools: list[int]) -> set[int]:
 
 def _kleene_vars(fm: FullModel, pool: Pool) -> None:
     lin = fm.lin
-    qs = sorted(pool.queries)
-    fm.order[pool.index] = qs
+    qs = fm.order[pool.index]
     opts: dict[str | None, int] = {None: lin.var(f"k{pool.index}_ns")}
     if len(qs) >= 2:
         for x in sorted(pool.types):
@@ -269,6 +381,7 @@ def _partition_rows(fm: FullModel, pool: Pool) -> None:
             pairs = [fm.s_mode(p, q, q2).get(x) for q2 in graph[q]]
             lin.add([(v, 1) for v in pairs if v is not None] + [(w, -1)], lo=0)
     n_tri = 0
+    rows = lin.rows
     rank = {q: k for k, q in enumerate(qs)}
     for i in qs:
         for j in graph[i]:
@@ -280,7 +393,7 @@ def _partition_rows(fm: FullModel, pool: Pool) -> None:
                 sij, sjk, sik = fm.s(p, i, j), fm.s(p, j, k), fm.s(p, i, k)
                 for a, b, c in ((sij, sjk, sik), (sij, sik, sjk), (sik, sjk, sij)):
                     if a is not None and b is not None:
-                        lin.add([(a, 1), (b, 1)] + ([(c, -1)] if c is not None else []), hi=1)
+                        rows.append(([a, b, c], [1, 1, -1], None, 1) if c is not None else ([a, b], [1, 1], None, 1))
                         n_tri += 1
     fm.stats["triangles"] = fm.stats.get("triangles", 0) + n_tri
 
@@ -390,7 +503,7 @@ def _derivability(fm: FullModel, term: PairTerm) -> None:
     a, b = term.a, term.b
     lin = fm.lin
     ej = fm.problem.pools[b].source
-    prim = sorted(term.primary & fm.problem.pools[b].queries)
+    prim = sorted(q for q in term.primary if fm.m(b, q) or fm.m(a, q))
     for q in prim:
         ma = fm.m(a, q)
         for x, v in fm.m(b, q).items():
@@ -479,15 +592,15 @@ def _reuse_generic(fm: FullModel, term: PairTerm, q: str, rsum: list[tuple[int, 
         lin.add(rsum + [(sb, 1)] + ([(sa, -1)] if sa is not None else []), hi=1)
 
 
-def build_full_model(problem: GloriaProblem, pools: list[int], deadline: float | None = None) -> FullModel:
-    """The full-space model of the pools of one component of the pool graph."""
-    fm = FullModel(problem, sorted(pools))
-    inside = set(pools)
-    fm.dense = _dense_pools(problem, fm.pools)
+def build_full_model(problem: GloriaProblem, part: dict[int, frozenset[str]], deadline: float | None = None,
+                     prep: Prep | None = None) -> FullModel:
+    """The full-space model of one independent part (:func:`components`): its pools, its queries there."""
+    fm = FullModel(problem, sorted(part), prep=prep or prepare(problem))
+    inside = set(part)
     for p in fm.pools:
         pool = problem.pools[p]
+        fm.order[p] = sorted(part[p])
         (_kleene_vars if pool.kind == "kleene" else _seq_vars)(fm, pool)
-        fm.constant += start_cost(problem, pool)
     for p in fm.pools:
         pool = problem.pools[p]
         if pool.kind == "kleene":
@@ -511,15 +624,15 @@ def _check(deadline: float | None) -> None:
 
 
 # ------------------------------------------------------------------------------------ decode and hints
-def decode_full(fm: FullModel, value) -> dict[int, Option]:
-    """The option of every pool of the component from a solution (``value(var) -> 0/1``)."""
+def decode_full(fm: FullModel, value) -> dict[int, list[Block]]:
+    """The blocks of the part's queries in each of its pools from a solution (``value(var) -> 0/1``)."""
     out: dict[int, Option] = {}
     for p in fm.pools:
         pool = fm.problem.pools[p]
         qs = fm.order[p]
         if pool.kind == "kleene":
             x = next((x for x, v in fm.kopt[p].items() if value(v)), None)
-            out[p] = (sort_blocks(Block((q,)) for q in qs) if x is None else (Block(tuple(qs), x),))
+            out[p] = [Block((q,)) for q in qs] if x is None else [Block(tuple(qs), x)]
             continue
         blocks: list[Block] = []
         seen: set[str] = set()
@@ -538,35 +651,110 @@ def decode_full(fm: FullModel, value) -> dict[int, Option]:
                         members.append(q2)
                         stack.append(q2)
             blocks.append(Block(tuple(members), x if len(members) > 1 else None))
-        out[p] = sort_blocks(blocks)
+        out[p] = blocks
     return out
 
 
 def full_hint(fm: FullModel, options: dict[int, Option] | list[Option]) -> dict[int, int]:
-    """Values of the partition variables (modes, same, Kleene options) for a given option per pool."""
+    """Values of the model's variables for a given option per pool (a hint for CP-SAT).
+
+    A block that is not connected by kept pairs is split into its connected pieces, a piece of one
+    query left unshared (never dearer under fork_accounting="edge", module docstring); reuse indicators
+    that are variables of their own are left at 0 (feasible; the solver sets them)."""
     hint: dict[int, int] = {}
     for p in fm.pools:
-        option = options[p]
-        where = {q: blk for blk in option for q in blk.queries}
         if p in fm.kopt:
+            option = options[p]
             x = option[0].snapshot if len(option) == 1 and option[0].snapshot else None
             for y, v in fm.kopt[p].items():
                 hint[v] = int(y == x)
             if p in fm.kshared:
                 hint[fm.kshared[p]] = int(x is not None)
             continue
+        label, mode = _hint_blocks(fm, p, options[p])
         for q in fm.order[p]:
             for x, v in fm.m(p, q).items():
-                hint[v] = int(where[q].snapshot == x)
+                hint[v] = int(mode.get(q) == x)
         for q, q2 in combinations(fm.order[p], 2):
             v = fm.s(p, q, q2)
             if v is None:
                 continue
-            together = where[q] is where[q2] and where[q].snapshot is not None
+            together = label.get(q) is not None and label.get(q) == label.get(q2)
             hint[v] = int(together)
             for x, w in fm.s_mode(p, q, q2).items():
-                hint[w] = int(together and where[q].snapshot == x)
+                hint[w] = int(together and mode[q] == x)
+    for (p, group, q, x), v in fm.leaders.items():
+        if v not in hint:
+            label, mode = _hint_blocks(fm, p, options[p])
+            first = mode.get(q) == x and not any(
+                label.get(q2) == label[q] for q2 in fm.order[p] if q2 < q and q2 in group)
+            hint[v] = int(first)
+    for rs in fm.reuse.values():
+        for v in rs.values():
+            hint[v] = 0
     return hint
+
+
+def _hint_blocks(fm: FullModel, p: int, option: Option) -> tuple[dict[str, int], dict[str, str]]:
+    """(piece label, mode) of every shared query of pool p under ``option``, pieces as in full_hint."""
+    key = (p, option)
+    if key not in fm.cache:
+        fm.cache[key] = _pieces(fm.prep, p, option)
+    return fm.cache[key]
+
+
+def _pieces(prep: Prep, p: int, option: Option) -> tuple[dict[str, tuple], dict[str, str]]:
+    graph = prep.graphs.get(p)
+    label: dict[str, tuple] = {}
+    mode: dict[str, str] = {}
+    for k, blk in enumerate(option):
+        if blk.snapshot is None or graph is None:
+            continue
+        members = [q for q in blk.queries if blk.snapshot in prep.domains[p][q]]
+        inside = set(members)
+        seen: set[str] = set()
+        for q in members:
+            if q in seen:
+                continue
+            piece, stack = [q], [q]
+            seen.add(q)
+            while stack:
+                cur = stack.pop()
+                for q2 in graph[cur]:
+                    if q2 in inside and q2 not in seen:
+                        seen.add(q2)
+                        piece.append(q2)
+                        stack.append(q2)
+            if len(piece) > 1:
+                for q2 in piece:
+                    label[q2], mode[q2] = (k, q), blk.snapshot
+    return label, mode
+
+
+def repair(problem: GloriaProblem, prep: Prep, options: list[Option]) -> list[Option]:
+    """A plan the models allow from any plan: every block cut into its pieces connected by kept pairs
+    with a type in every member's domain, a piece of one query unshared (never dearer under
+    fork_accounting="edge", module docstring). The input when no cut was needed; the unshared plan if
+    the result is not a valid plan."""
+    from cepopt.gloria.cost import baseline_options, edge_derivable, option_problem
+
+    out = list(options)
+    for p in prep.graphs:
+        label, mode = _pieces(prep, p, options[p])
+        groups: dict[tuple, list[str]] = {}
+        for q in sorted(problem.pools[p].queries):
+            groups.setdefault(label.get(q, ("single", q)), []).append(q)
+        out[p] = sort_blocks(Block(tuple(qs), mode[qs[0]] if len(qs) > 1 else None) for qs in groups.values())
+    if out == list(options):
+        return out
+    valid = all(option_problem(problem, pool, out[pool.index]) is None for pool in problem.pools) and all(
+        edge_derivable(problem, a, b, out[a], out[b]) for a, b in problem.edges)
+    return out if valid else baseline_options(problem)
+
+
+def model_value(fm: FullModel, values: dict[int, int]):
+    """The model's objective (exact) at a complete assignment, e.g. full_hint of the unshared plan."""
+    return sum((fm.lin.obj[i] * v for i, v in values.items() if v), fm.constant)
 
 
 def integral_objective(fm: FullModel) -> tuple[list[int] | None, int, object]:
@@ -586,42 +774,59 @@ def deadline_left(deadline: float | None) -> float | None:
 # ---------------------------------------------------------------------------------------------- solving
 @dataclass
 class ComponentResult:
-    options: dict[int, Option] | None
+    options: dict[int, list[Block]] | None
     status: str
     objective: object
     bound: object
     stats: dict
 
 
-def _cpsat(fm: FullModel, coefs: list[int], time_limit, seed, workers, hint):
+def _cpsat(fm: FullModel, coefs: list[int], deadline, seed, workers, hint):
+    """CP-SAT on the model's proto, filled from the flat rows (no per-term Python expressions)."""
+    import json
+    import os
+
     from ortools.sat.python import cp_model
 
     from cepopt.formulations.cpsat import cpsat_stats, solve_cpsat
 
     model = cp_model.CpModel()
-    xs = [model.NewBoolVar(n) for n in fm.lin.names]
+    proto = model.Proto()
+    for name in fm.lin.names:
+        var = proto.variables.add()
+        var.name = name
+        var.domain.extend((0, 1))
+    big = 2 ** 62
     for cols, cs, lo, hi in fm.lin.rows:
-        expr = cp_model.LinearExpr.WeightedSum([xs[i] for i in cols], cs)
-        model.AddLinearConstraint(expr, -(2 ** 62) if lo is None else lo, 2 ** 62 if hi is None else hi)
-    nz = [(xs[i], c) for i, c in enumerate(coefs) if c]
-    model.Minimize(cp_model.LinearExpr.WeightedSum([v for v, _ in nz], [c for _, c in nz]))
-    pairs = [(xs[i], val) for i, val in hint.items()] if hint else None
-    import json
-    import os
-
+        lin = proto.constraints.add().linear
+        lin.vars.extend(cols)
+        lin.coeffs.extend(cs)
+        lin.domain.extend((-big if lo is None else lo, big if hi is None else hi))
+    nz = [(i, c) for i, c in enumerate(coefs) if c]
+    proto.objective.vars.extend(i for i, _ in nz)
+    proto.objective.coeffs.extend(c for _, c in nz)
+    if hint:
+        proto.solution_hint.vars.extend(list(hint))
+        proto.solution_hint.values.extend(list(hint.values()))
     extra = json.loads(os.environ.get("CEPOPT_GLORIA_FULL_CPSAT", "{}"))
-    result = solve_cpsat(model, time_limit=time_limit, seed=seed, workers=workers, lp_heavy=True, hint=pairs,
+    result = solve_cpsat(model, time_limit=deadline_left(deadline), seed=seed, workers=workers, lp_heavy=True,
                          extra=extra)
-    value = None if result.objective is None else (lambda i: result.value(xs[i]))
+    value = None
+    if result.objective is not None:
+        response = result.solver.ResponseProto()
+        solution = list(response.solution)  # a copy: the proto's field dies with the response
+
+        def value(i):
+            return solution[i]
     return result.status, result.objective, result.bound, value, cpsat_stats(model, result)
 
 
-def _milp(fm: FullModel, coefs: list[int], time_limit, seed, backend, hint):
+def _milp(fm: FullModel, coefs: list[int], deadline, seed, backend, hint):
     from cepopt.formulations.milp import MatrixMilp, solve_milp
 
     prob = MatrixMilp(list(fm.lin.names), [float(c) for c in coefs],
                       [(cols, [float(c) for c in cs], lo, hi) for cols, cs, lo, hi in fm.lin.rows], maximize=False)
-    result = solve_milp(prob, backend=backend, time_limit=time_limit, seed=seed, feas_tol=1e-9)
+    result = solve_milp(prob, backend=backend, time_limit=deadline_left(deadline), seed=seed, feas_tol=1e-9)
     value = None
     if result.objective is not None and result.status in ("optimal", "feasible"):
         names = fm.lin.names
@@ -631,7 +836,7 @@ def _milp(fm: FullModel, coefs: list[int], time_limit, seed, backend, hint):
     return result.status, result.objective, result.bound, value, {"solver_wall_time": result.wall_time}
 
 
-def solve_component(fm: FullModel, *, backend: str, time_limit: float | None, seed: int, workers: int = 2,
+def solve_component(fm: FullModel, *, backend: str, deadline: float | None, seed: int, workers: int = 2,
                     hint: dict[int, int] | None = None) -> ComponentResult:
     """Solve one component's model: options (None when no solution), status, the objective and a lower
     bound in the cost model's units (exact Fractions when the weights are exact, else floats)."""
@@ -644,9 +849,9 @@ def solve_component(fm: FullModel, *, backend: str, time_limit: float | None, se
         coefs = [scale.to_int(w) for w in fm.lin.obj]
         d = scale.factor
     if backend == "cpsat":
-        status, obj, bound, value, stats = _cpsat(fm, coefs, time_limit, seed, workers, hint)
+        status, obj, bound, value, stats = _cpsat(fm, coefs, deadline, seed, workers, hint)
     else:
-        status, obj, bound, value, stats = _milp(fm, coefs, time_limit, seed, backend, hint)
+        status, obj, bound, value, stats = _milp(fm, coefs, deadline, seed, backend, hint)
     stats.update(fm.stats, scale=d, exact_weights=exact)
     options = decode_full(fm, value) if value is not None else None
     if bound is not None:
