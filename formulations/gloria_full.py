@@ -51,36 +51,37 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations
 
+from cepopt.errors import MethodLimitError
+from cepopt.formulations.model import Model
+from cepopt.gloria import cost
 from cepopt.gloria.cost import Option, cycle_cost, end_cost, flen
+from cepopt.gloria.graph import BuildTimeout
+from cepopt.gloria.greedy import greedy as greedy_options
+from cepopt.gloria.nodes import generate
 from cepopt.gloria.plan import Block, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, PairTerm, Pool
+from cepopt.solution import MethodResult
 
 __all__ = ["FullModel", "Prep", "build_full_model", "components", "decode_full", "full_hint", "model_value",
-           "prepare", "repair"]
+           "prepare", "repair", "solve_full", "start_options"]
 
 
-class _Lin:
-    """A linear 0/1 model under construction: variables, exact objective, rows lo <= sum c x <= hi."""
+class _Lin(Model):
+    """The container (:class:`~cepopt.formulations.model.Model`, minimised) with the few builders this
+    model uses: a 0/1 variable with a cost, a cost added to a variable, a row from (variable, coef)
+    pairs (repeated variables merged)."""
 
     def __init__(self) -> None:
-        self.names: list[str] = []
-        self.obj: list = []
-        self.rows: list[tuple[list[int], list[int], int | None, int | None]] = []
-        self.lb: list[int] = []
-        self.ub: list[int] = []
+        super().__init__("gloria-full", sense="min")
 
-    def var(self, name: str, cost=0) -> int:
-        self.names.append(name)
-        self.obj.append(cost)
-        self.lb.append(0)
-        self.ub.append(1)
-        return len(self.names) - 1
+    def bvar(self, name: str, cost=0) -> int:
+        return self.add_var(name, 0, 1, True, cost)
 
     def cost(self, v: int, c) -> None:
         if c:
-            self.obj[v] += c
+            self.objective[v] += c
 
-    def add(self, terms: list[tuple[int, int]], lo: int | None = None, hi: int | None = None) -> None:
+    def addt(self, terms: list[tuple[int, int]], lo: int | None = None, hi: int | None = None) -> None:
         cols = [v for v, _ in terms]
         if len(set(cols)) == len(cols):
             self.rows.append((cols, [c for _, c in terms], lo, hi))
@@ -182,21 +183,21 @@ def _seq_vars(fm: FullModel, pool: Pool) -> None:
     qs = fm.order[pool.index]
     graph = fm.prep.graphs[pool.index]
     for q in qs:
-        fm.mode[(pool.index, q)] = {x: lin.var(f"m{pool.index}_{q}_{x}") for x in fm.prep.domains[pool.index][q]}
+        fm.mode[(pool.index, q)] = {x: lin.bvar(f"m{pool.index}_{q}_{x}") for x in fm.prep.domains[pool.index][q]}
         if fm.mode[(pool.index, q)]:
-            lin.add([(v, 1) for v in fm.mode[(pool.index, q)].values()], hi=1)
+            lin.addt([(v, 1) for v in fm.mode[(pool.index, q)].values()], hi=1)
     for q, q2 in graph.subgraph(qs).edges:
         q, q2 = sorted((q, q2))
         common = sorted(set(fm.m(pool.index, q)) & set(fm.m(pool.index, q2)))
         if not common:
             continue
-        per_mode = {x: lin.var(f"s{pool.index}_{q}_{q2}_{x}") for x in common}
+        per_mode = {x: lin.bvar(f"s{pool.index}_{q}_{q2}_{x}") for x in common}
         fm.same_mode[(pool.index, q, q2)] = per_mode
         if len(common) == 1:
             fm.same[(pool.index, q, q2)] = per_mode[common[0]]
         else:
-            v = fm.same[(pool.index, q, q2)] = lin.var(f"s{pool.index}_{q}_{q2}")
-            lin.add([(v, 1)] + [(w, -1) for w in per_mode.values()], 0, 0)
+            v = fm.same[(pool.index, q, q2)] = lin.bvar(f"s{pool.index}_{q}_{q2}")
+            lin.addt([(v, 1)] + [(w, -1) for w in per_mode.values()], 0, 0)
     fm.graphs[pool.index] = graph
 
 
@@ -348,15 +349,15 @@ def _dense_pools(problem: GloriaProblem, pools: list[int]) -> set[int]:
 def _kleene_vars(fm: FullModel, pool: Pool) -> None:
     lin = fm.lin
     qs = fm.order[pool.index]
-    opts: dict[str | None, int] = {None: lin.var(f"k{pool.index}_ns")}
+    opts: dict[str | None, int] = {None: lin.bvar(f"k{pool.index}_ns")}
     if len(qs) >= 2:
         for x in sorted(pool.types):
-            opts[x] = lin.var(f"k{pool.index}_{x}")
-        fm.kshared[pool.index] = lin.var(f"k{pool.index}_shared")
-        lin.add([(fm.kshared[pool.index], 1)] + [(v, -1) for x, v in opts.items() if x is not None], 0, 0)
+            opts[x] = lin.bvar(f"k{pool.index}_{x}")
+        fm.kshared[pool.index] = lin.bvar(f"k{pool.index}_shared")
+        lin.addt([(fm.kshared[pool.index], 1)] + [(v, -1) for x, v in opts.items() if x is not None], 0, 0)
         for q in qs:
             fm.mode[(pool.index, q)] = {x: v for x, v in opts.items() if x is not None}
-    lin.add([(v, 1) for v in opts.values()], 1, 1)
+    lin.addt([(v, 1) for v in opts.values()], 1, 1)
     fm.kopt[pool.index] = opts
 
 
@@ -369,8 +370,8 @@ def _partition_rows(fm: FullModel, pool: Pool) -> None:
         per_mode = fm.s_mode(p, q, q2)
         mq, mq2 = fm.m(p, q), fm.m(p, q2)
         for x, v in per_mode.items():  # one block, one mode
-            lin.add([(v, 1), (mq[x], -1)], hi=0)
-            lin.add([(v, 1), (mq2[x], -1)], hi=0)
+            lin.addt([(v, 1), (mq[x], -1)], hi=0)
+            lin.addt([(v, 1), (mq2[x], -1)], hi=0)
     graph = fm.graphs.get(p)
     if graph is None:
         return
@@ -379,7 +380,7 @@ def _partition_rows(fm: FullModel, pool: Pool) -> None:
             continue
         for x, w in fm.m(p, q).items():  # a block of mode x holds another query
             pairs = [fm.s_mode(p, q, q2).get(x) for q2 in graph[q]]
-            lin.add([(v, 1) for v in pairs if v is not None] + [(w, -1)], lo=0)
+            lin.addt([(v, 1) for v in pairs if v is not None] + [(w, -1)], lo=0)
     n_tri = 0
     rows = lin.rows
     rank = {q: k for k, q in enumerate(qs)}
@@ -416,8 +417,8 @@ def _leader(fm: FullModel, p: int, group: frozenset[str], q: str, x: str) -> int
     if not earlier:
         fm.leaders[key] = mq
         return mq
-    v = fm.lin.var(f"l{p}_{len(fm.leaders)}")
-    fm.lin.add([(v, 1), (mq, -1)] + [(w, 1) for w in earlier], lo=0)
+    v = fm.lin.bvar(f"l{p}_{len(fm.leaders)}")
+    fm.lin.addt([(v, 1), (mq, -1)] + [(w, 1) for w in earlier], lo=0)
     fm.leaders[key] = v
     return v
 
@@ -443,7 +444,7 @@ def _count_cuts(fm: FullModel, p: int, group: frozenset[str]) -> None:
         while True:
             k = min(k, len(modes) - 1)
             a = (1 + k) * (2 + k)
-            fm.lin.add([(v, a) for v in leaders] + [(v, -2 * (1 + k)) for v in modes] + [(v, 2) for v in pairs],
+            fm.lin.addt([(v, a) for v in leaders] + [(v, -2 * (1 + k)) for v in modes] + [(v, 2) for v in pairs],
                        lo=0)
             if k == len(modes) - 1:
                 break
@@ -509,11 +510,11 @@ def _derivability(fm: FullModel, term: PairTerm) -> None:
         for x, v in fm.m(b, q).items():
             if x == ej:
                 continue
-            lin.add([(v, 1)] + ([(ma[x], -1)] if x in ma else []), hi=0)
+            lin.addt([(v, 1)] + ([(ma[x], -1)] if x in ma else []), hi=0)
     for q, q2 in combinations(prim, 2):
         sa, sb = fm.s(a, q, q2), fm.s(b, q, q2)
         if sa is not None:
-            lin.add([(sa, 1)] + ([(sb, -1)] if sb is not None else []), hi=0)
+            lin.addt([(sa, 1)] + ([(sb, -1)] if sb is not None else []), hi=0)
     pset = set(prim)
     for q in prim:
         inh = {x: v for x, v in fm.m(b, q).items() if x != ej}
@@ -526,7 +527,7 @@ def _derivability(fm: FullModel, term: PairTerm) -> None:
             if sb is None or not set(inh) & set(fm.m(b, q2)):
                 continue
             sa = fm.s(a, q, q2) if q2 in pset else None
-            lin.add([(sb, 1)] + [(v, 1) for v in inh.values()] + ([(sa, -1)] if sa is not None else []), hi=1)
+            lin.addt([(sb, 1)] + [(v, 1) for v in inh.values()] + ([(sa, -1)] if sa is not None else []), hi=1)
 
 
 def _reuse(fm: FullModel, index: int, term: PairTerm) -> None:
@@ -555,7 +556,7 @@ def _reuse(fm: FullModel, index: int, term: PairTerm) -> None:
         elif derived:
             rs = _reuse_vars(fm, index, q, ej, derived)
             for q2 in others:
-                lin.add([(r, 1) for r in rs.values()] + [(fm.s(a, q, q2), 1)], hi=1)
+                lin.addt([(r, 1) for r in rs.values()] + [(fm.s(a, q, q2), 1)], hi=1)
         rest = {x: vs for x, vs in common.items() if x not in derived and not (q in term.primary and x != ej)}
         if rest:
             rs = _reuse_vars(fm, index, q, ej, rest)
@@ -564,12 +565,12 @@ def _reuse(fm: FullModel, index: int, term: PairTerm) -> None:
 
 def _reuse_vars(fm: FullModel, index: int, q: str, ej: str, modes: dict[str, tuple[int, int]]) -> dict[str, int]:
     f, lin = fm.problem.freq, fm.lin
-    rs = {x: lin.var(f"r{index}_{q}_{x}") for x in modes}
+    rs = {x: lin.bvar(f"r{index}_{q}_{x}") for x in modes}
     fm.reuse.setdefault((index, q), {}).update(rs)
     for x, r in rs.items():
         lin.cost(r, -f[ej] * f[x])
-        lin.add([(r, 1), (modes[x][0], -1)], hi=0)
-        lin.add([(r, 1), (modes[x][1], -1)], hi=0)
+        lin.addt([(r, 1), (modes[x][0], -1)], hi=0)
+        lin.addt([(r, 1), (modes[x][1], -1)], hi=0)
     return rs
 
 
@@ -583,13 +584,13 @@ def _reuse_generic(fm: FullModel, term: PairTerm, q: str, rsum: list[tuple[int, 
         if sa is None:
             continue
         sb = fm.s(b, q, q2) if q2 in qb else None
-        lin.add(rsum + [(sa, 1)] + ([(sb, -1)] if sb is not None else []), hi=1)
+        lin.addt(rsum + [(sa, 1)] + ([(sb, -1)] if sb is not None else []), hi=1)
     for q2 in sorted(qb):  # the next block lies in the previous block
         sb = fm.s(b, q, q2) if q2 != q else None
         if sb is None:
             continue
         sa = fm.s(a, q, q2) if q2 in qa else None
-        lin.add(rsum + [(sb, 1)] + ([(sa, -1)] if sa is not None else []), hi=1)
+        lin.addt(rsum + [(sb, 1)] + ([(sa, -1)] if sa is not None else []), hi=1)
 
 
 def build_full_model(problem: GloriaProblem, part: dict[int, frozenset[str]], deadline: float | None = None,
@@ -754,17 +755,17 @@ def repair(problem: GloriaProblem, prep: Prep, options: list[Option]) -> list[Op
 
 def model_value(fm: FullModel, values: dict[int, int]):
     """The model's objective (exact) at a complete assignment, e.g. full_hint of the unshared plan."""
-    return sum((fm.lin.obj[i] * v for i, v in values.items() if v), fm.constant)
+    return sum((fm.lin.objective[i] * v for i, v in values.items() if v), fm.constant)
 
 
 def integral_objective(fm: FullModel) -> tuple[list[int] | None, int, object]:
     """(objective as ints, multiplier d, constant) when every weight is exact (ints or Fractions): the
     weights times d = the lcm of their denominators; None when some weight is a float."""
-    values = fm.lin.obj + [fm.constant]
+    values = fm.lin.objective + [fm.constant]
     if any(isinstance(w, float) and not w.is_integer() for w in values):
         return None, 1, fm.constant
     d = math.lcm(*(Fraction(w).denominator for w in values if w))
-    return [int(Fraction(w) * d) for w in fm.lin.obj], d, fm.constant
+    return [int(Fraction(w) * d) for w in fm.lin.objective], d, fm.constant
 
 
 def deadline_left(deadline: float | None) -> float | None:
@@ -781,87 +782,138 @@ class ComponentResult:
     stats: dict
 
 
-def _cpsat(fm: FullModel, coefs: list[int], deadline, seed, workers, hint):
-    """CP-SAT on the model's proto, filled from the flat rows (no per-term Python expressions)."""
+def solve_component(fm: FullModel, *, backend: str, deadline: float | None, seed: int, workers: int = 2,
+                    hint: dict[int, int] | None = None) -> ComponentResult:
+    """Solve one part's model in the container (:func:`cepopt.formulations.model.solve`): the blocks
+    (None when no solution), status, the objective and a lower bound in the cost model's units (exact
+    Fractions when the weights are exact: they are solved as integers, times the lcm of their
+    denominators; the container rounds float weights for CP-SAT and then certifies nothing)."""
     import json
     import os
 
-    from ortools.sat.python import cp_model
+    from cepopt.formulations import model as container
 
-    from cepopt.formulations.cpsat import cpsat_stats, solve_cpsat
-
-    model = cp_model.CpModel()
-    proto = model.Proto()
-    for name in fm.lin.names:
-        var = proto.variables.add()
-        var.name = name
-        var.domain.extend((0, 1))
-    big = 2 ** 62
-    for cols, cs, lo, hi in fm.lin.rows:
-        lin = proto.constraints.add().linear
-        lin.vars.extend(cols)
-        lin.coeffs.extend(cs)
-        lin.domain.extend((-big if lo is None else lo, big if hi is None else hi))
-    nz = [(i, c) for i, c in enumerate(coefs) if c]
-    proto.objective.vars.extend(i for i, _ in nz)
-    proto.objective.coeffs.extend(c for _, c in nz)
-    if hint:
-        proto.solution_hint.vars.extend(list(hint))
-        proto.solution_hint.values.extend(list(hint.values()))
-    extra = json.loads(os.environ.get("CEPOPT_GLORIA_FULL_CPSAT", "{}"))
-    result = solve_cpsat(model, time_limit=deadline_left(deadline), seed=seed, workers=workers, lp_heavy=True,
-                         extra=extra)
-    value = None
-    if result.objective is not None:
-        response = result.solver.ResponseProto()
-        solution = list(response.solution)  # a copy: the proto's field dies with the response
-
-        def value(i):
-            return solution[i]
-    return result.status, result.objective, result.bound, value, cpsat_stats(model, result)
-
-
-def _milp(fm: FullModel, coefs: list[int], deadline, seed, backend, hint):
-    from cepopt.formulations.milp import MatrixMilp, solve_milp
-
-    prob = MatrixMilp(list(fm.lin.names), [float(c) for c in coefs],
-                      [(cols, [float(c) for c in cs], lo, hi) for cols, cs, lo, hi in fm.lin.rows], maximize=False)
-    result = solve_milp(prob, backend=backend, time_limit=deadline_left(deadline), seed=seed, feas_tol=1e-9)
-    value = None
-    if result.objective is not None and result.status in ("optimal", "feasible"):
-        names = fm.lin.names
-
-        def value(i):
-            return int(result.values.get(names[i], 0.0) > 0.5)
-    return result.status, result.objective, result.bound, value, {"solver_wall_time": result.wall_time}
-
-
-def solve_component(fm: FullModel, *, backend: str, deadline: float | None, seed: int, workers: int = 2,
-                    hint: dict[int, int] | None = None) -> ComponentResult:
-    """Solve one component's model: options (None when no solution), status, the objective and a lower
-    bound in the cost model's units (exact Fractions when the weights are exact, else floats)."""
+    exact = fm.lin.objective
     coefs, d, constant = integral_objective(fm)
-    exact = coefs is not None
-    if not exact:
-        from cepopt.formulations.scaling import integer_scale
+    if coefs is not None:
+        fm.lin.objective = coefs
+    options = json.loads(os.environ.get("CEPOPT_GLORIA_FULL_CPSAT", "{}")) if backend == "cpsat" else None
+    start = None
+    if hint:
+        start = [0] * len(fm.lin.names)
+        for i, v in hint.items():
+            start[i] = v
+    unit = container.unit_of(fm.lin) if coefs is not None else 0
+    try:
+        res = container.solve(fm.lin, backend, time_limit=deadline_left(deadline), seed=seed, workers=workers,
+                              lp_heavy=True, feas_tol=1e-9 if backend == "highs" else None, options=options,
+                              hint=start if backend == "cpsat" else None)
+    finally:
+        fm.lin.objective = exact
+    stats = dict(res.stats)
+    stats.update(fm.stats, scale=d, exact_weights=coefs is not None, solver_wall_time=res.wall_time)
+    options_out = decode_full(fm, lambda i: res.x[i]) if res.has_solution else None
+    bound = None if res.bound is None else Fraction(res.bound)
+    if bound is not None and unit:  # every plan's (scaled) objective is a multiple of the unit
+        bound = math.ceil(bound / unit) * unit
+    bound = None if bound is None else bound / d + constant
+    obj = None if res.objective is None else Fraction(res.objective) / d + constant
+    status = res.status if coefs is not None or res.status != "optimal" else "feasible"
+    return ComponentResult(options_out, status, obj, bound, stats)
 
-        scale = integer_scale(fm.lin.obj, target=1e9 / max(len(fm.lin.obj), 1), max_power=None)
-        coefs = [scale.to_int(w) for w in fm.lin.obj]
-        d = scale.factor
-    if backend == "cpsat":
-        status, obj, bound, value, stats = _cpsat(fm, coefs, deadline, seed, workers, hint)
-    else:
-        status, obj, bound, value, stats = _milp(fm, coefs, deadline, seed, backend, hint)
-    stats.update(fm.stats, scale=d, exact_weights=exact)
-    options = decode_full(fm, value) if value is not None else None
-    if bound is not None:
-        if exact:  # integer weights: every plan's scaled objective is an integer >= the solver's bound
-            bound = Fraction(math.ceil(bound - 1e-6), d) + constant
-        else:
-            rounding = 0.5 * sum(1 for c in coefs if c)
-            bound = (bound - rounding) / d + float(constant)
-    if obj is not None:
-        obj = (Fraction(round(obj), d) if exact else obj / d) + constant
-    if not exact and status == "optimal":
-        status = "feasible"  # the rounded model's optimum proves nothing about the exact one
-    return ComponentResult(options, status, obj, bound, stats)
+
+# --------------------------------------------------------------------------------- the method's driver
+# ``cpsat`` / ``milp`` with ``candidates=full``: the parts are built and solved smallest first, each with
+# the time left. A start plan (the cheapest of the unshared plan, Greedy's and, for CP-SAT, the NOPRUNE
+# optimum), repaired to the kept pairs, is the hint and the fallback of a part without a solution in
+# time. The result is "optimal" only when every part's optimum is proven in exact arithmetic and the
+# plan's exact cost equals the proven bound; otherwise "feasible" with the best proven bound.
+
+def start_options(problem: GloriaProblem, deadline: float | None = None, seed: int = 0,
+                  noprune: bool = True) -> tuple[list, str]:
+    """The cheapest of the unshared plan, Greedy's plan and (``noprune``) the optimum over the NOPRUNE
+    candidate nodes (CP-SAT on the pairwise labelling model, a quarter of the time left at most):
+    (options, which)."""
+    found = [(cost.total_cost(problem, cost.baseline_options(problem)), "unshared", cost.baseline_options(problem))]
+    try:
+        options = greedy_options(problem, "share")
+        found.append((cost.total_cost(problem, options), "greedy", options))
+    except MethodLimitError:
+        pass
+    left = None if deadline is None else (deadline - time.perf_counter()) / 4
+    if noprune and (left is None or left > 0.05):
+        try:
+            from cepopt.formulations.gloria import solve_cpsat_gloria
+
+            graph = generate(problem, "noprune", deadline=None if left is None else time.perf_counter() + left)
+            choice, _status, _obj, _bound, _stats = solve_cpsat_gloria(
+                graph, time_limit=None if left is None else max(left, 0.05), seed=seed)
+            if choice is not None:
+                options = [graph.options[p][j] for p, j in enumerate(choice)]
+                found.append((cost.total_cost(problem, options), "noprune", options))
+        except (BuildTimeout, MethodLimitError):
+            pass
+    value, which, options = min(found, key=lambda t: t[0])
+    return list(options), which
+
+
+def component_cost(problem: GloriaProblem, pools: list[int], options: list) -> object:
+    """Exact cost of the pools of one component of the pool graph (their unary terms and out-terms)."""
+    inside = set(pools)
+    total = 0
+    for p in pools:
+        inner, end = cost.unary_cost(problem, problem.pools[p], options[p])
+        total += inner + end
+    for term in problem.terms:
+        if term.a in inside:
+            total += cost.pair_cost(problem, term, options[term.a], options[term.b])
+    return total
+
+
+def solve_full(problem: GloriaProblem, *, backend: str, time_limit: float | None, seed: int,
+               workers: int = 2) -> MethodResult:
+    start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit
+    prep = prepare(problem)
+    # CP-SAT takes the start plan as its hint (the NOPRUNE optimum is often the optimum); the MILP only
+    # falls back on it
+    first, which = start_options(problem, deadline, seed, noprune=backend == "cpsat")
+    options = repair(problem, prep, first)
+    parts = components(problem, prep)
+    # the cost outside every part: the unshared plan's cost minus the parts' model values of that plan
+    bound: Fraction | None = Fraction(cost.total_cost(problem, cost.baseline_options(problem)))
+    stats: dict = {"candidates": "full", "backend": backend, "start_plan": which, "parts": len(parts),
+                   "variables": 0, "rows": 0, "triangles": 0, "parts_proven": 0}
+    for part in parts:
+        got = _solve_part(problem, prep, part, options, backend, deadline, seed, workers, stats)
+        bound = None if bound is None or got is None else bound + got
+    value = cost.total_cost(problem, options)
+    if bound is not None and Fraction(value) < bound:
+        raise AssertionError(f"gloria full model: plan cost {value} below the proven bound {bound}")
+    optimal = stats["parts_proven"] == len(parts) and bound is not None and Fraction(value) == bound
+    stats["optimizer_time_s"] = time.perf_counter() - start
+    message = ("Def. 2.7 optimum proven (every partition of every pool)" if optimal else
+               "best plan found; the bound is a proven lower bound of Def. 2.7's optimum")
+    return MethodResult(cost.plan_from_options(problem, options), status="optimal" if optimal else "feasible",
+                        bound=None if bound is None else float(bound), solver_objective=float(value), stats=stats,
+                        message=message)
+
+
+def _solve_part(problem, prep, part, options: list, backend, deadline, seed, workers, stats) -> Fraction | None:
+    """Solve one part, write its blocks into ``options``; its bound minus its model value of the unshared
+    plan (None when unknown)."""
+    try:
+        fm = build_full_model(problem, part, deadline, prep)
+    except BuildTimeout:
+        stats["message"] = "time limit reached while building a part's model"
+        return None
+    base = model_value(fm, full_hint(fm, cost.baseline_options(problem)))
+    res = solve_component(fm, backend=backend, deadline=deadline, seed=seed, workers=workers,
+                          hint=full_hint(fm, options))
+    for key in ("variables", "rows", "triangles"):
+        stats[key] += fm.stats.get(key, 0)
+    for p, blocks in (res.options or {}).items():
+        kept = [b for b in options[p] if not part[p].intersection(b.queries)]
+        options[p] = sort_blocks(kept + blocks)
+    stats["parts_proven"] += res.status == "optimal"
+    return None if res.bound is None else Fraction(res.bound) - Fraction(base)

@@ -180,7 +180,7 @@ def cpsat(problem: GloriaProblem, *, time_limit: float | None = None, seed: int 
           candidates: str = "noprune", workers: Workers = 2, lp_heavy: bool = True, max_nodes: PositiveInt = 20000,
           max_options: PositiveInt = 2000) -> MethodResult:
     if candidates == FULL:
-        from cepopt.gloria.full import solve_full
+        from cepopt.formulations.gloria_full import solve_full
 
         return solve_full(problem, backend="cpsat", time_limit=time_limit, seed=seed, workers=workers)
     from cepopt.formulations.gloria import solve_cpsat_gloria
@@ -195,7 +195,7 @@ def milp(problem: GloriaProblem, *, time_limit: float | None = None, seed: int =
          candidates: str = "noprune", backend: str = "highs", max_nodes: PositiveInt = 20000,
          max_options: PositiveInt = 2000) -> MethodResult:
     if candidates == FULL:
-        from cepopt.gloria.full import solve_full
+        from cepopt.formulations.gloria_full import solve_full
 
         return solve_full(problem, backend=backend, time_limit=time_limit, seed=seed)
     from cepopt.formulations.gloria import solve_milp_gloria
