@@ -53,3 +53,26 @@ def test_full_model_equals_brute_force(case, accounting):
 def test_paper_examples(name, value, method):
     sol = solve(name, method, time_limit=30, params={"candidates": "full"})
     assert sol.status == "optimal" and sol.objective == value and sol.bound == value
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(workloads, kleene_exits, seq_forks), accountings)
+def test_term_tables_equal_the_reference_edge_functions(case, accounting):
+    """The graph build's per-option precomputation (cost.TermTable) gives cost.pair_cost and
+    cost.pair_derivable on every pair of options of adjacent pools."""
+    from cepopt.gloria.cost import TermTable, pair_cost, pair_derivable
+
+    inst, cost_model, cycle = case
+    problem = build(inst, cost_model=cost_model, kleene_cycle_cost=cycle, fork_accounting=accounting)
+    try:
+        graph = candidate_graph(problem, "exhaustive", max_options=60)
+    except MethodLimitError:
+        graph = candidate_graph(problem, "noprune")
+    for term in problem.terms:
+        table = TermTable(problem, term)
+        for oa in graph.options[term.a]:
+            sa = table.side_a(oa)
+            for ob in graph.options[term.b]:
+                sb = table.side_b(ob)
+                assert table.derivable(sa, sb) == pair_derivable(problem, term, oa, ob)
+                assert table.cost(sa, sb) == pair_cost(problem, term, oa, ob)
