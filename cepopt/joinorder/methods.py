@@ -224,7 +224,7 @@ def _dp_ld(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 26):
 
 @register(NAME, "dp-b", "DP-B (§7.1, Selinger): exact bushy-tree DP over subsets, O(3^n); compiled, with exact "
           "upper-bound pruning (throughput cost)", exact=True)
-def _dp_b(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 22):
+def _dp_b(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 24):
     _dp_limit("dp-b", problem, max_n)
     problem.tree_cost("tree")
     deadline = _deadline(time_limit)
@@ -355,7 +355,7 @@ def _model_method(problem, solve_one, kind: str, time_limit, name: str) -> Metho
 @register(NAME, "milp-order", "M-ORD (spec §7.1-7.2): prefix-set MILP with tangent (OA) cuts until the "
           "optimum is proven; backend=highs|scip|cbc", exact=True)
 def _milp_order(problem, *, time_limit=None, seed=0, backend="highs", max_iters: PositiveInt = 50,
-                tol: Tolerance = 1e-7):
+                tol: Tolerance = 0.0):
     from cepopt.formulations.joinorder import solve_order_milp
 
     if _tree_ld(problem):
@@ -366,13 +366,17 @@ def _milp_order(problem, *, time_limit=None, seed=0, backend="highs", max_iters:
         "order", time_limit, "milp-order")
 
 
-@register(NAME, "milp-tree", "M-BUSHY (spec §7.4): bushy-tree MILP with tangent (OA) cuts; "
-          "backend=highs|scip|cbc", exact=True)
+@register(NAME, "milp-tree", "M-BUSHY (spec §7.4): subset-flow MILP over the candidate nodes that survive DP-B's "
+          "upper-bound cut (model=flow, default; exact node costs, LP = DP optimum) or the compact slot model "
+          "with tangent (OA) cuts (model=compact); backend=highs|scip|cbc", exact=True)
 def _milp_tree(problem, *, time_limit=None, seed=0, backend="highs", max_iters: PositiveInt = 50,
-               tol: Tolerance = 1e-7):
-    from cepopt.formulations.joinorder import solve_tree_milp
+               tol: Tolerance = 0.0, model: Literal["flow", "compact"] = "flow"):
+    from cepopt.formulations.joinorder import solve_tree_flow, solve_tree_milp
 
     _pairwise_only(problem, "milp-tree")
+    if model == "flow":
+        return _model_method(problem, lambda c, tl: solve_tree_flow(c, time_limit=tl, seed=seed, backend=backend),
+                             "tree", time_limit, "milp-tree")
     return _model_method(problem, lambda c, tl: solve_tree_milp(
         c, time_limit=tl, seed=seed, backend=backend, max_iters=max_iters, tol=tol),
         "tree", time_limit, "milp-tree")
