@@ -11,6 +11,8 @@ Presets (explicit flags override them):
 * ``small-window``: the same with W = 0.1 s (W r < 5: the intermediate terms, not the final PM(n),
   dominate the cost, so plans differ more).
 * ``dense``: a quarter of all pairs carry predicates, selectivity uniform in [0.5, 0.95].
+* ``hard``: W = 0.3 s, a quarter of all pairs (n(n-1)/8) carry predicates, selectivity log-uniform in
+  [0.5, 0.95]: weak predicates on a short window, where the exact MILPs work hardest (issue 22).
 
 Pattern kinds: ``seq`` (pure sequence, default), ``and`` (conjunction), ``nested``
 (``SEQ(e1, .., AND(.., en))``: the second half is unordered), ``or`` (a disjunction of three
@@ -57,6 +59,8 @@ PRESETS: dict[str, dict] = {
                      "sel_dist": "loguniform", "pairs": "half"},
     "dense": {"window": 1200.0, "rate_min": 1.0, "rate_max": 45.0, "sel_min": 0.5, "sel_max": 0.95,
               "sel_dist": "uniform", "pairs": "quarter"},
+    "hard": {"window": 0.3, "rate_min": 1.0, "rate_max": 45.0, "sel_min": 0.5, "sel_max": 0.95,
+             "sel_dist": "loguniform", "pairs": "quarter"},
 }
 KINDS = ("seq", "and", "nested", "or")
 
@@ -64,7 +68,8 @@ KINDS = ("seq", "and", "nested", "or")
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", type=int, default=6, help="number of positive events n (default 6)")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="paper",
-                        help="paper (default), small-window (W = 0.1 s) or dense (1/4 of pairs, sel 0.5-0.95)")
+                        help="paper (default), small-window (W = 0.1 s), dense (1/4 of pairs, sel 0.5-0.95) "
+                             "or hard (W = 0.3 s, 1/4 of pairs, sel log-uniform 0.5-0.95)")
     parser.add_argument("--kind", choices=KINDS, default="seq", help="pattern kind (default seq)")
     parser.add_argument("--kleene", type=int, default=0, help="events under KL (default 0)")
     parser.add_argument("--negation", type=int, default=0, help="extra negated events (default 0)")

@@ -61,6 +61,11 @@ def test_quick_experiment(tmp_path):
     assert (exact["cost_ratio"] - 1).abs().max() < 1e-6
     assert out.markdown_path is not None and out.markdown_path.exists()
     assert list(tmp_path.glob("*.png"))
+    # the scale sweep's quick points: only the exact methods named run there (hard preset included)
+    sweep = df[df["n"] == 8]
+    assert set(sweep["method"]) == {"dp-b", "milp-tree", "milp-order", "dp-ld"}
+    assert set(sweep["preset"]) == {"paper", "hard"}
+    assert "| milp-order | 40 | all |" in out.markdown_path.read_text()
 
 
 @pytest.mark.parametrize("out", ["file", "file/sub"])
