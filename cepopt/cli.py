@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cepopt.errors import CepoptError
-from cepopt.params import OneLineParser
+from cepopt.params import OneLineParser, seed_argument, time_limit_argument
 
 __all__ = ["OneLineParser", "main"]
 
@@ -45,8 +45,9 @@ def _params(items: Sequence[str] | None) -> dict[str, Any]:
 
 
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds per method call")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--time-limit", type=time_limit_argument, default=None, metavar="S",
+                   help="seconds per method call")
+    p.add_argument("--seed", type=seed_argument, default=0, help="random seed (default 0)")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="a method or problem option, repeatable (e.g. --param expand=false)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -111,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="solve the papers' examples with every method and execute plans on Spark")
     p.add_argument("--quick", action="store_true", help="smaller generated workloads and streams")
     p.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
-    p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="seconds per method call")
+    p.add_argument("--time-limit", type=time_limit_argument, default=10.0, metavar="S",
+                   help="seconds per method call")
 
     sub.add_parser("methods", help="list every family and method")
     sub.add_parser("instances", help="list the bundled instances")

@@ -185,7 +185,7 @@ def _bool(key: str, value: Any) -> bool:
 def _float(key: str, value: Any, lo: float, hi: float, lo_open: bool = False) -> float:
     try:
         x = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer of 400 digits
         raise CepoptError(f"params.{key}: expected a number, got {value!r}") from None
     if isinstance(value, bool) or not math.isfinite(x) or x < lo or x > hi or (lo_open and x == lo):
         raise CepoptError(f"params.{key}: must be in {'(' if lo_open else '['}{lo}, {hi}], got {value!r}")
