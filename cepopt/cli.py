@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -102,10 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_solver_options(p)
 
     p = sub.add_parser("experiment", help="run an experiment (writes CSV, PNG and markdown)",
-                       description="Run experiment NAME; results go to experiments/results/NAME/.")
+                       description="Run experiment NAME; results go to ./cepopt-results/NAME/ "
+                                   "(NAME-quick with --quick) unless --out says otherwise; an interrupted "
+                                   "run resumes where it stopped.")
     p.add_argument("name", metavar="NAME", nargs="?", help="experiment name; omit to list them")
     p.add_argument("--quick", action="store_true", help="the small grid used in CI")
-    p.add_argument("--out", metavar="DIR", help="output folder")
+    p.add_argument("--out", metavar="DIR", help="output folder (default ./cepopt-results/NAME)")
     p.add_argument("--no-resume", action="store_true", help="start over instead of resuming")
     p.add_argument("--master", metavar="URL", help="run grid points as Spark tasks on this cluster")
 
@@ -210,8 +213,10 @@ def cmd_experiment(args) -> int:
             print(f"{name:24s} {get_experiment(name).description}")
         return 0
     exp = get_experiment(args.name)
-    out = run_experiment(exp, quick=args.quick, out_dir=args.out, resume=not args.no_resume, master=args.master)
-    print(f"{exp.name}: {out.ran} rows run, {out.skipped} resumed; {out.csv_path}")
+    out = run_experiment(exp, quick=args.quick, out_dir=args.out, resume=not args.no_resume, master=args.master,
+                         command=shlex.join(["cepopt", *args.argv]))
+    print(f"{exp.name}: {out.complete} of {out.total} grid points complete ({out.ran} run now, "
+          f"{out.skipped} resumed); {out.csv_path}")
     if out.markdown_path:
         print(f"report: {out.markdown_path}")
     return 0
@@ -266,7 +271,9 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
         args = parser.parse_args(argv)
+        args.argv = argv
         if args.command is None:
             parser.print_help()
             return 0
