@@ -48,7 +48,7 @@ from cepopt.model import (
     Workload,
 )
 
-__all__ = ["LIMITS", "PRESETS", "configure", "generate", "make_instance"]
+__all__ = ["PRESETS", "configure", "generate", "make_instance"]
 
 PRESETS: dict[str, dict] = {
     "paper": {"window": 1200.0, "rate_min": 1.0, "rate_max": 45.0, "sel_min": 0.002, "sel_max": 0.88,
@@ -60,10 +60,6 @@ PRESETS: dict[str, dict] = {
 }
 KINDS = ("seq", "and", "nested", "or")
 
-
-#: the largest value of each flag (checked by cepopt.instances.generate before the generator runs): the
-#: generator draws among the n(n-1)/2 event pairs, so --size 99999 took 21.5 GB; n = 1000 takes 70 MB.
-LIMITS = {"size": 1_000, "kleene": 1_000, "negation": 1_000, "predicates": 500_000}
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", type=int, default=6, help="number of positive events n (default 6)")
@@ -162,3 +158,8 @@ def make_instance(n: int, *, seed: int = 0, preset: str = "paper", kind: str = "
             f"negation={negation}, seed={seed}")
     return Instance("joinorder", Workload((query,)), Statistics(rates=rates, selectivities=sels),
                     name=f"joinorder-{preset}-{kind}-n{n}-s{seed}", description=desc)
+
+
+#: the largest value of each flag (checked by cepopt.instances.generate before the generator runs): the
+#: generator draws among the n(n-1)/2 event pairs, so --size 99999 took 21.5 GB; n = 1000 takes 70 MB.
+LIMITS = {"size": 1_000, "kleene": 1_000, "negation": 1_000, "predicates": 500_000}
