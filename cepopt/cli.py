@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Generate a random instance: cepopt generate FAMILY --seed N -o FILE "
                                    "[family options]; `cepopt generate FAMILY --help` lists them.",
                        add_help=False)
+    p.add_argument("-h", "--help", action="store_true", help="this help")
+    p.add_argument("--list", action="store_true",
+                   help="list the instance generators and the stream generators with their parameters")
     p.add_argument("family", metavar="FAMILY", nargs="?")
     p.add_argument("rest", nargs=argparse.REMAINDER)
 
@@ -162,9 +165,17 @@ def cmd_generate(args) -> int:
     from cepopt.instance import save
     from cepopt.instances.generate import generator_parser
 
-    if not args.family or args.family in ("-h", "--help"):
+    if args.list:
+        from cepopt.instances.generate import describe
+
+        print("\n".join(describe()))
+        return 0
+    if not args.family or args.help:
         print("usage: cepopt generate FAMILY --seed N -o FILE [family options]\n"
-              f"FAMILY: {', '.join(names('generators'))}; `cepopt generate FAMILY --help` lists its options.")
+              "       cepopt generate --list\n"
+              f"FAMILY: {', '.join(names('generators'))}; `cepopt generate FAMILY --help` lists its options;\n"
+              "--list shows every instance generator and stream generator (--stream gen:NAME:k=v) with its "
+              "parameters.")
         return 0
     parser, module = generator_parser(args.family)
     options = parser.parse_args(args.rest)
@@ -282,6 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = " ".join(str(exc).split())
         print(f"cepopt: error: {message}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except SystemExit as exc:  # --help of a subcommand or of a generator: printed, then exit 0
+        return exc.code if isinstance(exc.code, int) else 0
     except KeyboardInterrupt:
         print("cepopt: interrupted", file=sys.stderr)
         return 130

@@ -18,7 +18,7 @@ from cepopt.entry_points import load, names
 from cepopt.errors import UnknownNameError
 from cepopt.params import OneLineParser, seed_argument
 
-__all__ = ["MAX_INT_FLAG", "generate", "generator_module", "generator_parser"]
+__all__ = ["MAX_INT_FLAG", "describe", "generate", "generator_module", "generator_parser"]
 
 #: the largest value of an integer flag of a generator that states no limit of its own
 MAX_INT_FLAG = 10**9
@@ -104,3 +104,37 @@ def generate(family: str, argv: Sequence[str] = (), **options):
             words += [flag, str(value)]
     parser, module = generator_parser(family, output_required=False)
     return module.generate(parser.parse_args(words))
+
+
+def _flag_text(action: argparse.Action, limits: Mapping[str, float]) -> str:
+    flag = action.option_strings[-1]
+    if action.nargs == 0:
+        return f"[{flag}]"
+    value = action.default if action.default is not None else action.metavar or action.dest.upper()
+    if action.choices:
+        value = "|".join(map(str, action.choices))
+    limit = f" (<= {limits[action.dest]:g})" if action.dest in limits else ""
+    return f"{flag} {value}{limit}"
+
+
+def describe() -> list[str]:
+    """Lines listing every instance generator (its flags, defaults and maxima) and every stream
+    generator (its parameters and defaults): ``cepopt generate --list``."""
+    from cepopt.instances import streams
+
+    lines = ["instance generators: cepopt generate FAMILY --seed N -o FILE [flags]"]
+    for family in names("generators"):
+        parser, module = generator_parser(family)
+        limits = getattr(module, "LIMITS", {})
+        flags = [_flag_text(a, limits) for a in parser._actions
+                 if a.option_strings and a.dest not in ("help", "seed", "output")]
+        lines.append(f"  {family:12s} {parser.description or ''}")
+        lines.append(f"  {'':12s} {' '.join(flags)}")
+    lines.append(f"stream generators: --stream gen:NAME[:key=value,...] (seed=N; integers <= "
+                 f"{streams.MAX_STREAM_EVENTS:g})")
+    for name in streams.names():
+        params = ", ".join(f"{k}={v}" for k, v in streams.parameters(name).items())
+        doc = (streams.generator(name).__doc__ or "").strip().splitlines()
+        lines.append(f"  {name:12s} {doc[0] if doc else ''}")
+        lines.append(f"  {'':12s} {params}")
+    return lines
