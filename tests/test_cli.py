@@ -102,8 +102,6 @@ def test_hamlet_empty_bursts_are_a_user_error(capsys, tmp_path):
 def test_unknown_method_on_a_bundled_instance(capsys):
     from cepopt import instances
 
-    if not instances.names():
-        pytest.skip("no bundled instance yet")
     name = instances.names()[0]
     code, _, err = run(capsys, "solve", name, "--method", "no-such-method")
     assert_user_error(code, err, "unknown method 'no-such-method'")
