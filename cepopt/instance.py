@@ -115,7 +115,9 @@ def _validate_schema(data: Any) -> None:
     message = error.message
     found = {dict: "an object", list: "an array", str: "a string"}.get(type(error.instance))
     if error.validator == "type" and found:  # name the type rather than echo a value of any length
-        message = f"must be a JSON {error.validator_value}, not {found}"
+        wanted = error.validator_value
+        wanted = " or ".join(wanted) if isinstance(wanted, list) else wanted
+        message = f"must be a JSON {wanted}, not {found}"
     raise InstanceError(f"{_json_path(error.absolute_path)}: {message}")
 
 

@@ -26,7 +26,7 @@ from cepopt.errors import CepoptError
 
 __all__ = ["MAX_SEED", "MAX_TIME_LIMIT", "Bound", "NonNegativeInt", "OneLineParser", "PositiveFloat", "PositiveInt",
            "Workers", "check_keys", "check_seed", "check_time_limit", "number_from_text", "parse_bool", "parse_choice",
-           "read_options", "read_values", "seed_argument", "time_limit_argument"]
+           "read_options", "read_values", "seed_argument", "short_repr", "time_limit_argument"]
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error as a one-line CepoptError (the CLI exits 2)."""
@@ -67,7 +67,7 @@ def _bool(value: Any) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
         return _BOOL_WORDS[value.strip().lower()]
-    raise ValueError(f"expected true or false, got {_shown(value)}")
+    raise ValueError(f"expected true or false, got {short_repr(value)}")
 
 
 def number_from_text(value: Any) -> Any:
@@ -88,7 +88,7 @@ def _int(value: Any) -> int:
             return int(x)
         if isinstance(x, numbers.Real) and float(x).is_integer():  # 2e6 reads as a float
             return int(x)
-    raise ValueError(f"expected an integer, got {_shown(value)}")
+    raise ValueError(f"expected an integer, got {short_repr(value)}")
 
 
 def _float(value: Any) -> float:
@@ -99,10 +99,10 @@ def _float(value: Any) -> float:
                 return float(x)
         except OverflowError:  # an integer beyond the float range (400 digits)
             pass
-    raise ValueError(f"expected a finite number, got {_shown(value)}")
+    raise ValueError(f"expected a finite number, got {short_repr(value)}")
 
 
-def _shown(value: Any, limit: int = 60) -> str:
+def short_repr(value: Any, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters (a 400-digit number stays one readable line)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**limit:
         return f"an integer of {len(str(abs(value)))} digits"
@@ -113,12 +113,12 @@ def _shown(value: Any, limit: int = 60) -> str:
 def _str(value: Any) -> str:
     if isinstance(value, str):
         return value
-    raise ValueError(f"expected text, got {_shown(value)}")
+    raise ValueError(f"expected text, got {short_repr(value)}")
 
 
 def _choice(value: Any, table: Mapping[str, str]) -> str:
     if not isinstance(value, str) or value.strip().lower() not in table:
-        raise ValueError(f"expected one of {', '.join(table)}, got {_shown(value)}")
+        raise ValueError(f"expected one of {', '.join(table)}, got {short_repr(value)}")
     return table[value.strip().lower()]
 
 
@@ -138,7 +138,7 @@ def _reader(annotation: Any) -> Callable[[Any], Any] | None:
             x = read(value)
             for b in bounds:
                 if not b.holds(x):
-                    raise ValueError(f"must be {b.op} {b.limit:g}, got {_shown(value)}")
+                    raise ValueError(f"must be {b.op} {b.limit:g}, got {short_repr(value)}")
             return x
 
         return bounded
@@ -197,7 +197,7 @@ def read_values(fn: Callable[..., Any], options: Mapping[str, Any], where: str,
         names = tuple(p for p, spec in params.items() if spec.kind == spec.KEYWORD_ONLY)
     unknown = sorted(set(options) - set(names), key=str)
     if unknown:
-        raise CepoptError(f"{where}: unknown parameter {_shown(unknown[0])} (parameters: {', '.join(names)})")
+        raise CepoptError(f"{where}: unknown parameter {short_repr(unknown[0])} (parameters: {', '.join(names)})")
     readers = _readers(fn, tuple(names))
     out = {}
     for key, value in options.items():
@@ -258,7 +258,7 @@ def check_time_limit(value: Any, where: str = "time limit") -> float | None:
     except ValueError:
         x = math.nan
     if not 0 < x <= MAX_TIME_LIMIT:
-        raise CepoptError(f"{where}: must be a number of seconds in (0, {MAX_TIME_LIMIT:g}], got {_shown(value)} "
+        raise CepoptError(f"{where}: must be a number of seconds in (0, {MAX_TIME_LIMIT:g}], got {short_repr(value)} "
                           "(omit it for no limit)")
     return x
 
@@ -278,7 +278,7 @@ def check_seed(value: Any, where: str = "seed") -> int:
     except ValueError:
         x = -1
     if not 0 <= x <= MAX_SEED:
-        raise CepoptError(f"{where}: must be an integer in [0, {MAX_SEED}], got {_shown(value)}")
+        raise CepoptError(f"{where}: must be an integer in [0, {MAX_SEED}], got {short_repr(value)}")
     return x
 
 

@@ -32,9 +32,9 @@ def generator(name: str):
 
 
 #: the largest value of any integer parameter of a stream generator (events, types, symbols, ...): a
-#: generated stream is built in memory, and 10^7 events take about 1 GB in pandas. Larger streams are
-#: files (CSV, Parquet) that Spark reads in parts.
-MAX_STREAM_EVENTS = 10_000_000
+#: generated stream is built in memory (a million events: about 0.5 GB and a few seconds). Larger
+#: streams are files (CSV, Parquet) that Spark reads in parts.
+MAX_STREAM_EVENTS = 5_000_000
 #: the largest magnitude of a float parameter, and the longest text parameter
 MAX_STREAM_FLOAT = 1e15
 MAX_STREAM_TEXT = 10_000

@@ -29,9 +29,14 @@ __all__ = ["LIMITS", "configure", "generate", "make_instance"]
 
 #: the largest value of each flag (checked by cepopt.instances.generate before the generator runs): the
 #: stream is embedded in the JSON file (about 100 bytes an event)
-LIMITS = {"queries": 10_000, "types": 1_000, "events": 200_000, "burst": 100_000, "rate": 1e9,
+LIMITS = {"queries": 1_000, "types": 1_000, "events": 200_000, "burst": 100_000, "rate": 1e9,
           "window": 1e9, "slide": 1e9, "prefix": 2}
 AGGREGATES = ("count", "mixed")
+#: the most windows the stream may span: the bursts are found window by window (about 8 ms each, for
+#: every GROUP-BY key), when the instance is generated with --bursts and each time it is solved
+MAX_WINDOWS = 200
+#: the most queries x events: the burst statistics hold a snapshot class per query and burst event
+MAX_QUERY_EVENTS = 2_000_000
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -100,6 +105,13 @@ def make_instance(*, queries: int = 10, seed: int = 0, types: int = 20, kleene_t
 
     slide = window if slide is None else slide
     _check(queries, types, kleene_type, prefix, filtered, window, slide)
+    if queries * events > MAX_QUERY_EVENTS:
+        raise CepoptError(f"--queries x --events = {queries * events} is above the generator's maximum "
+                          f"({MAX_QUERY_EVENTS:g})")
+    windows = events * 60.0 / rate / slide + 1
+    if windows > MAX_WINDOWS:
+        raise CepoptError(f"--events, --rate, --slide: the stream would span about {windows:.0f} windows (at most "
+                          f"{MAX_WINDOWS}): raise --rate or --window, or lower --events")
     stream = bursty(seed=seed, events=events, types=types, kleene=kleene_type, burst=burst, frequency=frequency,
                     rate=rate)
     names = [f"T{i}" for i in range(types)]
