@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import math
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from cepopt.errors import CepoptError
-from cepopt.params import OneLineParser
+from cepopt.params import OneLineParser, seed_argument, time_limit_argument
 
 __all__ = ["OneLineParser", "main"]
 
@@ -47,41 +47,10 @@ def _params(items: Sequence[str] | None) -> dict[str, Any]:
     return dict(parse_param(item) for item in items or ())
 
 
-def time_limit_arg(text: str) -> float:
-    """``--time-limit``: seconds, finite and in (0, 1e9] (checked before anything runs).
-
-    >>> time_limit_arg("2.5")
-    2.5
-    """
-    from cepopt.formulations.native import MAX_TIME_LIMIT
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not math.isfinite(value) or not 0 < value <= MAX_TIME_LIMIT:
-        raise argparse.ArgumentTypeError(f"expected seconds in (0, {MAX_TIME_LIMIT:g}], got {text!r}")
-    return value
-
-
-def seed_arg(text: str) -> int:
-    """``--seed``: an integer every solver takes (0 to 2^31 - 1)."""
-    from cepopt.formulations.native import SEED_RANGE
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    low, high = SEED_RANGE
-    if not low <= value <= high:
-        raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}] (the solvers' 32-bit seeds), "
-                                         f"got {text}")
-    return value
-
-
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--time-limit", type=time_limit_arg, default=None, metavar="S", help="seconds per method call")
-    p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
+    p.add_argument("--time-limit", type=time_limit_argument, default=None, metavar="S",
+                   help="seconds per method call")
+    p.add_argument("--seed", type=seed_argument, default=0, help="random seed (default 0)")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="a method or problem option, repeatable (e.g. --param expand=false); log=true shows "
                         "the solvers' own log on stderr")
@@ -112,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Generate a random instance: cepopt generate FAMILY --seed N -o FILE "
                                    "[family options]; `cepopt generate FAMILY --help` lists them.",
                        add_help=False)
+    p.add_argument("-h", "--help", action="store_true", help="this help")
+    p.add_argument("--list", action="store_true",
+                   help="list the instance generators and the stream generators with their parameters")
     p.add_argument("family", metavar="FAMILY", nargs="?")
     p.add_argument("rest", nargs=argparse.REMAINDER)
 
@@ -140,17 +112,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_solver_options(p)
 
     p = sub.add_parser("experiment", help="run an experiment (writes CSV, PNG and markdown)",
-                       description="Run experiment NAME; results go to experiments/results/NAME/.")
+                       description="Run experiment NAME; results go to ./cepopt-results/NAME/ "
+                                   "(NAME-quick with --quick) unless --out says otherwise; an interrupted "
+                                   "run resumes where it stopped.")
     p.add_argument("name", metavar="NAME", nargs="?", help="experiment name; omit to list them")
     p.add_argument("--quick", action="store_true", help="the small grid used in CI")
-    p.add_argument("--out", metavar="DIR", help="output folder")
+    p.add_argument("--out", metavar="DIR", help="output folder (default ./cepopt-results/NAME)")
     p.add_argument("--no-resume", action="store_true", help="start over instead of resuming")
     p.add_argument("--master", metavar="URL", help="run grid points as Spark tasks on this cluster")
 
     p = sub.add_parser("demo", help="solve the papers' examples with every method and execute plans on Spark")
     p.add_argument("--quick", action="store_true", help="smaller generated workloads and streams")
     p.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
-    p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="seconds per method call")
+    p.add_argument("--time-limit", type=time_limit_argument, default=10.0, metavar="S",
+                   help="seconds per method call")
 
     p = sub.add_parser("methods", help="list every family and method")
     p.add_argument("--json", action="store_true", help="print JSON instead of a list")
@@ -253,9 +228,17 @@ def cmd_generate(args) -> int:
     from cepopt.instance import save
     from cepopt.instances.generate import generator_parser
 
-    if not args.family or args.family in ("-h", "--help"):
+    if args.list:
+        from cepopt.instances.generate import describe
+
+        print("\n".join(describe()))
+        return 0
+    if not args.family or args.help:
         print("usage: cepopt generate FAMILY --seed N -o FILE [family options]\n"
-              f"FAMILY: {', '.join(names('generators'))}; `cepopt generate FAMILY --help` lists its options.")
+              "       cepopt generate --list\n"
+              f"FAMILY: {', '.join(names('generators'))}; `cepopt generate FAMILY --help` lists its options;\n"
+              "--list shows every instance generator and stream generator (--stream gen:NAME:k=v) with its "
+              "parameters.")
         return 0
     parser, module = generator_parser(args.family)
     options = parser.parse_args(args.rest)
@@ -312,8 +295,10 @@ def cmd_experiment(args) -> int:
             print(f"{name:24s} {get_experiment(name).description}")
         return 0
     exp = get_experiment(args.name)
-    out = run_experiment(exp, quick=args.quick, out_dir=args.out, resume=not args.no_resume, master=args.master)
-    print(f"{exp.name}: {out.ran} rows run, {out.skipped} resumed; {out.csv_path}")
+    out = run_experiment(exp, quick=args.quick, out_dir=args.out, resume=not args.no_resume, master=args.master,
+                         command=shlex.join(["cepopt", *args.argv]))
+    print(f"{exp.name}: {out.complete} of {out.total} grid points complete ({out.ran} run now, "
+          f"{out.skipped} resumed); {out.csv_path}")
     if out.markdown_path:
         print(f"report: {out.markdown_path}")
     return 0
@@ -393,7 +378,9 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
         args = parser.parse_args(argv)
+        args.argv = argv
         if args.command is None:
             parser.print_help()
             return 0
@@ -406,6 +393,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = " ".join(str(exc).split())
         print(f"cepopt: error: {message}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except SystemExit as exc:  # --help of a subcommand or of a generator: printed, then exit 0
+        return exc.code if isinstance(exc.code, int) else 0
     except KeyboardInterrupt:
         print("cepopt: interrupted", file=sys.stderr)
         return 130

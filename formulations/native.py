@@ -26,18 +26,19 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
 
+from cepopt import params
 from cepopt.errors import CepoptError
 
 __all__ = ["EXPORT_FORMATS", "MAX_TIME_LIMIT", "SEED_RANGE", "Export", "Settings", "check_export_path",
            "check_seed", "check_time_limit", "native_output_to_stderr", "settings", "solver_settings"]
 
-#: Longest time limit accepted, in seconds (about 31 years; every solver's own limit is larger, and
-#: MathOpt's duration overflows near 1e14 s).
-MAX_TIME_LIMIT = 1e9
+#: Longest time limit accepted, in seconds (the one bound the CLI and solve() check too; every solver's own
+#: limit is larger, and MathOpt's duration overflows near 1e14 s).
+MAX_TIME_LIMIT = params.MAX_TIME_LIMIT
 
 #: Seeds the solvers take: CP-SAT's ``random_seed`` and MathOpt's are 32-bit signed integers; CBC and
 #: the LP tree take any. The CLI accepts the non-negative ones.
-SEED_RANGE = (0, 2**31 - 1)
+SEED_RANGE = (0, params.MAX_SEED)
 
 EXPORT_FORMATS = {".mps": "mps", ".lp": "lp", ".pbtxt": "proto", ".txt": "proto"}
 

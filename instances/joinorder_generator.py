@@ -163,3 +163,8 @@ def make_instance(n: int, *, seed: int = 0, preset: str = "paper", kind: str = "
             f"negation={negation}, seed={seed}")
     return Instance("joinorder", Workload((query,)), Statistics(rates=rates, selectivities=sels),
                     name=f"joinorder-{preset}-{kind}-n{n}-s{seed}", description=desc)
+
+
+#: the largest value of each flag (checked by cepopt.instances.generate before the generator runs): the
+#: generator draws among the n(n-1)/2 event pairs, so --size 99999 took 21.5 GB; n = 1000 takes 70 MB.
+LIMITS = {"size": 1_000, "kleene": 1_000, "negation": 1_000, "predicates": 500_000}

@@ -149,14 +149,10 @@ def test_spark_driver_equals_local_kernels(instance, spark, tmp_path):
 
 @pytest.mark.spark
 def test_execute_embedded_stream_example3(spark):
-    from cepopt.errors import CepoptError
     from cepopt.executor.api import execute
     from cepopt.instances import load
 
-    try:
-        inst = load("sharon-example3")
-    except CepoptError:
-        pytest.skip("sharon-example3 is not bundled")
+    inst = load("sharon-example3")  # bundled: a failure to load it is a failure, not a skip
     r = execute(inst, SharonPlan.of([(("A", "B"), set(inst.workload.names))]), spark=spark)
     q1 = r.results[(r.results["query"] == "q1") & (r.results["aggregate"] == "COUNT(*)")]
     assert q1["value"].tolist() == [7]

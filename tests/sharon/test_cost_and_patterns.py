@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 
@@ -139,14 +138,13 @@ def test_sharing_classes_do_not_mix():
     assert len(sol.plan) == 2 and sol.objective == 2 * pr.original.vertices[0].weight
 
 
-def test_detection_is_fast():
+def test_detection_on_500_queries():
+    """Its speed is benchmarked (tests/sharon/test_patterns_bench.py, pytest -m bench), not asserted here."""
     import random
 
     rng = random.Random(1)
     types = {f"q{i}": tuple(rng.choice("ABCDEFGHIJKLMNOP") for _ in range(10)) for i in range(500)}
-    start = time.process_time()  # CPU time: robust to a loaded machine
     found = detect(types)
-    assert time.process_time() - start < 2.0
     assert found and all(len(qs) >= 2 for qs in found.values())
 
 
