@@ -92,12 +92,13 @@ def _with_row_numbers(events: DataFrame) -> DataFrame:
     partition index << 33 plus the row's index in its partition, so the row number adds the sizes of
     the partitions before it."""
     df = events.withColumn("_mid", F.monotonically_increasing_id())
-    sizes = dict(df.groupBy((F.col("_mid") >> 33).alias("p")).count().collect())
+    part = F.shiftright(F.col("_mid"), 33)
+    sizes = dict(df.groupBy(part.alias("p")).count().collect())
     offsets, total = [], 0
     for p in range(max(sizes, default=-1) + 1):
         offsets.append(total)
         total += int(sizes.get(p, 0))
-    base = F.element_at(F.array(*[F.lit(o) for o in offsets] or [F.lit(0)]), (F.col("_mid") >> 33).cast("int") + 1)
+    base = F.element_at(F.array(*[F.lit(o) for o in offsets] or [F.lit(0)]), part.cast("int") + 1)
     return df.withColumn("id", base + F.col("_mid").bitwiseAND(F.lit((1 << 33) - 1))).drop("_mid")
 
 
