@@ -28,18 +28,24 @@ class ExecutionResult:
     """What executing a plan gave: the results table, the measured operations (the quantity the
     family's cost model predicts), the predicted cost, wall time and further metrics."""
 
-    results: pd.DataFrame
+    results: Any  # pandas, or a Spark DataFrame in the same format (the join driver)
     operations: int
     predicted_cost: float | None
     time_s: float
     metrics: dict = field(default_factory=dict)
 
+    def table(self) -> pd.DataFrame:
+        """The results as pandas (a Spark DataFrame is collected)."""
+        if isinstance(self.results, pd.DataFrame):
+            return self.results
+        return res.results_frame(tuple(r) for r in self.results.collect())
+
     def digest(self) -> str:
         """Stable sha256 of the sorted results (ints exact, floats to 12 significant digits)."""
-        return res.digest(self.results)
+        return res.digest(self.table())
 
     def summary(self) -> str:
-        lines = [f"results: {len(self.results)} rows, digest {self.digest()[:16]}",
+        lines = [f"results: {len(self.table())} rows, digest {self.digest()[:16]}",
                  f"operations (measured): {self.operations}",
                  f"predicted cost: {'-' if self.predicted_cost is None else f'{self.predicted_cost:.6g}'}",
                  f"time: {self.time_s:.3f} s"]
@@ -193,7 +199,7 @@ def execute_command(instance: Any, plan_spec: str, stream_spec: str | None, *, m
                      method=info.get("method"), time_limit=time_limit, seed=seed)
     wall = time.perf_counter() - start
     if output:
-        write_results(result.results, output)
+        write_results(result.table(), output)
     out = {
         "instance": inst.name,
         "problem": inst.problem,
@@ -201,7 +207,7 @@ def execute_command(instance: Any, plan_spec: str, stream_spec: str | None, *, m
         **info,
         "plan": fam.plan_to_json(plan),
         "results_digest": result.digest(),
-        "results_rows": int(len(result.results)),
+        "results_rows": int(len(result.table())),
         "operations": int(result.operations),
         "predicted_cost": result.predicted_cost,
         "time_s": round(result.time_s, 6),
@@ -211,6 +217,6 @@ def execute_command(instance: Any, plan_spec: str, stream_spec: str | None, *, m
     }
     if output:
         out["output"] = str(output)
-    if len(result.results):
-        out["preview"] = result.results.head(10).to_string(index=False)
+    if len(result.table()):
+        out["preview"] = result.table().head(10).to_string(index=False)
     return out

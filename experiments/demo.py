@@ -90,7 +90,7 @@ def _execute_pair(demo: FamilyDemo, inst, sols, stream: str | None, spark, progr
         progress.step(f"{demo.family}: execute the {label} plan on Spark ({stream or 'embedded stream'})")
         res = execute(inst, plan, events if events is not None else (stream or None), spark=spark, problem=problem)
         results.append((label, res))
-        print(f"  results rows {len(res.results)}, digest {res.digest()[:16]}, measured operations "
+        print(f"  results rows {len(res.table())}, digest {res.digest()[:16]}, measured operations "
               f"{res.operations}, predicted {_fmt(fam.predict(problem, plan))} "
               f"({fam.objective.predict_unit}), wall {res.time_s:.2f}s")
     digests = {res.digest() for _, res in results}
