@@ -11,8 +11,9 @@ of every group exactly (:func:`~cepopt.executor.partitions.merge_text`).
   partials are hash-partitioned by (query, group, window, aggregate) and merged on the cluster into a
   results DataFrame (:data:`~cepopt.executor.results.RESULT_SCHEMA`, values as exact text), persisted.
   One job computes it (or writes it, with ``output``); the kernels' counters come back in an
-  accumulator, and so do the row count and an order-independent digest computed where the rows are
-  (:func:`~cepopt.executor.results.digest_sum`): nothing else reaches the driver.
+  accumulator, and so do the row count, an order-independent digest computed where the rows are
+  (:func:`~cepopt.executor.results.digest_sum`) and the first rows by key (a preview): nothing else
+  reaches the driver.
 * :func:`run_local`: the same kernels in process, pandas ``groupby``, no JVM (pyspark is not imported).
 
 A kernel's :class:`~cepopt.errors.CepoptError` on a worker, and a bad event met while reading
@@ -33,12 +34,14 @@ import pandas as pd
 
 from cepopt.errors import CepoptError
 from cepopt.executor.partitions import PARTIAL_COLUMNS, PARTIAL_SCHEMA, merge_text, window_blocks
-from cepopt.executor.results import RESULT_KEYS, RESULT_SCHEMA, digest_hex, digest_sum, parse_value
+from cepopt.executor.results import RESULT_COLUMNS, RESULT_KEYS, RESULT_SCHEMA, digest_hex, digest_sum, parse_value
 
 __all__ = ["ENGINES", "EngineRun", "Progress", "prepare_partition", "run_local", "run_spark"]
 
 ENGINES = ("spark", "local")
 BLOCK = "__cepopt_block"
+#: result rows (the first by key) the Spark engine brings back for a preview, with the digest
+PREVIEW_ROWS = 10
 
 
 @dataclass
@@ -100,13 +103,19 @@ def _add(total: dict, metrics: dict) -> dict:
 
 
 def _timed_run(compiled, index: int, events: pd.DataFrame, block: int | None) -> tuple[pd.DataFrame, dict]:
+    """The kernel on one partition; the engine's own wall and CPU time of it (``engine_kernel_s``,
+    ``engine_kernel_cpu_s``), and the kernel's counters where it gives none (``kernel_s``, ``partitions``,
+    ``events``)."""
     start, cpu = time.perf_counter(), time.process_time()
     partials, metrics = compiled.run(index, events, block)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     metrics = _add({}, metrics)
-    metrics["kernel_s"] = metrics.get("kernel_s", 0.0) + time.perf_counter() - start
-    metrics["kernel_cpu_s"] = metrics.get("kernel_cpu_s", 0.0) + time.process_time() - cpu
-    metrics["partitions"] = metrics.get("partitions", 0) + 1
-    metrics["kernel_events"] = metrics.get("kernel_events", 0) + len(events)
+    metrics.setdefault("kernel_s", wall)
+    metrics.setdefault("kernel_cpu_s", cpu)
+    metrics.setdefault("partitions", 1)
+    metrics.setdefault("events", len(events))
+    metrics["engine_kernel_s"] = wall
+    metrics["engine_kernel_cpu_s"] = cpu
     return partials, metrics
 
 
@@ -162,7 +171,7 @@ def run_local(compiled, events: pd.DataFrame, *, progress: Progress | None = Non
     total, rows = digest_sum(merged)
     results = merged.assign(value=[parse_value(v) for v in merged["value"]])
     results = results.sort_values(RESULT_KEYS, kind="stable").reset_index(drop=True)
-    metrics["events"] = int(len(events))
+    metrics["stream_events"] = int(len(events))
     return EngineRun(results, metrics, digest_hex(total), rows, time.perf_counter() - start, "local")
 
 
@@ -228,13 +237,15 @@ def _kernel_udf(compiled_bc, index: int, blocked: bool, counters):
     return run
 
 
-def _merge_udf(digests):
+def _merge_udf(digests, firsts):
     def merge(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         parts = [b for b in batches if len(b)]
         if not parts:
             return
         merged = merge_text(pd.concat(parts, ignore_index=True))
         digests.add(digest_sum(merged))
+        head = merged.sort_values(RESULT_KEYS).head(PREVIEW_ROWS)
+        firsts.add(list(head.itertuples(index=False, name=None)))
         yield merged
 
     return merge
@@ -264,6 +275,19 @@ def _digest_param():
             return ((a[0] + b[0]) % 2 ** 256, a[1] + b[1])
 
     return DigestSum()
+
+
+def _first_rows_param():
+    from pyspark.accumulators import AccumulatorParam
+
+    class FirstRows(AccumulatorParam):
+        def zero(self, value):
+            return []
+
+        def addInPlace(self, a, b):
+            return sorted(a + b, key=lambda r: r[:4])[:PREVIEW_ROWS]
+
+    return FirstRows()
 
 
 def _spark_progress(sc, progress: Progress, done: threading.Event) -> threading.Thread:
@@ -318,6 +342,7 @@ def run_spark(compiled, events, spark, *, source: str | None = None, output: str
     compiled_bc = sc.broadcast(compiled)
     counters = sc.accumulator({}, _dict_param())
     digests = sc.accumulator((0, 0), _digest_param())
+    firsts = sc.accumulator([], _first_rows_param())
     frames = []
     for index, cls in enumerate(compiled.classes):
         sdf, blocked = _spark_class(cls, events)
@@ -330,14 +355,14 @@ def run_spark(compiled, events, spark, *, source: str | None = None, output: str
             partials = partials.unionByName(frame)
     else:
         partials = spark.createDataFrame([], PARTIAL_SCHEMA)
-    results = partials.repartition(*RESULT_KEYS).mapInPandas(_merge_udf(digests), RESULT_SCHEMA).persist()
+    results = partials.repartition(*RESULT_KEYS).mapInPandas(_merge_udf(digests, firsts), RESULT_SCHEMA).persist()
     done = threading.Event()
     watcher = _spark_progress(sc, progress or Progress(), done)
     try:
         if output:
             write_frame(results, output)
-        else:
-            results.count()
+        else:  # one job computes (and caches) the results; nothing comes back but the accumulators
+            results.write.format("noop").mode("overwrite").save()
     except CepoptError:
         results.unpersist()
         raise
@@ -350,6 +375,7 @@ def run_spark(compiled, events, spark, *, source: str | None = None, output: str
         compiled_bc.unpersist()
     total, rows = digests.value
     metrics = dict(counters.value)
-    metrics.setdefault("events", metrics.get("kernel_events", 0))
-    return EngineRun(results, metrics, digest_hex(total), int(rows), time.perf_counter() - start, "spark",
-                     {"output": output} if output else {})
+    extra = {"preview": pd.DataFrame(firsts.value, columns=RESULT_COLUMNS)}
+    if output:
+        extra["output"] = output
+    return EngineRun(results, metrics, digest_hex(total), int(rows), time.perf_counter() - start, "spark", extra)

@@ -28,7 +28,7 @@ def test_local_engine_equals_brute_force(block, keys):
     run = run_local(plan, events)
     expected = _expected(plan, events)
     assert run.digest == digest(expected) and run.rows == len(expected)
-    assert run.metrics["events"] == len(events) and run.metrics["partitions"] > 0
+    assert run.metrics["stream_events"] == len(events) and run.metrics["partitions"] > 0
     big = run.results[run.results["aggregate"] == "BIG"]["value"]
     assert all(isinstance(v, int) and v >= 2 ** 100 for v in big)
 
@@ -64,7 +64,7 @@ def test_spark_engine_equals_local(spark, block, keys):
     remote = run_spark(plan, to_spark(events, spark), spark)
     try:
         assert (remote.digest, remote.rows) == (local.digest, local.rows)
-        for name in ("reads", "windows", "partitions", "kernel_events"):
+        for name in ("reads", "windows", "partitions", "events"):
             assert remote.metrics[name] == local.metrics[name], name
         back = remote.results.toPandas()
         assert digest(back) == local.digest and back["value"].map(type).eq(str).all()
