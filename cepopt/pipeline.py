@@ -227,7 +227,8 @@ def _write_json(path: str, value: Any) -> None:
 
 
 def build_problem(ex: Execution) -> None:
-    from cepopt.solve import build_problem as build, family
+    from cepopt.solve import build_problem as build
+    from cepopt.solve import family
 
     if ex.problem is None:
         ex.family, ex.problem, _ = build(ex.instance, ex.params)
