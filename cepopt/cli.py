@@ -268,7 +268,7 @@ def _shown(value: Any) -> str:
 
 
 def cmd_methods(args) -> int:
-    from cepopt.solve import families, methods
+    from cepopt.solve import families, family, methods
 
     for fam in families():
         try:
@@ -276,7 +276,8 @@ def cmd_methods(args) -> int:
         except NotBuiltError:
             print(f"{fam}: (not built yet)")
             continue
-        print(f"{fam}:")
+        info = family(fam).objective
+        print(f"{fam}: objective {info}; predicted cost in {info.predict_unit}")
         for name, meth in table.items():
             tag = "exact" if meth.exact else "heuristic"
             print(f"  {name:16s} {tag:9s} {meth.description}")

@@ -73,25 +73,27 @@ def _fmt(x) -> str:
 
 def _execute_pair(demo: FamilyDemo, inst, sols, stream: str | None, spark, progress: _Progress,
                   events=None) -> dict:
-    """Execute the best and the baseline plan on ``stream`` (``events``: that stream, already drawn)."""
+    """Execute the best and the baseline plan on ``stream`` (``events``: that stream, already drawn),
+    and print each plan's predicted cost (the family's ``cost.predict``) beside the measured one."""
     from cepopt.executor.api import execute
-    from cepopt.solve import family
+    from cepopt.solve import build_problem
 
-    fam = family(inst.problem)
+    fam, problem, _ = build_problem(inst)
     best = sols.best()
     cheap = next((s for s in sols if s.method == demo.cheap_method and s.plan is not None), None)
     plans = [("best: " + best.method, best.plan)]
     if cheap is not None:
         plans.append((demo.cheap_method, cheap.plan))
     elif fam.baseline_plan is not None:
-        plans.append(("nonshared", fam.baseline_plan(fam.build(inst))))
+        plans.append(("nonshared", fam.baseline_plan(problem)))
     results = []
     for label, plan in plans:
         progress.step(f"{demo.family}: execute the {label} plan on Spark ({stream or 'embedded stream'})")
-        res = execute(inst, plan, events if events is not None else (stream or None), spark=spark)
+        res = execute(inst, plan, events if events is not None else (stream or None), spark=spark, problem=problem)
         results.append((label, res))
         print(f"  results rows {len(res.results)}, digest {res.digest()[:16]}, measured operations "
-              f"{res.operations}, predicted cost {_fmt(res.predicted_cost)}, wall {res.time_s:.2f}s")
+              f"{res.operations}, predicted {_fmt(fam.predict(problem, plan))} "
+              f"({fam.objective.predict_unit}), wall {res.time_s:.2f}s")
     digests = {res.digest() for _, res in results}
     agree = len(digests) == 1
     print(f"  answers agree under every plan: {'yes' if agree else 'NO'}")

@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 MODULES = ["cepopt.model", "cepopt.plugins", "cepopt.instance", "cepopt.cli", "cepopt.syntax", "cepopt.predicates",
-           "cepopt.formulations.milp", "cepopt.experiments.framework", "cepopt.instances"]
+           "cepopt.formulations.milp", "cepopt.formulations.model", "cepopt.experiments.framework", "cepopt.instances"]
 
 
 @pytest.mark.parametrize("name", MODULES)

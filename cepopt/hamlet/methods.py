@@ -20,24 +20,19 @@ import itertools
 import time
 from collections import Counter
 
+from cepopt.hamlet import cost
+from cepopt.hamlet.cost import GroupState, option_cost
 from cepopt.hamlet.decide import run_policy
 from cepopt.hamlet.plan import HamletPlan, plan_from_json, plan_to_json
-from cepopt.hamlet.policy import REPLAY, GroupState, ReplayPolicy, option_cost
+from cepopt.hamlet.policy import REPLAY, ReplayPolicy
 from cepopt.hamlet.problem import HamletProblem, build
 from cepopt.solution import MethodResult
 from cepopt.solve import Family, MethodLimitError, declare, register
 
-__all__ = ["evaluate"]
+__all__ = ["FAMILY"]
 
 #: the optimal method enumerates at most this many decision sequences per scope
 OPTIMAL_MAX_SEQUENCES = 200_000
-
-
-def evaluate(problem: HamletProblem, plan: HamletPlan) -> float:
-    """Eq. 7 cost of the plan's decisions (replayed) or of its policy run on the bursts."""
-    replay = bool(plan.decisions) or plan.policy == REPLAY
-    _, total = run_policy(problem.bursts, plan.policy, problem.t_of, plan.decisions if replay else None)
-    return float(total)
 
 
 def _build(instance, eq7_n: str | None = None, eq7_t: str | None = None) -> HamletProblem:
@@ -47,10 +42,8 @@ def _build(instance, eq7_n: str | None = None, eq7_t: str | None = None) -> Haml
 FAMILY = declare(Family(
     name="hamlet",
     description="Hamlet: share a Kleene burst or not, per burst, at run time (SIGMOD'21)",
-    sense="min",
-    objective="Eq. 7 cost of the per-burst decisions: b*n*s_p + s_c*k*g*t shared, k*b*n not",
     build=_build,
-    evaluate=evaluate,
+    cost=cost,
     plan_to_json=plan_to_json,
     plan_from_json=plan_from_json,
     problem_options=frozenset({"eq7_n", "eq7_t"}),
