@@ -285,13 +285,12 @@ def default_max_work() -> float:
 
 def check_work(ex: Execution) -> None:
     """Refuse a plan whose predicted work is above the limit, before it runs (one line)."""
-    from cepopt.executor.api import driver_module, operations_unit, predicted
+    from cepopt.executor.api import operations_unit, predicted
 
-    driver = driver_module(ex.instance.problem)
-    ex.predicted = predicted(ex.instance.problem, ex.problem, ex.plan, driver)
+    ex.predicted = predicted(ex.instance.problem, ex.problem, ex.plan)
     limit = ex.max_work if ex.max_work is not None else default_max_work()
-    if ex.predicted is not None and ex.predicted > limit:
-        unit = operations_unit(ex.instance.problem, driver) or "operations"
+    if ex.predicted > limit:
+        unit = operations_unit(ex.instance.problem)
         raise CepoptError(f"the plan's predicted work is {ex.predicted:.4g} ({unit}), above the limit "
                           f"{limit:.4g}; raise --max-work to run it anyway")
 
@@ -299,10 +298,6 @@ def check_work(ex: Execution) -> None:
 def run_plan(ex: Execution) -> None:
     from cepopt.executor.api import execute as run_execute
 
-    if ex.engine == "spark" and ex.spark is None:
-        from cepopt.executor.session import get_spark
-
-        ex.spark = get_spark(ex.master)
     start = time.perf_counter()
     ex.result = run_execute(ex.problem, ex.plan, ex.events, family=ex.instance.problem, engine=ex.engine,
                             spark=ex.spark, master=ex.master, source=ex.source, output=ex.output,
@@ -318,10 +313,10 @@ def _driver_options(ex: Execution) -> dict:
 
 def report(ex: Execution) -> None:
     """A JSON-able summary of the run."""
-    from cepopt.executor.api import driver_module, operations_unit
+    from cepopt.executor.api import operations_unit
 
     r = ex.result
-    unit = operations_unit(ex.instance.problem, driver_module(ex.instance.problem))
+    unit = operations_unit(ex.instance.problem)
     out = {
         "instance": ex.instance.name,
         "problem": ex.instance.problem,
@@ -335,14 +330,14 @@ def report(ex: Execution) -> None:
         "results_rows": int(r.row_count()),
         "operations": int(r.operations),
         "predicted_cost": r.predicted_cost,
-        "operations_unit": unit,
+        "operations_unit": unit,  # of both the measured operations and the predicted cost
         "time_s": round(r.time_s, 6),
         "wall_time_s": round(ex.wall_s, 6),
         "metrics": {k: (v if isinstance(v, int | float | str | bool) or v is None else str(v))
                     for k, v in r.metrics.items()},
     }
-    if ex.master or r.engine == "spark":
-        out["master"] = ex.spark.sparkContext.master if ex.spark is not None else ex.master
+    if r.engine == "spark":
+        out["master"] = r.metrics.get("master", ex.master)
     if ex.statistics is not None:
         out["estimated_statistics"] = ex.statistics.to_json()
         if ex.save_stats:

@@ -1,14 +1,13 @@
 """Execute a plan on a stream with an engine and measure it: :func:`execute` and :class:`ExecutionResult`.
 
 Each family has a driver, ``cepopt.executor.<family>_driver``. A driver of the partition-kernel protocol
-(Sharon, Hamlet, Gloria) gives ``compile(problem, plan, **options) -> CompiledPlan``,
-``finish(compiled, metrics) -> metrics`` (with ``operations``), ``predict(problem, plan)`` and
-``OPERATIONS`` (what its operations are); :func:`execute` runs the compiled plan on the Spark engine or
-the local engine (executor/engines.py). A driver without ``compile`` (join order) runs plans itself:
+(Sharon, Hamlet, Gloria) gives ``compile(problem, plan, **options) -> CompiledPlan`` and
+``finish(compiled, metrics) -> metrics`` (with ``operations``); :func:`execute` runs the compiled plan on
+the Spark engine or the local engine (executor/engines.py). A driver without ``compile`` (join order) runs plans itself:
 ``execute(problem, plan, events, spark, **options) -> ExecutionResult``, on Spark.
 
-The predicted cost is the family's ``cepopt.<family>.cost.predict(problem, plan)`` (in the unit of the
-measured operations) when the family has one, else the driver's prediction.
+The predicted cost is the family's ``cepopt.<family>.cost.predict(problem, plan)``, in the unit of the
+measured operations (``cost.OBJECTIVE.predict_unit``).
 
 The instance -> statistics -> plan -> execution chain around this is :mod:`cepopt.pipeline`; this module
 knows problems and plans, never the method registry or the formulations.
@@ -129,30 +128,18 @@ def family_of(problem: Any) -> str:
     raise CepoptError(f"cannot tell the family of a {type(problem).__name__}: pass family=")
 
 
-def predicted(family_name: str, problem: Any, plan: Any, driver: Any = None) -> float | None:
-    """The family's ``cost.predict(problem, plan)``, else the driver's prediction (None: none)."""
+def predicted(family_name: str, problem: Any, plan: Any) -> float:
+    """The family's ``cost.predict(problem, plan)``: the operations the executor should measure."""
     import importlib
 
-    try:
-        cost = importlib.import_module(f"cepopt.{family_name}.cost")
-    except ImportError:
-        cost = None
-    fn = getattr(cost, "predict", None) or getattr(driver, "predict", None)
-    if fn is None:
-        return None
-    value = fn(problem, plan)
-    return None if value is None else float(value)
+    return float(importlib.import_module(f"cepopt.{family_name}.cost").predict(problem, plan))
 
 
-def operations_unit(family_name: str, driver: Any = None) -> str | None:
+def operations_unit(family_name: str) -> str:
     """What the family's measured operations (and its predicted cost) count."""
     import importlib
 
-    try:
-        objective = getattr(importlib.import_module(f"cepopt.{family_name}.cost"), "OBJECTIVE", None)
-    except ImportError:
-        objective = None
-    return getattr(objective, "predict_unit", None) or getattr(driver, "OPERATIONS", None)
+    return importlib.import_module(f"cepopt.{family_name}.cost").OBJECTIVE.predict_unit
 
 
 def _spark_events(events: Any, spark, schema: Any = None):
@@ -214,10 +201,10 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
         run = run_spark(compiled, _spark_events(events, spark, schema), spark, source=source, output=output,
                         progress=progress)
     metrics = driver.finish(compiled, dict(run.metrics))
-    prediction = predicted(family, problem, plan, driver)
-    if prediction is None and isinstance(metrics.get("predicted"), int | float):
-        prediction = float(metrics["predicted"])
+    prediction = predicted(family, problem, plan)
     metrics["mode"] = run.engine
+    if run.engine == "spark":
+        metrics["master"] = spark.sparkContext.master
     return ExecutionResult(run.results, int(metrics.get("operations", 0)), prediction, run.time_s, metrics,
                            run.digest, run.rows, run.engine, run.extra.get("preview"))
 

@@ -7,9 +7,7 @@ events.
 
 from __future__ import annotations
 
-__all__ = ["OPERATIONS", "compile", "finish", "predict"]
-
-OPERATIONS = "propagations + evaluations (Eqs. 2-4)"
+__all__ = ["compile", "finish"]
 
 
 def compile(problem, plan, **knobs):  # noqa: A001
@@ -20,12 +18,3 @@ def compile(problem, plan, **knobs):  # noqa: A001
 
 def finish(compiled, metrics: dict) -> dict:
     return compiled.finish(metrics)
-
-
-def predict(problem, plan) -> float | None:
-    """The Gloria cost model's value of the plan (statistics-based, Eqs. 2-4)."""
-    if plan is None:
-        return None
-    from cepopt.gloria.cost import evaluate
-
-    return float(evaluate(problem, plan))

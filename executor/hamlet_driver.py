@@ -9,9 +9,7 @@ every burst it met was one the plan decided.
 
 from __future__ import annotations
 
-__all__ = ["OPERATIONS", "compile", "finish", "predict"]
-
-OPERATIONS = "Eq. 7 operations: predecessor edges x coefficient width + snapshot reads"
+__all__ = ["compile", "finish"]
 
 
 def compile(problem, plan, **knobs):  # noqa: A001
@@ -26,9 +24,3 @@ def finish(compiled, metrics: dict) -> dict:
     if policy is not None:
         metrics["policy"] = policy.name
     return metrics
-
-
-def predict(problem, plan) -> float | None:
-    """No prediction of its own: the family's cost model (cepopt.hamlet.cost) or the decisions' cost the
-    kernels sum (metric ``predicted``)."""
-    return None

@@ -192,6 +192,8 @@ def digest_sum(results: pd.DataFrame) -> tuple[int, int]:
     """(sum of the rows' line hashes modulo 2**256, rows) of a results table whose values are objects
     or texts: the part of :func:`digest` one partition of the results contributes."""
     total = 0
+    if not len(results):
+        return 0, 0
     for row in zip(results["query"], results["group"], results["window"], results["aggregate"],
                    results["value"], strict=True):
         total += _line_hash(*row)

@@ -2,18 +2,15 @@
 
 :func:`compile` is :func:`cepopt.executor.sharon_exec.compile_sharon` (partition classes by GROUP-BY and
 equivalence attributes, window blocks); the engines (executor/engines.py) run it on Spark or in process.
-The measured operations are the A-Seq updates and combines the kernels count, the quantity the Sharon
-cost model predicts.
+The measured operations are the A-Seq updates and combines the kernels count, the quantity
+``cepopt.sharon.cost.predict`` predicts.
 """
 
 from __future__ import annotations
 
 from cepopt.executor.sharon_exec import WINDOWS_PER_BLOCK, compile_sharon
 
-__all__ = ["OPERATIONS", "compile", "finish", "predict"]
-
-#: what the measured operations are
-OPERATIONS = "A-Seq updates + combines"
+__all__ = ["compile", "finish"]
 
 
 def compile(problem, plan, *, windows_per_block: int | None = WINDOWS_PER_BLOCK):  # noqa: A001
@@ -25,8 +22,3 @@ def finish(compiled, metrics: dict) -> dict:
     """The summed metrics with ``operations`` = updates + combines."""
     metrics["operations"] = int(metrics.get("update", 0)) + int(metrics.get("combine", 0))
     return metrics
-
-
-def predict(problem, plan) -> float:
-    """The cost model's cost of ``plan``: the Non-Shared total minus the plan's score (Eqs. 2, 9)."""
-    return float(problem.cost.total_nonshared() - problem.score(plan))

@@ -180,6 +180,14 @@ def run_experiment(exp: Experiment, *, quick: bool = False, out_dir: str | Path 
     pending = [p for p in grid if _key(p) not in done]
     appender = _CsvAppender(csv_path)
     ran = 0
+    if master and exp.uses_spark:
+        # the experiment's own get_spark() calls (and its subprocesses) run on this master
+        import os
+
+        from cepopt.executor.session import get_spark
+
+        os.environ["CEPOPT_SPARK_MASTER"] = master
+        get_spark(master)
     if master and pending and not exp.uses_spark:
         from cepopt.executor.session import get_spark
 
