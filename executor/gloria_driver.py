@@ -10,10 +10,12 @@ from __future__ import annotations
 __all__ = ["compile", "finish"]
 
 
-def compile(problem, plan, **knobs):  # noqa: A001
+def compile(problem, plan, *, windows_per_block: int | None = 64):  # noqa: A001
+    """The compiled plan; ``windows_per_block``: K, the windows one partition computes (None: one
+    partition per key)."""
     from cepopt.executor.trend_exec import compile_gloria
 
-    return compile_gloria(problem, plan, **knobs)
+    return compile_gloria(problem, plan, windows_per_block=windows_per_block)
 
 
 def finish(compiled, metrics: dict) -> dict:
