@@ -71,7 +71,6 @@ def workload(k: int):
 
 def run(point: dict) -> dict:
     import time
-
     from types import SimpleNamespace
 
     from cepopt.executor.engines import run_spark
