@@ -197,7 +197,7 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
         from cepopt.executor.engines import run_spark
         from cepopt.executor.session import get_spark
 
-        spark = spark or get_spark(master)
+        spark = spark or get_spark(master, small=_small(events))
         run = run_spark(compiled, _spark_events(events, spark, schema), spark, source=source, output=output,
                         progress=progress)
     metrics = driver.finish(compiled, dict(run.metrics))
@@ -207,6 +207,21 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
         metrics["master"] = spark.sparkContext.master
     return ExecutionResult(run.results, int(metrics.get("operations", 0)), prediction, run.time_s, metrics,
                            run.digest, run.rows, run.engine, run.extra.get("preview"))
+
+
+def _small(events: Any) -> bool:
+    """Whether a stream is small enough for a JVM started for a short life (see executor/session.py)."""
+    if isinstance(events, pd.DataFrame | list | tuple):
+        return len(events) <= 200_000
+    if isinstance(events, str | Path):
+        from cepopt.executor.streams import is_local, local_path
+
+        if is_local(events):
+            path = local_path(events)
+            size = path.stat().st_size if path.is_file() else sum(
+                f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 1 << 62
+            return size <= 8 << 20
+    return False
 
 
 def _accepted(fn, options: dict) -> dict:
@@ -228,7 +243,7 @@ def _execute_native(driver, problem, plan, events, engine: str, spark, master, s
         return driver.execute(problem, plan, _local_events(events), None, **kwargs)
     from cepopt.executor.session import get_spark
 
-    spark = spark or get_spark(master)
+    spark = spark or get_spark(master, small=_small(events))
     start = time.perf_counter()
     result = driver.execute(problem, plan, _spark_events(events, spark, schema), spark, **kwargs)
     result.engine = "spark"

@@ -40,6 +40,7 @@ EXPERIMENTS: dict[str, str] = {
     "joinorder-scaling": "cepopt.experiments.joinorder_scaling",
     "joinorder-executor": "cepopt.experiments.joinorder_executor",
     "validate-cost-models": "cepopt.experiments.validate_cost_models",
+    "executor-throughput": "cepopt.experiments.executor_throughput",
 }
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
