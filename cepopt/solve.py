@@ -1,13 +1,15 @@
 """The method registry, solve() and compare().
 
-Each family declares itself in ``cepopt/<family>/methods.py``: one :class:`Family` (how to build the
-problem from an instance, the single cost model that scores any plan, plan (de)serialisation) and a
-table of methods registered with :func:`register`. A method is a plain function::
+Each family declares itself in a module named by the ``cepopt.families`` entry-point group (the
+built-ins: ``cepopt/<family>/methods.py``): one :class:`Family` (how to build the problem from an
+instance, the family's cost module that scores any plan, plan (de)serialisation) and a table of
+methods registered with :func:`register`. Modules of the ``cepopt.methods`` group add methods to
+existing families (:mod:`cepopt.entry_points`). A method is a plain function::
 
     fn(problem, *, time_limit: float | None, seed: int, **options) -> MethodResult | Plan
 
 ``solve`` and ``compare`` know methods only through this registry; ``cepopt methods`` prints it.
-The family modules are imported lazily, so a family that is not built yet is reported as such.
+Family modules are imported on first use, method plug-ins with the first family.
 """
 
 from __future__ import annotations
@@ -19,33 +21,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cepopt.errors import CepoptError, NotBuiltError, UnknownNameError
+from cepopt import entry_points
+from cepopt.errors import CepoptError, MethodLimitError, ObjectiveMismatchError, UnknownNameError
 from cepopt.params import read_options
-from cepopt.plugins import import_built
 from cepopt.solution import MethodResult, Objective, Solution, Solutions, gap
 
 __all__ = [
-    "FAMILY_MODULES", "Family", "Method", "MethodLimitError", "ObjectiveMismatchError", "compare",
+    "Family", "Method", "MethodLimitError", "ObjectiveMismatchError", "compare",
     "families", "family", "method", "methods", "register", "solve",
 ]
-
-#: Where each family declares itself. The order is the order of ``cepopt methods``.
-FAMILY_MODULES: dict[str, str] = {
-    "sharon": "cepopt.sharon.methods",
-    "gloria": "cepopt.gloria.methods",
-    "hamlet": "cepopt.hamlet.methods",
-    "joinorder": "cepopt.joinorder.methods",
-}
-
-
-class MethodLimitError(Exception):
-    """A method refuses an instance beyond its stated limits (exhaustive search on a large graph,
-    an option cap exceeded, memory). solve() reports it as status "error" with the message."""
-
-
-class ObjectiveMismatchError(AssertionError):
-    """A solver's own objective disagrees with the family's cost model: always a bug."""
-
 
 @dataclass(frozen=True)
 class Family:
@@ -134,17 +118,32 @@ def declare(fam: Family) -> Family:
 
 
 def families() -> tuple[str, ...]:
-    return tuple(FAMILY_MODULES)
+    """The registered families: the names of the ``cepopt.families`` entry points."""
+    return entry_points.names("families")
+
+
+_plugins_loaded = False
+
+
+def _load_method_plugins() -> None:
+    """Import every module of the ``cepopt.methods`` group once (they register methods)."""
+    global _plugins_loaded
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        for ep in entry_points.entries("methods").values():
+            ep.load()
 
 
 def family(name: str) -> Family:
     """The Family ``name``, importing its module on first use."""
-    if name not in FAMILY_MODULES:
-        raise UnknownNameError(f"unknown problem family {name!r} (known: {', '.join(FAMILY_MODULES)})")
     if name not in _FAMILIES:
-        import_built(FAMILY_MODULES[name], f"problem family {name!r}")
+        declared = entry_points.load("families", name, "problem family")
+        if isinstance(declared, Family):
+            declare(declared)
         if name not in _FAMILIES:
-            raise NotBuiltError(f"problem family {name!r} is not built yet")
+            raise CepoptError(f"problem family {name!r}: its entry point "
+                              f"{entry_points.entries('families')[name].value} declares no Family named {name!r}")
+    _load_method_plugins()
     return _FAMILIES[name]
 
 

@@ -24,9 +24,8 @@ from typing import Any
 
 import pandas as pd
 
-from cepopt.errors import CepoptError
+from cepopt.errors import CepoptError, UnknownNameError
 from cepopt.executor import results as res
-from cepopt.plugins import import_built
 
 __all__ = ["ExecutionResult", "driver_module", "execute", "results_format", "spark_digest", "write_results"]
 
@@ -116,8 +115,13 @@ def spark_digest(results) -> tuple[str, int]:
 
 
 def driver_module(family_name: str):
-    """``cepopt.executor.<family>_driver``, or NotBuiltError."""
-    return import_built(f"cepopt.executor.{family_name}_driver", f"executor for family {family_name}")
+    """``cepopt.executor.<family>_driver``; an unknown family is a user error."""
+    import importlib.util
+
+    name = f"cepopt.executor.{family_name}_driver"
+    if importlib.util.find_spec(name) is None:
+        raise UnknownNameError(f"no executor for family {family_name!r}")
+    return importlib.import_module(name)
 
 
 def family_of(problem: Any) -> str:
@@ -201,7 +205,11 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
         run = run_spark(compiled, _spark_events(events, spark, schema), spark, source=source, output=output,
                         progress=progress)
     metrics = driver.finish(compiled, dict(run.metrics))
-    prediction = predicted(family, problem, plan)
+    try:
+        prediction = predicted(family, problem, plan)
+    except CepoptError as exc:  # a plan the kernels run but the cost model does not price: said, not hidden
+        prediction = None
+        metrics["predicted_error"] = str(exc)
     metrics["mode"] = run.engine
     if run.engine == "spark":
         metrics["master"] = spark.sparkContext.master

@@ -20,5 +20,6 @@ def compile(problem, plan, *, windows_per_block: int | None = WINDOWS_PER_BLOCK)
 
 def finish(compiled, metrics: dict) -> dict:
     """The summed metrics with ``operations`` = updates + combines."""
-    metrics["operations"] = int(metrics.get("update", 0)) + int(metrics.get("combine", 0))
+    metrics["update"], metrics["combine"] = int(metrics.get("update", 0)), int(metrics.get("combine", 0))
+    metrics["operations"] = metrics["update"] + metrics["combine"]
     return metrics

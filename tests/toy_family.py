@@ -74,6 +74,22 @@ def limited(problem, *, time_limit=None, seed=0):
     raise registry.MethodLimitError("too large for this method")
 
 
+@registry.register("toy", "empty-handed", "returns no plan")
+def empty_handed(problem, *, time_limit=None, seed=0):
+    return None
+
+
+@registry.register("toy", "crash", "raises a bug")
+def crash(problem, *, time_limit=None, seed=0):
+    raise ZeroDivisionError("division by zero in the toy method")
+
+
 def install(monkeypatch):
-    monkeypatch.setitem(registry.FAMILY_MODULES, "toy", "tests.toy_family")
-    registry.declare(FAMILY)
+    """Register the toy family as a plug-in would: an entry point of ``cepopt.families``."""
+    import importlib.metadata
+
+    from cepopt import entry_points
+
+    ep = importlib.metadata.EntryPoint("toy", "tests.toy_family:FAMILY", "cepopt.families")
+    monkeypatch.setitem(entry_points.entries("families"), "toy", ep)
+    monkeypatch.delitem(registry._FAMILIES, "toy", raising=False)

@@ -31,7 +31,7 @@ from cepopt.hamlet.graphlets import Burst
 from cepopt.solution import Objective
 
 __all__ = ["OBJECTIVE", "GroupState", "benefit", "evaluate", "extends", "nonshared_cost", "option_cost",
-           "predict", "price", "shared_cost"]
+           "predict", "price", "sequence_cost", "shared_cost"]
 
 OBJECTIVE = Objective("Eq. 7 cost", "Hamlet's Eq. 7 summed over the per-burst decisions", "min",
                       "operations in Eq. 7's unit: predecessor edges x coefficient width + snapshot reads")
@@ -96,6 +96,18 @@ def option_cost(burst: Burst, state: GroupState, queries: Iterable[str], t: Call
         s_c, s_p, g = 1 + ev, 1 + ev, burst.b
     return (shared_cost(burst.b, burst.n_eq7, s_p, s_c, len(queries), g, t(queries))
             + nonshared_cost(k_all - len(queries), burst.b, burst.n_eq7))
+
+
+def sequence_cost(bursts: Iterable[Burst], choices: Iterable[Sequence[str]],
+                  t: Callable[[Sequence[str]], float]) -> float:
+    """The Eq. 7 cost of sharing ``choices[i]`` (empty: nothing) for ``bursts[i]``, in order."""
+    states: dict[tuple[str, str], GroupState] = {}
+    total = 0.0
+    for burst, queries in zip(bursts, choices, strict=True):
+        state = states.setdefault((burst.scope, burst.type), GroupState())
+        total += option_cost(burst, state, queries, t)
+        state.after(burst, queries)
+    return total
 
 
 def price(bursts: Iterable[Burst], policy: Any, t: Callable[[Sequence[str]], float]) -> tuple[list, float]:

@@ -34,6 +34,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
+from cepopt.errors import MethodLimitError
 from cepopt.joinorder import bruteforce as _bf
 from cepopt.joinorder import cost
 from cepopt.joinorder.cost import logsumexp
@@ -48,7 +49,7 @@ from cepopt.joinorder.trivial import trivial
 from cepopt.joinorder.zstream import zstream
 from cepopt.params import Bound, PositiveInt, Workers
 from cepopt.solution import MethodResult
-from cepopt.solve import Family, MethodLimitError, declare, register
+from cepopt.solve import Family, declare, register
 
 __all__ = ["FAMILY", "PAIRWISE_ONLY", "baseline_plan", "evaluate"]
 

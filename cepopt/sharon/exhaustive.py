@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cepopt.errors import MethodLimitError
 from cepopt.sharon.graph import SharonGraph
-from cepopt.solve import MethodLimitError
 
 __all__ = ["MAX_EXHAUSTIVE_VERTICES", "Enumeration", "bruteforce", "enumerate_sets", "exhaustive"]
 

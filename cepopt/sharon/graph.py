@@ -117,7 +117,7 @@ class SharonGraph:
     def adj(self) -> list[set[int]]:
         """Adjacency sets (built once from the cell cliques)."""
         if self._adj is None:
-            from cepopt.solve import MethodLimitError
+            from cepopt.errors import MethodLimitError
 
             cliques = self.cliques()
             pairs = sum(len(c) * (len(c) - 1) for c in cliques)

@@ -33,7 +33,7 @@ from typing import Any
 from cepopt.errors import CepoptError
 from cepopt.model import Statistics, Workload
 from cepopt.params import check_keys, parse_bool
-from cepopt.sharon.cost import COMB_RULES, CostModel, evaluate, predict
+from cepopt.sharon.cost import COMB_RULES, CostModel
 from cepopt.sharon.expansion import expand as expand_graph
 from cepopt.sharon.graph import SharonGraph, Vertex
 from cepopt.sharon.patterns import detect, query_types, sharing_classes
@@ -140,8 +140,8 @@ class SharonProblem:
         first use; the compact models never need it). Raises MethodLimitError when the expansion
         would exceed ``max_vertices`` options."""
         if self._graph is None:
+            from cepopt.errors import MethodLimitError
             from cepopt.sharon.expansion import expanded_size
-            from cepopt.solve import MethodLimitError
 
             all_subsets = self.subsets == "all"
             size = expanded_size(self.original, self.max_options, self.non_beneficial, all_subsets)
@@ -196,16 +196,6 @@ class SharonProblem:
             if len(cls_ids) > 1:
                 raise CepoptError(f"plan: pattern {label} is shared by queries with different windows, "
                                   "predicates or grouping")
-
-    # The two methods below are kept for executor/sharon_driver.py until it calls cost.predict: the cost
-    # model lives in cepopt.sharon.cost (evaluate, predict).
-    def score(self, plan: SharonPlan) -> float:
-        """Eq. 9: :func:`cepopt.sharon.cost.evaluate`."""
-        return evaluate(self, plan)
-
-    def predicted_cost(self, plan: SharonPlan) -> float:
-        """:func:`cepopt.sharon.cost.predict`."""
-        return predict(self, plan)
 
     # ------------------------------------------------------------------ helpers for methods
     def plan_of(self, indices, graph: SharonGraph | None = None) -> SharonPlan:
