@@ -22,6 +22,7 @@ A kernel's :class:`~cepopt.errors.CepoptError` on a worker, and a bad event met 
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -320,6 +321,13 @@ def spark_failure(exc: BaseException, source: str | None = None) -> CepoptError:
     found = user_error(exc, source)
     if found is not None:
         return found
+    text = str(exc)
+    if "Traceback (most recent call last)" in text:  # a Python error on a worker: its last line says it
+        python = text[text.index("Traceback (most recent call last)"):]
+        errors = [e for e in re.findall(r"^([A-Za-z_][\w.]*(?:Error|Exception)\b.*)$", python, re.M)
+                  if "Traceback" not in e and not e.startswith(("org.", "java.", "py4j."))]
+        if errors:  # the last exception of the Python traceback (frames are indented, it is not)
+            return CepoptError(f"the Spark job failed on a worker: {errors[-1]}")
     return CepoptError(f"the Spark job failed: {_first_line(exc)}")
 
 

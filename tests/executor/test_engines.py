@@ -79,6 +79,8 @@ def test_spark_engine_errors_are_one_line(spark, tmp_path):
 
     with pytest.raises(CepoptError, match=r"^toy kernel: met an event of type B$"):
         run_spark(toy_plan(fail_on="B"), to_spark(random_events(50), spark), spark)
+    with pytest.raises(CepoptError, match=r"^the Spark job failed on a worker: ValueError: toy bug on B$"):
+        run_spark(toy_plan(fail_on="B", python_error=True), to_spark(random_events(50), spark), spark)
     bad = tmp_path / "bad.csv"
     bad.write_text("ts,type,g,v\n1,A,0,1\n2,B,0,2\n3.5,A,1,3\n4,C,1,4\n")
     with pytest.raises(CepoptError, match=r"^.*bad\.csv, line 4: time stamp ts is not an integer: '3\.5'$"):

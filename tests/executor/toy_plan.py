@@ -17,10 +17,13 @@ from cepopt.executor.results import format_group
 class ToyPlan:
     classes: tuple[PartitionClass, ...]
     fail_on: str | None = None  # a type whose presence makes the kernel raise a CepoptError
+    python_error: bool = False  # raise a ValueError instead (a bug, not a user error)
 
     def run(self, index: int, events: pd.DataFrame, block: int | None):
         cls = self.classes[index]
         if self.fail_on is not None and (events["type"] == self.fail_on).any():
+            if self.python_error:
+                raise ValueError(f"toy bug on {self.fail_on}")
             raise CepoptError(f"toy kernel: met an event of type {self.fail_on}")
         assert list(events.columns) == list(cls.columns)
         assert (np.diff(events["ts"].to_numpy()) >= 0).all()
@@ -42,10 +45,11 @@ class ToyPlan:
         return partial_rows(rows), {"reads": len(events), "windows": len(rows)}
 
 
-def toy_plan(*, keys=("g",), length=6, slide=2, block=3, fail_on=None, types=("A", "B")) -> ToyPlan:
+def toy_plan(*, keys=("g",), length=6, slide=2, block=3, fail_on=None, types=("A", "B"),
+             python_error=False) -> ToyPlan:
     cols = ("ts", "type", *keys, "v")
     return ToyPlan((PartitionClass(tuple(types), cols, tuple(keys), float(length), float(slide), block),
-                    PartitionClass(("C",), ("ts", "type", "v"), (), None, None, None)), fail_on)
+                    PartitionClass(("C",), ("ts", "type", "v"), (), None, None, None)), fail_on, python_error)
 
 
 def brute_force(plan: ToyPlan, events: pd.DataFrame) -> dict:
