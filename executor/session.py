@@ -74,7 +74,13 @@ def _check_java() -> None:
 
 
 def _first_line(exc: BaseException) -> str:
+    """The informative line of a Python, Py4J or Java error: the first Java/Python exception's message
+    when there is one (a Py4J error starts with "An error occurred while calling ..."), else the first
+    line that is not a stack frame."""
     text = str(exc)
+    found = re.search(r"^[:\s]*(?:[\w$]+\.)*[\w$]*(?:Exception|Error)\b:?\s*(.+)$", text, re.M)
+    if found and found.group(1).strip():
+        return found.group(1).strip()[:300]
     for line in text.splitlines():
         line = line.strip()
         if line and not line.startswith(("at ", "Traceback", "File ", "py4j")):

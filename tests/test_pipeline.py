@@ -165,3 +165,22 @@ def test_spark_json_is_one_document_and_matches_local(spark, capsys, tmp_path):
     assert main(["execute", "hamlet-example", "--output", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert len(pd.read_parquet(out)) == report["results_rows"]
+
+
+@pytest.mark.spark
+def test_port_in_use_is_one_line(tmp_path):
+    import os
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {**{k: v for k, v in os.environ.items() if k != "CEPOPT_SPARK_MASTER"},
+               "PYSPARK_SUBMIT_ARGS": f"--conf spark.driver.port={port} --conf spark.port.maxRetries=0 "
+                                      "--conf spark.driver.bindAddress=127.0.0.1 pyspark-shell"}
+        cli = Path(sys.executable).with_name("cepopt")
+        done = subprocess.run([str(cli), "execute", "sharon-example3"], capture_output=True, text=True, env=env,
+                              timeout=120)
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("WARNING: Using incubator")]
+    assert done.returncode == 2 and len(lines) == 1 and "Address already in use" in lines[0], done.stderr
