@@ -141,8 +141,8 @@ def test_cli_execute_estimates_statistics_and_plans(spark, tmp_path, capsys):
 
 @pytest.mark.spark
 def test_disjunction_runs_one_branch_per_conjunct(spark):
-    from cepopt.pipeline import execute
     from cepopt.model import Not, Or
+    from cepopt.pipeline import execute
     from cepopt.solve import build_problem, solve
 
     ev = generate(seed=2, events=300, symbols=4)
