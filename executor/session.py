@@ -159,11 +159,12 @@ def _builder(master: str, small: bool = False):
 def get_spark(master: str | None = None, *, small: bool = False):
     """The process-wide SparkSession of ``master``.
 
-    ``master`` None: the running session whatever its master, else one on ``CEPOPT_SPARK_MASTER`` or
-    ``local[*]``. A master other than the running session's stops that session and starts one on
-    ``master`` (Spark allows one context per process). The UI and most logging are off; Arrow is on
-    for pandas UDFs; ``spark.sql.shuffle.partitions`` is the cluster's parallelism unless set. ``small``
-    (a hint for a new session): the run reads a small stream, start the JVM for a short life.
+    ``master`` None: the running session whatever its master (one the caller started included), else
+    one on ``CEPOPT_SPARK_MASTER`` or ``local[*]``. A master other than the running session's stops that
+    session and starts one on ``master`` (Spark allows one context per process). The UI and most logging
+    are off; Arrow is on for pandas UDFs; ``spark.sql.shuffle.partitions`` is the cluster's parallelism
+    unless set. ``small`` (a hint for a new session): the run reads a small stream, start the JVM for a
+    short life.
     """
     global _SESSION, _MASTER
     if _SESSION is not None and (master is None or master == _MASTER):
@@ -171,6 +172,13 @@ def get_spark(master: str | None = None, *, small: bool = False):
             return _SESSION
     if _SESSION is not None:
         stop_spark()
+    elif master is None:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:  # the caller's own session: use it as it is
+            _SESSION, _MASTER = active, active.sparkContext.master
+            return active
     master = master or os.environ.get("CEPOPT_SPARK_MASTER") or "local[*]"
     check_master(master)
     _check_java()

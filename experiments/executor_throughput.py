@@ -11,7 +11,8 @@ Workloads (1M-event streams; ``--quick``: 5,000 events, one workload per family)
   ecommerce stream; plans nonshared, greedy and optimal (cpsat);
 * Gloria: the published stock and bus ``SEQWorkload/workload_20.txt`` (20 queries, rates from the
   published frequencies) over the workload stream generator; plans unshared and gloria;
-* join order: generated SEQ patterns of size 4 and 8 (window 2, rates 0.5-4, selectivities 0.05-0.5)
+* join order: generated SEQ patterns of size 4 and 8 (window 1 and 0.5, rates 0.5-4, selectivities
+  0.02-0.3)
   over the workload stream generator; plans trivial and dp-b.
 
 Every stream is written once as Parquet (under ``$CEPOPT_CACHE``, default ``~/.cache/cepopt``) and read by
@@ -143,7 +144,9 @@ def make_instance(point: dict):
                                base / "event_type_frequencies.csv", workload)
     from cepopt.instances.joinorder_generator import make_instance as join_instance
 
-    return join_instance(queries, seed=1, window=2.0, rate_min=0.5, rate_max=4.0, sel_min=0.05, sel_max=0.5)
+    # window 1 (size 4) or 0.5 (size 8): about 1 and 0.1 full matches per 100 events
+    return join_instance(queries, seed=1, window=1.0 if queries <= 4 else 0.5, rate_min=0.5, rate_max=4.0,
+                         sel_min=0.02, sel_max=0.3)
 
 
 def make_stream(point: dict, inst, events: int):
@@ -156,7 +159,9 @@ def make_stream(point: dict, inst, events: int):
 
         return generate("ecommerce", seed=0, events=events, items=sx.EC_ITEMS, customers=sx.EC_CUSTOMERS,
                         rate=sx.SH_RATE)
-    return generate("workload", seed=1, instance=inst, events=events)
+    # two values per GROUP-BY / equivalence attribute: the published queries' long SEQ patterns over
+    # hundreds of types then find matches in a 1M-event stream
+    return generate("workload", seed=1, instance=inst, events=events, groups=2)
 
 
 def _plan(fam, problem, inst, name: str):
@@ -248,9 +253,12 @@ def _baseline_run(root: Path, inst_path: Path, plan_json: Any, stream: Path, war
                   master: str | None, timeout: float = 3600) -> dict:
     spec = {"instance": str(inst_path), "plan": plan_json, "stream": str(stream), "warmup": str(warmup),
             "master": master}
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    python = root / ".venv/bin/python"
+    # its Spark workers run its own Python (and code), not this process's
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_DRIVER_PYTHON")}
+    env["PYSPARK_PYTHON"] = str(python)
     try:
-        done = subprocess.run([str(root / ".venv/bin/python"), "-c", BASELINE_SCRIPT, json.dumps(spec)],
+        done = subprocess.run([str(python), "-c", BASELINE_SCRIPT, json.dumps(spec)],
                               capture_output=True, text=True, timeout=timeout, cwd=root, env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout:.0f} s"}
@@ -322,14 +330,17 @@ def _fixed_cost(point: dict, out_dir: Path, quick: bool) -> dict:
     root = baseline_root() if not quick or os.environ.get("CEPOPT_BASELINE") else None
     if root is not None and engine == "spark":
         old, _ = _best_wall([str(root / ".venv/bin/cepopt"), "execute", "sharon-example3", "--stream", str(tiny),
-                             "--json"], 1 if quick else 3, cwd=root)
+                             "--json"], 1 if quick else 3, cwd=root, python=root / ".venv/bin/python")
         row.update({"baseline_time_s": round(old, 3), "speedup": round(old / best, 2)})
     return row
 
 
-def _best_wall(args: list[str], repeat: int, cwd: Path | None = None) -> tuple[float, str]:
+def _best_wall(args: list[str], repeat: int, cwd: Path | None = None, python: Path | None = None
+               ) -> tuple[float, str]:
     best, digest = float("inf"), ""
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    if python is not None:
+        env["PYSPARK_PYTHON"] = str(python)
     for _ in range(repeat):
         start = time.perf_counter()
         done = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=cwd, env=env)
