@@ -9,8 +9,10 @@ the command runs, Python's and the native solvers' output (file descriptor 1) go
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -97,18 +99,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="FILE")
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
 
-    p = sub.add_parser("execute", help="execute a plan on Spark and measure its cost",
-                       description="Execute INSTANCE's plan on Spark over a stream; print the results "
-                                   "summary and the measured cost.")
+    p = sub.add_parser("execute", help="execute a plan on a stream (Spark or in process) and measure its cost",
+                       description="Execute INSTANCE's plan over a stream with Spark (default) or the local "
+                                   "engine; print the results summary and the measured cost.")
     p.add_argument("instance", metavar="INSTANCE")
     p.add_argument("--plan", default="nonshared", metavar="METHOD|PLAN.json|nonshared",
                    help="a method to solve with, a saved plan, or nonshared (default)")
-    p.add_argument("--stream", default=None, metavar="FILE|gen:NAME[:k=v,...]",
-                   help="CSV/Parquet file or generator spec; default: the instance's embedded stream")
-    p.add_argument("--output", metavar="FILE", help="write the results (CSV or Parquet)")
+    p.add_argument("--stream", default=None, metavar="FILE|URI|gen:NAME[:k=v,...]",
+                   help="CSV/Parquet path or URI (file://, hdfs://, s3a://) or generator spec; "
+                        "default: the instance's embedded stream")
+    p.add_argument("--schema", metavar="DDL", help="the stream's Spark schema, e.g. 'ts long, type string, v double' "
+                                                   "(default: the CSV header and first rows, or the Parquet footer)")
+    p.add_argument("--engine", choices=["spark", "local"], default="spark",
+                   help="spark (default; --master) or local (in process, no JVM: small streams)")
+    p.add_argument("--output", metavar="PATH", help="write the results (.csv or .parquet; Spark writes a folder)")
     p.add_argument("--master", metavar="URL", help="Spark master (default local[*] or $CEPOPT_SPARK_MASTER)")
     p.add_argument("--estimate-stats", action="store_true",
-                   help="estimate rates and selectivities from the stream before planning (join plans)")
+                   help="measure rates (and join selectivities) on the stream and plan with them")
+    p.add_argument("--save-stats", metavar="FILE", help="with --estimate-stats: write the statistics as JSON")
+    p.add_argument("--max-work", type=float, metavar="N",
+                   help="refuse plans whose predicted work is above N operations (default: the memory in bytes)")
     _add_solver_options(p)
 
     p = sub.add_parser("experiment", help="run an experiment (writes CSV, PNG and markdown)",
@@ -266,23 +276,45 @@ def cmd_import(args) -> int:
     return 0
 
 
-def cmd_execute(args) -> int:
-    from cepopt.executor import api
-    from cepopt.instance import load
+@contextlib.contextmanager
+def _stdout_to_stderr(active: bool):
+    """Under --json, everything written to file descriptor 1 (the JVM's and solvers' chatter included)
+    goes to stderr until the JSON document is printed."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
-    summary = api.execute_command(
-        load(args.instance), args.plan, args.stream, master=args.master, output=args.output,
-        params=_params(args.param), estimate_stats=args.estimate_stats, time_limit=args.time_limit,
-        seed=args.seed)
+
+def cmd_execute(args) -> int:
+    from cepopt.pipeline import execute_command
+
+    if args.save_stats and not args.estimate_stats:
+        raise CepoptError("--save-stats needs --estimate-stats")
+    with _stdout_to_stderr(args.json):
+        summary = execute_command(
+            args.instance, args.plan, args.stream, engine=args.engine, master=args.master, output=args.output,
+            params=_params(args.param), estimate_stats=args.estimate_stats, save_stats=args.save_stats,
+            max_work=args.max_work, time_limit=args.time_limit, seed=args.seed, schema=args.schema)
     if args.json:
         _print_json(summary)
-    else:
-        for key, value in summary.items():
-            if key in ("plan", "preview"):
-                continue
-            print(f"{key}: {value}")
-        if summary.get("preview"):
-            print(summary["preview"])
+        return 0
+    for key, value in summary.items():
+        if key in ("plan", "preview", "estimated_statistics"):
+            continue
+        print(f"{key}: {value}")
+    if "estimated_statistics" in summary:
+        print(f"estimated_statistics: {json.dumps(summary['estimated_statistics'])}")
+    if summary.get("preview"):
+        print(summary["preview"])
     return 0
 
 

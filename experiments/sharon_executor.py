@@ -27,7 +27,7 @@ The ecommerce streams are cached partitioned by customer (a keyed source), so no
 Plans: ``nonshared`` (A-Seq for every query), ``greedy`` (GO: GWMIN on the Sharon graph without
 expansion), ``optimal`` (the exact MWIS of the expanded Sharon graph by CP-SAT, 60 s limit). Each plan
 runs on Spark (``local[2]`` unless CEPOPT_SPARK_MASTER says otherwise) through
-:func:`cepopt.executor.sharon_driver.execute`, the stream cut into blocks of ``BLOCK`` windows; every
+:func:`cepopt.executor.api.execute` (Spark engine), the stream cut into blocks of ``BLOCK`` windows; every
 plan must give the same results digest.
 
 Columns: time_s (end to end, one Spark job), kernel_s / kernel_cpu_s (sum of per-partition kernel
@@ -138,7 +138,7 @@ def _plans(inst):
 def run(point: dict) -> list[dict]:
     import os
 
-    from cepopt.executor import sharon_driver
+    from cepopt.executor.api import execute
     from cepopt.executor.session import get_spark
     from cepopt.executor.streams import to_spark
     from cepopt.sharon.plan import SharonPlan
@@ -161,7 +161,8 @@ def run(point: dict) -> list[dict]:
         sdf.count()
     if repeat > 1:
         # warm the Python workers up (imports, first tasks) so that no plan pays for it
-        sharon_driver.execute(problem, SharonPlan.empty(), sdf.limit(200), spark, windows_per_block=BLOCK)
+        execute(problem, SharonPlan.empty(), sdf.limit(200), family="sharon", spark=spark,
+                windows_per_block=BLOCK).release()
     rows = []
     # best of REPEAT runs, the plans interleaved round by round: the machine is shared, the minimum is
     # the least disturbed measurement, and interleaving spreads a slow spell over every plan
@@ -169,7 +170,8 @@ def run(point: dict) -> list[dict]:
     for _ in range(repeat):
         for name in PLANS:
             plan = plans[name][0] if plans[name][0] is not None else SharonPlan.empty()
-            all_runs[name].append(sharon_driver.execute(problem, plan, sdf, spark, windows_per_block=BLOCK))
+            all_runs[name].append(execute(problem, plan, sdf, family="sharon", spark=spark,
+                                          windows_per_block=BLOCK))
     for name in PLANS:
         plan, status, score = plans[name]
         plan = plan if plan is not None else SharonPlan.empty()
@@ -177,7 +179,7 @@ def run(point: dict) -> list[dict]:
         res = min(runs, key=lambda r: r.time_s)
         if len({r.digest() for r in runs}) != 1:
             raise RuntimeError(f"{name}: repeated runs gave different results")
-        n_windows = max(1, res.results["window"].nunique())
+        n_windows = max(1, res.to_pandas()["window"].nunique())
         rows.append({
             "plan": name, "status": status, "score": score, "shared_entries": len(plan),
             "same_plan": name == "greedy" and plans["greedy"][0] == plans["optimal"][0],
@@ -189,8 +191,10 @@ def run(point: dict) -> list[dict]:
             "latency_s": min(float(r.metrics["kernel_s"]) for r in runs) / n_windows,
             "operations": res.operations, "update_ops": int(res.metrics["update"]),
             "combine_ops": int(res.metrics["combine"]), "predicted_cost": res.predicted_cost,
-            "results_rows": len(res.results), "digest": res.digest()[:16],
+            "results_rows": res.row_count(), "digest": res.digest()[:16],
         })
+        for r in runs:
+            r.release()
     if repeat > 1:
         sdf.unpersist()
     return rows

@@ -42,10 +42,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "join: predict with cepopt.joinorder.cost.predict instead of methods.evaluate",
     ("cepopt.executor.joinorder_driver", "cepopt.solve"):
         "join: re-planning on estimated statistics belongs to the pipeline, not the driver",
-    ("cepopt.executor.api", "cepopt.solve"):
-        "spark: the CLI pipeline (load_plan, execute_command) moves to cepopt/pipeline.py",
-    ("cepopt.executor.gloria_driver", "cepopt.solve"):
-        "spark: predict with cepopt.gloria.cost.predict instead of family('gloria').evaluate",
     # cycles hidden by function-level imports
     ("cepopt.hamlet.graphlets", "cepopt.hamlet.problem"):
         "trend: graphlets imports pane_size from problem, which imports graphlets",

@@ -34,7 +34,7 @@ from typing import Any
 from cepopt.errors import CepoptError
 from cepopt.model import Statistics, Workload
 from cepopt.params import check_keys, parse_bool
-from cepopt.sharon.cost import COMB_RULES, CostModel, evaluate, predict
+from cepopt.sharon.cost import COMB_RULES, CostModel
 from cepopt.sharon.expansion import expand as expand_graph
 from cepopt.sharon.graph import SharonGraph, Vertex
 from cepopt.sharon.patterns import detect_with_starts, query_types, sharing_classes
@@ -190,12 +190,6 @@ class SharonProblem:
                 raise CepoptError(f"plan: pattern {label} is shared by queries with different windows, "
                                   "predicates or grouping")
 
-    # The two methods below are kept for executor/sharon_driver.py until it calls cost.predict: the cost
-    # model lives in cepopt.sharon.cost (evaluate, predict).
-    def score(self, plan: SharonPlan) -> float:
-        """Eq. 9: :func:`cepopt.sharon.cost.evaluate`."""
-        return evaluate(self, plan)
-
     def cell_bound(self):
         """An upper bound on Score over every plan of every option set (original, expanded, subsets=all):
         a plan's score is at most the sum of its entries' gains (fixed charges are >= 0), and the
@@ -216,10 +210,6 @@ class SharonProblem:
         if all(isinstance(total, int) for total in by_length.values()):
             return math.ceil(sum((Fraction(total, n) for n, total in by_length.items()), Fraction(0)))
         return sum(total / n for n, total in by_length.items()) * (1 + 1e-12)  # float rounding
-
-    def predicted_cost(self, plan: SharonPlan) -> float:
-        """:func:`cepopt.sharon.cost.predict`."""
-        return predict(self, plan)
 
     # ------------------------------------------------------------------ helpers for methods
     def plan_of(self, indices, graph: SharonGraph | None = None) -> SharonPlan:

@@ -92,7 +92,7 @@ def _instance(query: Query, rates: dict):
 
 @pytest.mark.spark
 def test_driver_runs_every_plan_to_the_brute_force_matches(spark):
-    from cepopt.executor.api import execute
+    from cepopt.pipeline import execute
     from cepopt.solve import build_problem, solve
 
     ev = generate(seed=5, events=500, symbols=4)
@@ -106,7 +106,7 @@ def test_driver_runs_every_plan_to_the_brute_force_matches(spark):
     for name in ("trivial", "dp-b"):
         plan = solve(inst, name, problem=problem).plan
         result = execute(inst, plan, ev, spark=spark, problem=problem)
-        table = result.table()
+        table = result.to_pandas()
         assert sorted(table["value"]) == expected
         assert set(table["aggregate"]) == {"match"}
         # Operations = the brute-force partial matches at the nodes the plan's cost counts.
@@ -149,8 +149,8 @@ def test_cli_execute_and_plans_on_estimated_statistics(spark, tmp_path, capsys):
 
 @pytest.mark.spark
 def test_disjunction_runs_one_branch_per_conjunct(spark):
-    from cepopt.executor.api import execute
     from cepopt.model import Not, Or
+    from cepopt.pipeline import execute
     from cepopt.solve import build_problem, solve
 
     ev = generate(seed=2, events=300, symbols=4)
@@ -164,4 +164,4 @@ def test_disjunction_runs_one_branch_per_conjunct(spark):
     result = execute(inst, plan, ev, spark=spark, problem=problem)
     expected = sorted(set(reference_matches(Query(Seq((a, Not(d), b)), q.window, where=q.where), ev))
                       | set(reference_matches(Query(Seq((c, b2)), q.window), ev)))
-    assert sorted(result.table()["value"]) == expected and expected
+    assert sorted(result.to_pandas()["value"]) == expected and expected

@@ -78,7 +78,7 @@ def _both(problem, plan, events, spark):
         assert remote.metrics["events"] == local.metrics["events"] == len(events)
     finally:
         remote.results.unpersist()
-    return sorted(local.table()["value"])
+    return sorted(local.to_pandas()["value"])
 
 
 @pytest.mark.spark

@@ -57,14 +57,14 @@ def _problem(workload):
 
 
 def check(problem, plan, events, *, windows_per_block=64, seed=0, driver=True):
-    from cepopt.executor.sharon_driver import execute_local
+    from cepopt.executor.api import execute
 
     compiled = pickle.loads(pickle.dumps(compile_sharon(problem, plan, windows_per_block=windows_per_block)))
     got, metrics = run_protocol(compiled, events, seed)
     expected = reference_results(problem.workload, events)
     assert compare_results(expected, got) == [], str(plan)
     if driver:
-        local = execute_local(problem, plan, events, windows_per_block=windows_per_block)
+        local = execute(problem, plan, events, family="sharon", engine="local", windows_per_block=windows_per_block)
         assert compare_results(local.results, got) == []
         assert (metrics["update"], metrics["combine"]) == (local.metrics["update"], local.metrics["combine"])
     return got, metrics

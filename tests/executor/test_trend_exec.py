@@ -20,8 +20,8 @@ from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results
 from cepopt.executor.trend_exec import compile_gloria, compile_hamlet, run_all
 from cepopt.instance import load
-from tests.executor.test_trends_kernels import POLICIES, streams, streams_with_missing, workloads
 from tests.executor.test_trends_gloria import cases
+from tests.executor.test_trends_kernels import POLICIES, streams, streams_with_missing, workloads
 
 COUNTERS = ("propagations", "values", "snapshots", "snapshot_reads", "evaluations", "bursts", "shared_bursts",
             "graphlets", "pred_edges", "shared_edges", "snapshot_edges", "operations", "fastpath_operations",
