@@ -27,13 +27,13 @@ partitioning). The driver plans nothing: statistics estimated from a stream
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
 from cepopt.errors import CepoptError
 from cepopt.executor.api import ExecutionResult
 from cepopt.executor.join_plan import JoinTree, compile_query, join_tree
+from cepopt.joinorder import cost
 
 __all__ = ["ENGINES", "execute", "plan_trees", "run_plan"]
 
@@ -74,32 +74,18 @@ def run_plan(problem, plan, events, *, negate: bool = True, observe_stream: bool
                          results=results)
 
 
-def _predicted(problem, plan) -> tuple[float | None, float | None]:
-    from cepopt.joinorder.methods import evaluate as log_cost
-
-    try:
-        lc = float(log_cost(problem, plan))
-    except CepoptError:
-        return None, None
-    try:
-        return math.exp(lc), lc
-    except OverflowError:
-        return math.inf, lc
-
-
 def _metrics(problem, plan, runs, n_events: int, first, last, elapsed: float) -> dict[str, Any]:
     duration = float((last or 0) - (first or 0)) or 1.0
     metrics: dict[str, Any] = {}
     for b, run in enumerate(runs):
         prefix = f"b{b}." if len(runs) > 1 else ""
         metrics[f"{prefix}plan_nodes"] = "; ".join(f"{n.label}={n.count}" for n in run.nodes if n.count is not None)
-    _, log_predicted = _predicted(problem, plan)
     metrics.update({
         "matches": sum(run.match_count for run in runs),
         "events": n_events,
         "duration": duration,
         "active_partial_matches": sum(run.active for run in runs) / duration,
-        "log_predicted_cost": log_predicted,
+        "log_predicted_cost": cost.evaluate(problem, plan),
         "throughput_events_per_s": n_events / elapsed if elapsed > 0 else None,
     })
     return metrics
@@ -143,6 +129,6 @@ def execute(problem, plan, events, spark=None, *, engine: str = "spark") -> Exec
                            results=lambda roots: _spark_results(problem.query.name or "q", trees, roots))
         elapsed = time.perf_counter() - start
         results = ev.results
-    predicted, _ = _predicted(problem, plan)
+    predicted = cost.predict(problem, plan)
     metrics = _metrics(problem, plan, ev.runs, ev.events or 0, ev.first_ts, ev.last_ts, elapsed)
     return ExecutionResult(results, sum(run.operations for run in ev.runs), predicted, elapsed, metrics)

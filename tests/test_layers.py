@@ -38,10 +38,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     # upward
     ("cepopt.hamlet.graphlets", "cepopt.executor.greta"):
         "trend: Scope/scopes move to cepopt/hamlet/scope.py (family layer); greta imports them from there",
-    ("cepopt.executor.joinorder_driver", "cepopt.joinorder.methods"):
-        "join: predict with cepopt.joinorder.cost.predict instead of methods.evaluate",
-    ("cepopt.executor.joinorder_driver", "cepopt.solve"):
-        "join: re-planning on estimated statistics belongs to the pipeline, not the driver",
     # cycles hidden by function-level imports
     ("cepopt.hamlet.graphlets", "cepopt.hamlet.problem"):
         "trend: graphlets imports pane_size from problem, which imports graphlets",

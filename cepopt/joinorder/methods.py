@@ -51,7 +51,7 @@ from cepopt.params import Bound, PositiveInt, Workers
 from cepopt.solution import MethodResult
 from cepopt.solve import Family, declare, register
 
-__all__ = ["FAMILY", "PAIRWISE_ONLY", "baseline_plan", "evaluate"]
+__all__ = ["FAMILY", "PAIRWISE_ONLY", "baseline_plan"]
 
 #: the methods whose models price pairwise selectivities only: they refuse seq_temporal="exact"
 PAIRWISE_ONLY = ("milp-order", "milp-tree", "cpsat-order")
@@ -62,11 +62,6 @@ NAME = "joinorder"
 Tolerance = Annotated[float, Bound(">=", 0), Bound("<", 1)]
 #: cpsat-order's integer scale: the coefficients round(scale * log) must stay well inside 64 bits
 Scale = Annotated[float, Bound(">", 0), Bound("<=", 1e9)]
-
-
-#: kept for executor/joinorder_driver.py until it calls cost.predict (join helper): the cost model is
-#: cepopt.joinorder.cost
-evaluate = cost.evaluate
 
 
 def baseline_plan(problem: JoinOrderProblem):
@@ -345,7 +340,7 @@ def _model_method(problem, solve_one, kind: str, time_limit, name: str) -> Metho
                      solver if all(v is not None for v in solver) and problem.cost in ("auto", "ord", "tree")
                      else None)
     if not exact:
-        value = evaluate(problem, result.plan)
+        value = cost.evaluate(problem, result.plan)
         # A lower bound on the cost: each conjunct's cost divided by its proven ratio.
         return MethodResult(plan=result.plan, status="feasible", bound=value - log_ratio, stats=stats,
                             message=f"{name}: optimum not proven within the limits")
