@@ -20,10 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from cepopt.executor.partitions import PartitionClass, block_bounds, empty_partials, partial_rows
-from cepopt.executor.results import aggregate_label, partition_attrs
+from cepopt.executor.partitions import PartitionClass, block_bounds, empty_partials
+from cepopt.executor.results import aggregate_label, format_group, group_attrs, partition_attrs
+from cepopt.executor.sharon_kernel import KernelPlan, compile_plan, plan_segments, run_partition
 from cepopt.model import Query
 
 __all__ = ["CompiledSharon", "compile_sharon"]
@@ -76,67 +78,82 @@ class CompiledSharon:
     queries: tuple[Query, ...]
     plan: Any
     classes: tuple[PartitionClass, ...]
-    #: per class, the indexes of its queries in ``queries``
-    members: tuple[tuple[int, ...], ...]
+    #: per class, the kernel's tables of its queries
+    kernels: tuple[KernelPlan, ...]
+    #: run the loops compiled (True), as Python (False), or by the partition's size (None)
+    jit: bool | None = None
 
     def run(self, index: int, events: pd.DataFrame, block: int | None) -> tuple[pd.DataFrame, dict]:
         """Partials and metrics of class ``index`` on one partition (one key value, one block)."""
-        from cepopt.executor.sharon_kernel import sharon_partition
-
         start, cpu = time.perf_counter(), time.process_time()
         cls = self.classes[index]
-        queries = [self.queries[i] for i in self.members[index]]
-        key = {a: (events[a].iloc[0] if len(events) and a in events.columns else None) for a in cls.keys}
-        lo, hi = block_bounds(cls, block)
-        accs, ops = sharon_partition(queries, self.plan, events, key)
+        kp = self.kernels[index]
+        key = [events[a].iloc[0] if len(events) and a in events.columns else None for a in cls.keys]
+        res = run_partition(kp, events, jit=self.jit, windows=block_bounds(cls, block))
+        groups = {}
         rows = []
-        for q in queries:
-            for (group, window), (cnt, per) in accs[q.name].cells.items():
-                if cnt > 0 and lo <= window < hi:
-                    rows.extend(_partials(q, group, window, cnt, per))
-        partials = partial_rows(rows) if rows else empty_partials()
+        for qi, window, cnt, vals in res.rows:
+            q = kp.queries[qi]
+            if qi not in groups:
+                attrs = group_attrs(q)
+                groups[qi] = format_group(attrs, [key[cls.keys.index(a)] for a in attrs])
+            rows.extend(_partials(q, groups[qi], window, cnt, vals))
+        ops = res.ops
+        partials = _partial_frame(rows) if rows else empty_partials()
         metrics = {"update": int(ops["update"]), "combine": int(ops["combine"]), "events": int(len(events)),
                    "kernel_s": time.perf_counter() - start, "kernel_cpu_s": time.process_time() - cpu,
                    "partitions": 1}
         return partials, metrics
 
 
-def _partials(q: Query, group: str, window: int, cnt: int, per: dict) -> list[tuple]:
-    """Partial rows of one (query, group, window) cell of an accumulator."""
+def _text(v) -> str:
+    if isinstance(v, int):
+        return str(v)
+    return repr(float(v))
+
+
+def _partial_frame(rows: list[tuple]) -> pd.DataFrame:
+    """The partials DataFrame of rows (query, group, window, aggregate, op, value[, weight]) (the format
+    of :func:`cepopt.executor.partitions.partial_rows`, built column by column)."""
+    cols = list(zip(*[r if len(r) == 7 else (*r, None) for r in rows], strict=True))
+    return pd.DataFrame({
+        "query": pd.Series(cols[0], dtype=object), "group": pd.Series(cols[1], dtype=object),
+        "window": np.asarray(cols[2], dtype=np.int64), "aggregate": pd.Series(cols[3], dtype=object),
+        "op": pd.Series(cols[4], dtype=object), "value": pd.Series([_text(v) for v in cols[5]], dtype=object),
+        "weight": pd.Series(["" if w is None else _text(w) for w in cols[6]], dtype=object)})
+
+
+def _partials(q: Query, group: str, window: int, cnt: int, vals: list) -> list[tuple]:
+    """Partial rows of one (query, group, window) of a partition: one per aggregate with a value."""
     out = []
-    for agg in q.aggregates:
+    for agg, v in zip(q.aggregates, vals, strict=True):
         label = aggregate_label(agg)
-        if agg.ref is None:
-            out.append((q.name, group, window, label, "sum", int(cnt)))
-            continue
-        c, s, lo, hi = per[(agg.ref, agg.attr)]
-        if agg.func == "COUNT":
-            out.append((q.name, group, window, label, "sum", int(c)))
-        elif agg.func == "SUM":
-            out.append((q.name, group, window, label, "sum", s))
-        elif agg.func == "AVG":
-            if c > 0:
-                out.append((q.name, group, window, label, "avg", s, int(c)))
+        if agg.func == "AVG":
+            if v[1] > 0:
+                out.append((q.name, group, window, label, "avg", v[0], v[1]))
         elif agg.func in ("MIN", "MAX"):
-            v = lo if agg.func == "MIN" else hi
             if v is not None:
                 out.append((q.name, group, window, label, agg.func.lower(), v))
+        else:  # COUNT(*), COUNT(E), SUM
+            out.append((q.name, group, window, label, "sum", v))
     return out
 
 
-def compile_sharon(problem, plan, *, windows_per_block: int | None = WINDOWS_PER_BLOCK) -> CompiledSharon:
+def compile_sharon(problem, plan, *, windows_per_block: int | None = WINDOWS_PER_BLOCK,
+                   jit: bool | None = None) -> CompiledSharon:
     """Compile ``plan`` (a SharonPlan; None or the empty plan: Non-Shared) of ``problem``'s workload.
 
-    ``windows_per_block``: K, the windows one partition computes (None or 0: one partition per key).
-    Raises CepoptError when the plan is invalid for the workload (overlapping shared patterns).
+    ``windows_per_block``: K, the windows one partition computes (None or 0: one partition per key);
+    ``jit``: run the kernel's loops compiled by numba (True), as Python (False), or by each
+    partition's size (None: see :data:`cepopt.executor.sharon_kernel.JIT_WORK`). Raises CepoptError
+    when the plan is invalid for the workload (overlapping shared patterns, different filters or
+    windows on a shared pattern).
     """
-    from cepopt.executor.sharon_kernel import plan_segments
-
     queries = tuple(problem.workload.queries)
     plan_segments(queries, plan)  # an invalid plan fails here, on the driver
-    groups: dict[tuple, list[int]] = {}
-    for i, q in enumerate(queries):
-        groups.setdefault(partition_attrs(q), []).append(i)
-    classes = tuple(_partition_class([queries[i] for i in idx], keys, windows_per_block)
-                    for keys, idx in groups.items())
-    return CompiledSharon(queries, plan, classes, tuple(tuple(idx) for idx in groups.values()))
+    groups: dict[tuple, list[Query]] = {}
+    for q in queries:
+        groups.setdefault(partition_attrs(q), []).append(q)
+    classes = tuple(_partition_class(qs, keys, windows_per_block) for keys, qs in groups.items())
+    kernels = tuple(compile_plan(qs, plan) for qs in groups.values())
+    return CompiledSharon(queries, plan, classes, kernels, jit)
