@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
+from cepopt.executor.sharon_loops import NO_MAX, NO_MIN
 from cepopt.model import Filter, Query, Type, is_flat_seq
 from cepopt.predicates import compare_arrays
 
@@ -235,8 +236,6 @@ def _time_order(ts: np.ndarray, lk: np.ndarray, nlk: int) -> np.ndarray | None:
 def partition_rows(events: pd.DataFrame, lks: Sequence[LevelKey], type_names: Sequence[str],
                    sum_attrs: Sequence[str], mm_attrs: Sequence[str], time_scale: int = 1) -> PartitionRows:
     """The rows of one partition's events (any order); ``time_scale`` multiplies time stamps."""
-    from cepopt.executor.sharon_loops import NO_MAX, NO_MIN
-
     ts = events["ts"].to_numpy()
     if ts.dtype.kind != "i":
         ts = ts.astype(np.int64)
