@@ -221,15 +221,15 @@ def _pairs(events: pd.DataFrame, codes: np.ndarray, lks: Sequence[LevelKey], typ
 
 
 def _time_order(ts: np.ndarray, lk: np.ndarray, nlk: int) -> np.ndarray | None:
-    """The order of (time, level key) pairs, or None when they are in strictly increasing order."""
+    """The order of the (time, level key) pairs, or None when they are in strictly increasing order."""
     if not len(ts):
         return None
     lo, hi = int(ts.min()), int(ts.max())
     if (hi - lo + 1) * max(nlk, 1) < 2 ** 62:
         key = (ts - lo) * nlk + lk
-        if np.all(key[1:] > key[:-1]):
+        if (key[1:] > key[:-1]).all():
             return None
-        return np.argsort(key, kind="stable")
+        return np.argsort(key, kind="stable")  # fast on nearly sorted input
     return np.lexsort((lk, ts))
 
 

@@ -25,7 +25,7 @@ import pandas as pd
 
 from cepopt.executor.partitions import PartitionClass, block_bounds, empty_partials
 from cepopt.executor.results import aggregate_label, format_group, group_attrs, partition_attrs
-from cepopt.executor.sharon_kernel import KernelPlan, compile_plan, plan_segments, run_partition
+from cepopt.executor.sharon_kernel import KernelPlan, PartitionResult, compile_plan, plan_segments, run_partition
 from cepopt.model import Query
 
 __all__ = ["CompiledSharon", "compile_sharon"]
@@ -80,6 +80,8 @@ class CompiledSharon:
     classes: tuple[PartitionClass, ...]
     #: per class, the kernel's tables of its queries
     kernels: tuple[KernelPlan, ...]
+    #: per class, what names its partials (see :class:`Labels`)
+    labels: tuple[Labels, ...]
     #: run the loops compiled (True), as Python (False), or by the partition's size (None)
     jit: bool | None = None
 
@@ -88,55 +90,67 @@ class CompiledSharon:
         start, cpu = time.perf_counter(), time.process_time()
         cls = self.classes[index]
         kp = self.kernels[index]
-        key = [events[a].iloc[0] if len(events) and a in events.columns else None for a in cls.keys]
+        key = {a: events[a].iloc[0] if len(events) and a in events.columns else None for a in cls.keys}
         res = run_partition(kp, events, jit=self.jit, windows=block_bounds(cls, block))
-        groups = {}
-        rows = []
-        for qi, window, cnt, vals in res.rows:
-            q = kp.queries[qi]
-            if qi not in groups:
-                attrs = group_attrs(q)
-                groups[qi] = format_group(attrs, [key[cls.keys.index(a)] for a in attrs])
-            rows.extend(_partials(q, groups[qi], window, cnt, vals))
         ops = res.ops
-        partials = _partial_frame(rows) if rows else empty_partials()
+        partials = _partial_frame(self.labels[index], res, key)
         metrics = {"update": int(ops["update"]), "combine": int(ops["combine"]), "events": int(len(events)),
                    "kernel_s": time.perf_counter() - start, "kernel_cpu_s": time.process_time() - cpu,
                    "partitions": 1}
         return partials, metrics
 
 
-def _text(v) -> str:
-    if isinstance(v, int):
-        return str(v)
-    return repr(float(v))
+def _texts(vals) -> np.ndarray:
+    """Values as the partials' text: integers in decimal, floats as ``repr``."""
+    if isinstance(vals, np.ndarray) and vals.dtype.kind in "iu":
+        return vals.astype(str).astype(object)
+    return np.asarray([str(v) if isinstance(v, int | np.integer) else repr(float(v)) for v in list(vals)],
+                      dtype=object)
 
 
-def _partial_frame(rows: list[tuple]) -> pd.DataFrame:
-    """The partials DataFrame of rows (query, group, window, aggregate, op, value[, weight]) (the format
-    of :func:`cepopt.executor.partitions.partial_rows`, built column by column)."""
-    cols = list(zip(*[r if len(r) == 7 else (*r, None) for r in rows], strict=True))
+@dataclass(frozen=True)
+class Labels:
+    """The texts of a class's partials: per query its name, GROUP-BY attributes (as an index into
+    ``group_attrs``) and per aggregate position its label and merge op."""
+
+    names: np.ndarray           # object, per query
+    group_of: np.ndarray        # per query: index into group_attrs
+    group_attrs: tuple[tuple[str, ...], ...]
+    labels: np.ndarray          # object (query, aggregate position)
+    ops: np.ndarray             # object (query, aggregate position)
+
+    @classmethod
+    def of(cls, queries: Sequence[Query]) -> Labels:
+        attrs = [group_attrs(q) for q in queries]
+        distinct = tuple(dict.fromkeys(attrs))
+        width = max([len(q.aggregates) for q in queries] + [1])
+        labels = np.full((len(queries), width), "", dtype=object)
+        ops = np.full((len(queries), width), "", dtype=object)
+        for i, q in enumerate(queries):
+            for a, agg in enumerate(q.aggregates):
+                labels[i, a] = aggregate_label(agg)
+                ops[i, a] = {"MIN": "min", "MAX": "max", "AVG": "avg"}.get(agg.func, "sum")
+        return cls(np.asarray([q.name for q in queries], dtype=object),
+                   np.asarray([distinct.index(a) for a in attrs], dtype=np.int64), distinct, labels, ops)
+
+
+def _partial_frame(lab: Labels, res: PartitionResult, key: dict) -> pd.DataFrame:
+    """The partials DataFrame (:data:`cepopt.executor.partitions.PARTIAL_COLUMNS`) of a partition's
+    results: one row per (query, window, aggregate) with a value; COUNT/SUM as op ``sum``, MIN/MAX,
+    AVG as value = sum and weight = count."""
+    chunks = [c for c in res.aggregate_columns() if len(c[0])]
+    if not chunks:
+        return empty_partials()
+    groups = np.asarray([format_group(g, [key.get(x) for x in g]) for g in lab.group_attrs], dtype=object)
+    q = [res.query[idx] for idx, *_ in chunks]
+    a = [np.full(len(idx), pos) for idx, pos, *_ in chunks]
+    qs, pos = np.concatenate(q), np.concatenate(a)
+    weights = [_texts(wt) if wt is not None else np.full(len(idx), "", dtype=object) for idx, _, _, wt in chunks]
     return pd.DataFrame({
-        "query": pd.Series(cols[0], dtype=object), "group": pd.Series(cols[1], dtype=object),
-        "window": np.asarray(cols[2], dtype=np.int64), "aggregate": pd.Series(cols[3], dtype=object),
-        "op": pd.Series(cols[4], dtype=object), "value": pd.Series([_text(v) for v in cols[5]], dtype=object),
-        "weight": pd.Series(["" if w is None else _text(w) for w in cols[6]], dtype=object)})
-
-
-def _partials(q: Query, group: str, window: int, cnt: int, vals: list) -> list[tuple]:
-    """Partial rows of one (query, group, window) of a partition: one per aggregate with a value."""
-    out = []
-    for agg, v in zip(q.aggregates, vals, strict=True):
-        label = aggregate_label(agg)
-        if agg.func == "AVG":
-            if v[1] > 0:
-                out.append((q.name, group, window, label, "avg", v[0], v[1]))
-        elif agg.func in ("MIN", "MAX"):
-            if v is not None:
-                out.append((q.name, group, window, label, agg.func.lower(), v))
-        else:  # COUNT(*), COUNT(E), SUM
-            out.append((q.name, group, window, label, "sum", v))
-    return out
+        "query": lab.names[qs], "group": groups[lab.group_of[qs]],
+        "window": np.concatenate([res.window[idx] for idx, *_ in chunks]).astype(np.int64),
+        "aggregate": lab.labels[qs, pos], "op": lab.ops[qs, pos],
+        "value": np.concatenate([_texts(vals) for _, _, vals, _ in chunks]), "weight": np.concatenate(weights)})
 
 
 def compile_sharon(problem, plan, *, windows_per_block: int | None = WINDOWS_PER_BLOCK,
@@ -156,4 +170,4 @@ def compile_sharon(problem, plan, *, windows_per_block: int | None = WINDOWS_PER
         groups.setdefault(partition_attrs(q), []).append(q)
     classes = tuple(_partition_class(qs, keys, windows_per_block) for keys, qs in groups.items())
     kernels = tuple(compile_plan(qs, plan) for qs in groups.values())
-    return CompiledSharon(queries, plan, classes, kernels, jit)
+    return CompiledSharon(queries, plan, classes, kernels, tuple(Labels.of(qs) for qs in groups.values()), jit)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,6 +39,7 @@ from cepopt.executor import sharon_loops as loops
 from cepopt.executor.aseq import (
     INT64_SAFE,
     LevelKey,
+    SumScale,
     crt,
     partition_rows,
     position_filters,
@@ -299,7 +299,41 @@ class _Builder:
     def tables(self) -> dict[str, np.ndarray]:
         tables = self._instance_tables()
         tables.update(self._query_tables(tables["ist_ptr"], tables["imt_ptr"]))
+        tables.update(self._sink_tables(tables))
         return tables
+
+    def _sink_tables(self, t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Per level key: the instances it starts that keep records, the boundaries into sinks it starts,
+        one representative sink per frame (its START counters stand for all) and the number of sinks."""
+        nlk, sink = len(self.lk_list), t["inst_sink"]
+        first = [lks[0] for lks in self.inst_lks]
+        st = [[i for i, lk in enumerate(first) if lk == x and not sink[i]] for x in range(nlk)]
+        # boundaries into sinks: COUNT(*) queries reading their first segment go in groups of one first
+        # segment and frame (one read, then a product per query); the others one by one
+        plain = [not self.outs[q].sums and not self.outs[q].mms for q in range(len(self.outs))]
+        into = [p for p in range(len(t["p_q"])) if sink[t["p_next"][p]]]
+        grouped = [p for p in into if t["p_prev"][p] < 0 and plain[t["p_q"][p]]]
+        sp = [[p for p in into if p not in grouped and first[t["p_next"][p]] == x] for x in range(nlk)]
+        groups: dict[tuple, list[int]] = {}
+        for p in grouped:
+            groups.setdefault((first[t["p_next"][p]], t["p_seg"][p], self.inst_frame[t["p_seg"][p]]), []).append(
+                int(t["p_q"][p]))
+        keys = sorted(groups)
+        lk_sg_ptr = np.searchsorted([k[0] for k in keys], np.arange(nlk + 1)).astype(np.int64)
+        sg = {"lk_sg_ptr": lk_sg_ptr, "sg_seg": np.asarray([k[1] for k in keys], dtype=np.int64),
+              "sg_frame": np.asarray([k[2] for k in keys], dtype=np.int64), **_csr("sg_q", [groups[k] for k in keys])}
+        sg["sg_ptr"] = sg.pop("sg_q_ptr")
+        rep = np.arange(len(first), dtype=np.int64)
+        reps: list[list[int]] = [[] for _ in range(nlk)]
+        by_key: dict[tuple, int] = {}
+        for i in np.flatnonzero(sink).tolist():
+            key = (first[i], self.inst_frame[i])
+            if key not in by_key:
+                by_key[key] = i
+                reps[first[i]].append(i)
+            rep[i] = by_key[key]
+        ns = np.bincount([first[i] for i in np.flatnonzero(sink).tolist()], minlength=nlk).astype(np.int64)
+        return {**_csr("lk_st", st), **_csr("lk_sp", sp), **_csr("lk_sr", reps), "lk_ns": ns, "inst_rep": rep, **sg}
 
 
 def _csr(name: str, lists: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
@@ -323,6 +357,14 @@ class KernelPlan:
     mm_attrs: tuple[str, ...]
     outs: tuple[QueryOut, ...]
     time_scale: int
+    #: per (query, aggregate position): function code (index in FUNCS, -1 none), target column, AVG's
+    #: count column, attribute index (-1: none)
+    agg_func: np.ndarray
+    agg_col: np.ndarray
+    agg_col2: np.ndarray
+    agg_attr: np.ndarray
+    #: the queries with sum targets (COUNT(E), SUM, AVG)
+    with_sums: tuple[int, ...]
 
 
 def compile_plan(queries: Sequence[Query], plan) -> KernelPlan:
@@ -340,7 +382,18 @@ def compile_plan(queries: Sequence[Query], plan) -> KernelPlan:
     static = loops.pack([tables[n] for n in loops.STATIC], [scalars[n] for n in loops.STATIC_SCALARS])
     scale = time_scale([x for w in b.frames if w.slide is not None for x in (w.length, w.slide)])
     return KernelPlan(tuple(b.queries), tables, static, tuple(b.lk_list), tuple(sorted({lk.type for lk in b.lk_list})),
-                      tuple(b.frames), tuple(b.sum_attrs), tuple(b.mm_attrs), tuple(b.outs), scale)
+                      tuple(b.frames), tuple(b.sum_attrs), tuple(b.mm_attrs), tuple(b.outs), scale,
+                      *_aggregate_tables(b.outs), tuple(q for q, o in enumerate(b.outs) if o.sums))
+
+
+def _aggregate_tables(outs: Sequence[QueryOut]) -> tuple[np.ndarray, ...]:
+    width = max([len(o.aggs) for o in outs] + [1])
+    tables = np.full((4, len(outs), width), -1, dtype=np.int64)
+    for q, o in enumerate(outs):
+        for a, (_, func, t, t2) in enumerate(o.aggs):
+            attr = -1 if t < 0 else (o.sums[t][0] if func in ("COUNT", "SUM", "AVG") else o.mms[t])
+            tables[:, q, a] = (FUNCS.index(func), max(t, 0), max(t2, 0), attr)
+    return tuple(tables)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,14 +401,95 @@ def compile_plan(queries: Sequence[Query], plan) -> KernelPlan:
 # ---------------------------------------------------------------------------------------------
 
 
+FUNCS = ("COUNT*", "COUNT", "SUM", "AVG", "MIN", "MAX")
+
+
 @dataclass
 class PartitionResult:
-    """Per (query index, window) with matches: the count and the values of the query's aggregates."""
+    """The results of one partition, per (query, window) with matches, as columns: the count, the
+    query sum targets (scaled integers, see :class:`cepopt.executor.aseq.SumScale`) and min/max ranks."""
 
-    rows: list[tuple[int, int, int, list]]  # (query index, window, count, [value or None per aggregate])
+    kp: KernelPlan
+    query: np.ndarray                  # query index per row
+    window: np.ndarray
+    count: np.ndarray                  # int64, or Python ints (object) past int64
+    sums: np.ndarray                   # (rows, sum targets): int64 or object
+    mins: np.ndarray                   # (rows, min/max targets): ranks, NO_MIN when none
+    maxs: np.ndarray
+    scales: list                       # per sum attribute its SumScale
+    uniq: list                         # per min/max attribute its distinct values
     ops: dict[str, int]
     #: passes of the loops: 1 (int64 modulo 2^64) + the prime passes the bounds asked for
     passes: int = 1
+
+    def aggregate_columns(self):
+        """Per aggregate position and function: (rows, aggregate index, values, weights or None); rows
+        whose MIN/MAX has no value (or AVG no event) are left out, as the results do."""
+        kp = self.kp
+        for a in range(kp.agg_func.shape[1]):
+            funcs = kp.agg_func[self.query, a]
+            for code in np.unique(funcs[funcs >= 0]).tolist():
+                idx = np.flatnonzero(funcs == code)
+                yield from self._function(kp, a, FUNCS[code], idx)
+
+    def _function(self, kp: KernelPlan, a: int, func: str, idx: np.ndarray):
+        q = self.query[idx]
+        col, attr = kp.agg_col[q, a], kp.agg_attr[q, a]
+        if func == "COUNT*":
+            yield idx, a, self.count[idx], None
+        elif func == "COUNT":
+            yield idx, a, self.sums[idx, col], None
+        elif func in ("SUM", "AVG"):
+            for x in np.unique(attr).tolist():
+                sel = np.flatnonzero(attr == x)
+                vals = self.sums[idx[sel], col[sel]]
+                vals = vals if x < 0 else _scaled_values(self.scales[x], vals)
+                if func == "SUM":
+                    yield idx[sel], a, vals, None
+                else:
+                    weights = self.sums[idx[sel], kp.agg_col2[q[sel], a]]
+                    ok = np.flatnonzero(weights > 0)
+                    yield idx[sel][ok], a, _take(vals, ok), weights[ok]
+        else:
+            ranks = (self.mins if func == "MIN" else self.maxs)[idx, col]
+            for x in np.unique(attr).tolist():
+                sel = np.flatnonzero((attr == x) & (ranks != (loops.NO_MIN if func == "MIN" else loops.NO_MAX)))
+                yield idx[sel], a, self.uniq[x][ranks[sel]], None
+
+    @property
+    def rows(self) -> list[tuple[int, int, int, list]]:
+        """(query index, window, count, [value per aggregate: AVG as (sum, count), None when none])."""
+        return [(q, w, c, vals) for q, w, c, vals in _row_values(self)]
+
+
+def _take(vals, idx: np.ndarray):
+    return vals[idx] if isinstance(vals, np.ndarray) else [vals[i] for i in idx.tolist()]
+
+
+def _scaled_values(scale: SumScale, vals: np.ndarray):
+    """Sums of one attribute from their scaled integers: ints, or correctly rounded floats."""
+    if scale.is_int:
+        return vals
+    if vals.dtype != object and (len(vals) == 0 or int(np.abs(vals).max()) < 2 ** 53) and -1000 < scale.exp < 900:
+        return np.ldexp(vals.astype(np.float64), scale.exp)  # exact: |vals| < 2^53
+    return np.asarray([scale.value(int(v)) for v in vals.tolist()], dtype=np.float64)
+
+
+def _row_values(res: PartitionResult):
+    """Per row its aggregates' values (the accumulator interface)."""
+    if not len(res.query):
+        return []
+    kp = res.kp
+    out = {r: [None] * len(kp.outs[q].aggs) for r, q in enumerate(res.query.tolist())}
+    for idx, a, vals, weights in res.aggregate_columns():
+        vals = vals.tolist() if isinstance(vals, np.ndarray) else list(vals)
+        if weights is not None:
+            vals = list(zip(vals, weights.tolist(), strict=True))
+        for r, v in zip(idx.tolist(), vals, strict=True):
+            out[r][a] = v
+    counts = res.count.tolist()
+    return [(q, w, counts[r], out[r]) for r, (q, w) in enumerate(zip(res.query.tolist(), res.window.tolist(),
+                                                                      strict=True))]
 
 
 def _frames(kp: KernelPlan, rows, events_ts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -399,8 +533,8 @@ def _needed_primes(kp: KernelPlan, rows, O: np.ndarray, OB: np.ndarray, n: int) 
     np.maximum.at(per_q, O[:n, 0], OB[:n] * 1.001 + 1)
     for q in np.flatnonzero(~np.isfinite(per_q)).tolist():
         per_q[q] = float(_crude_bound(kp, rows, q))
-    for q, qo in enumerate(kp.outs):
-        for attr, nlev in qo.sums:  # |sum| <= count x target events per match x largest |value|
+    for q in kp.with_sums:
+        for attr, nlev in kp.outs[q].sums:  # |sum| <= count x target events per match x largest |value|
             top = 1 if attr < 0 else rows.scales[attr].top
             per_q[q] = max(per_q[q], per_q[q] * nlev * top)
     worst = float(per_q.max())
@@ -422,14 +556,16 @@ def run_partition(kp: KernelPlan, events: pd.DataFrame, *, jit: bool | None = No
     ask for (the Chinese-remainder path on small numbers, for tests)."""
     rows = partition_rows(events, kp.lks, kp.type_names, kp.sum_attrs, kp.mm_attrs, kp.time_scale)
     if not len(rows.bts):
-        return PartitionResult([], {"update": 0, "combine": 0})
+        empty = np.zeros(0, dtype=np.int64)
+        none = np.zeros((0, 1), dtype=np.int64)
+        return PartitionResult(kp, empty, empty, empty, none, none, none, [], [], {"update": 0, "combine": 0})
     frames = _frames(kp, rows, rows.bts)
     ns = loops.namespace(_use_jit(kp, rows, jit))
     with np.errstate(over="ignore"):  # the uncompiled loops wrap around 2^64 as the compiled ones do
         O, OB, n, upd, comb = _run(kp, ns, rows, frames, 0)
         mods = primes(_needed_primes(kp, rows, O, OB, n) + extra_primes)
         passes = [O] + [_run(kp, ns, rows, frames, p)[0] for p in mods]
-    return PartitionResult(_decode(kp, rows, passes, n, mods, windows), {"update": upd, "combine": comb}, len(passes))
+    return _decode(kp, rows, passes, n, mods, windows, {"update": upd, "combine": comb})
 
 
 def _run(kp: KernelPlan, ns: dict, rows, frames, mod: int) -> tuple:
@@ -443,49 +579,29 @@ def _run(kp: KernelPlan, ns: dict, rows, frames, mod: int) -> tuple:
     return O, OB, int(n), int(upd), int(comb)
 
 
-def _exact(passes: list, n: int, mods: list[int], col: int) -> list[int]:
-    arrs = [p[:n, col] for p in passes]
-    return arrs[0].tolist() if not mods else crt(arrs, mods)
+def _exact(passes: list, n: int, mods: list[int], cols) -> np.ndarray:
+    """Columns of the first n output rows: int64 from the int64 pass, or Python ints joined by the CRT."""
+    arrs = [p[:n, cols] for p in passes]
+    if not mods:
+        return arrs[0]
+    flat = crt([x.reshape(-1) for x in arrs], mods)
+    out = np.empty(len(flat), dtype=object)
+    out[:] = flat
+    return out.reshape(arrs[0].shape)
 
 
-def _decode(kp: KernelPlan, rows, passes: list, n: int, mods: list[int], windows: tuple[int, float]) -> list:
-    if not n:
-        return []
+def _decode(kp: KernelPlan, rows, passes: list, n: int, mods: list[int], windows: tuple[int, float],
+            ops: dict) -> PartitionResult:
+    """The result rows with matches (count > 0) in windows [lo, hi)."""
     O = passes[0]
-    counts = _exact(passes, n, mods, 2)
-    width_s = max([len(o.sums) for o in kp.outs] + [1])
-    width_m = max([len(o.mms) for o in kp.outs] + [1])
-    sums = [_exact(passes, n, mods, 3 + c) for c in range(width_s)]
-    mins = O[:n, 3 + width_s:3 + width_s + width_m].tolist()
-    maxs = O[:n, 3 + width_s + width_m:3 + width_s + 2 * width_m].tolist()
-    res = []
-    lo, hi = windows
-    for r, (q, w) in enumerate(zip(O[:n, 0].tolist(), O[:n, 1].tolist(), strict=True)):
-        c = counts[r]
-        if c <= 0 or not lo <= w < hi:
-            continue
-        qo = kp.outs[q]
-        vals: list[Any] = []
-        for _, func, t, t2 in qo.aggs:
-            vals.append(_value(func, c, t, t2, qo, rows, [s[r] for s in sums], mins[r], maxs[r]))
-        res.append((q, w, c, vals))
-    return res
-
-
-def _value(func: str, c: int, t: int, t2: int, qo: QueryOut, rows, s: list, mn: list, mx: list):
-    if func == "COUNT*":
-        return c
-    if func == "COUNT":
-        return s[t]
-    if func in ("SUM", "AVG"):
-        attr = qo.sums[t][0]
-        total = rows.scales[attr].value(s[t]) if attr >= 0 else s[t]
-        return total if func == "SUM" else (total, s[t2])
-    v = mn[t] if func == "MIN" else mx[t]
-    if v == (loops.NO_MIN if func == "MIN" else loops.NO_MAX):
-        return None
-    x = rows.uniq[qo.mms[t]][v]
-    return x.item() if hasattr(x, "item") else x
+    ms = max([len(o.sums) for o in kp.outs] + [1])
+    mm = max([len(o.mms) for o in kp.outs] + [1])
+    count = _exact(passes, n, mods, 2)
+    w = O[:n, 1]
+    keep = np.flatnonzero((count > 0) & (w >= windows[0]) & (w < windows[1]))
+    sums = _exact(passes, n, mods, slice(3, 3 + ms))
+    return PartitionResult(kp, O[keep, 0], w[keep], count[keep], sums[keep], O[keep, 3 + ms:3 + ms + mm],
+                           O[keep, 3 + ms + mm:3 + ms + 2 * mm], rows.scales, rows.uniq, ops, len(passes))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -500,6 +616,7 @@ def accumulators(kp: KernelPlan, result: PartitionResult, key: dict | None = Non
     accs = {q.name: AggAccumulator(q) for q in kp.queries}
     for q, w, c, vals in result.rows:
         query = kp.queries[q]
+        vals = [v.item() if isinstance(v, np.generic) else v for v in vals]
         per: dict[tuple, list] = {t: [0, 0, None, None] for t in accs[query.name].targets}
         for a, v in zip(query.aggregates, vals, strict=True):
             if a.ref is None:
@@ -516,7 +633,7 @@ def accumulators(kp: KernelPlan, result: PartitionResult, key: dict | None = Non
             else:
                 cell[3] = v
         g = group_attrs(query)
-        accs[query.name].add(format_group(g, [key.get(x) for x in g]), w, c, {t: tuple(v) for t, v in per.items()})
+        accs[query.name].add(format_group(g, [key.get(x) for x in g]), w, int(c), {t: tuple(v) for t, v in per.items()})
     return accs
 
 

@@ -45,12 +45,14 @@ NO_MAX = -1
 STATIC = ("il_off", "il_lk", "il_inst", "il_j", "lk_il_ptr", "lk_il", "lk_st_ptr", "lk_st", "inst_frame", "inst_mm",
           "ist_ptr", "ist_attr", "ist_lv", "imt_ptr", "imt_attr", "imt_lv", "q_frame", "q_seg_ptr", "q_seg",
           "qst_ptr", "qst_map", "qmt_ptr", "qmt_map", "q_direct", "q_last_pair", "p_q", "p_k", "p_seg", "p_next",
-          "p_prev", "p_direct", "inst_pair_ptr", "inst_pair", "f_q_ptr", "f_q", "inst_sink")
+          "p_prev", "p_direct", "inst_pair_ptr", "inst_pair", "f_q_ptr", "f_q", "inst_sink", "lk_sp_ptr", "lk_sp",
+          "lk_sr_ptr", "lk_sr", "lk_ns", "inst_rep", "lk_sg_ptr", "sg_seg", "sg_frame", "sg_ptr", "sg_q")
 (IL_OFF, IL_LK, IL_INST, IL_J, LK_IL_PTR, LK_IL, LK_ST_PTR, LK_ST, INST_FRAME, INST_MM, IST_PTR, IST_ATTR, IST_LV,
  IMT_PTR, IMT_ATTR, IMT_LV, Q_FRAME, Q_SEG_PTR, Q_SEG, QST_PTR, QST_MAP, QMT_PTR, QMT_MAP, Q_DIRECT, Q_LAST_PAIR,
- P_Q, P_K, P_SEG, P_NEXT, P_PREV, P_DIRECT, INST_PAIR_PTR, INST_PAIR, F_Q_PTR, F_Q, INST_SINK) = range(36)
+ P_Q, P_K, P_SEG, P_NEXT, P_PREV, P_DIRECT, INST_PAIR_PTR, INST_PAIR, F_Q_PTR, F_Q, INST_SINK, LK_SP_PTR, LK_SP,
+ LK_SR_PTR, LK_SR, LK_NS, INST_REP, LK_SG_PTR, SG_SEG, SG_FRAME, SG_PTR, SG_Q) = range(47)
 STATIC_SCALARS = ("n_inst", "n_q", "n_pair", "n_lk", "maxh", "maxr", "n_il")
-N_INST, N_Q, N_PAIR, N_LK, MAXH, MAXR, N_IL = range(36, 43)
+N_INST, N_Q, N_PAIR, N_LK, MAXH, MAXR, N_IL = range(47, 54)
 
 # ---- partition P
 PART = ("bts", "row_ptr", "row_lk", "row_k", "row_sum", "row_min", "row_max", "f_len", "f_slide", "f_off")
@@ -61,15 +63,17 @@ NB, NSA, NMA, NF = range(10, 14)
 # ---- state K: header slots (pool offsets and scalars)
 (K_CAP, K_TBASE, K_N, K_HEAD, K_TIMES, K_SLOTS, K_CBASE, K_CNT, K_XBASE, K_SBASE, K_SUMS, K_MBASE, K_MINS, K_MAXS,
  K_HBASE, K_HC, K_HSBASE, K_HS, K_HMBASE, K_HMIN, K_HMAX, K_HXBASE, K_RBASE, K_RTAG, K_RC, K_RS, K_RMIN, K_RMAX,
- K_WBASE, K_CTAG_B, K_CTAG_W, K_CC, K_CN, K_CS, K_CMIN, K_CMAX, K_CX, K_TOTBASE, K_TTAG, K_SC_S, K_SC_MN,
- K_SC_MX, K_NEXT_K, K_BUF, K_OPS, K_WCNT, K_FSTART, K_FLAST, K_FB, K_MS, K_MM, K_NW, K_OUTN, K_XEX, K_XHX,
- K_XCX, K_XSC) = range(57)
-K_HEADER = 57
+ K_WBASE, K_CTAG_B, K_CTAG_W, K_CC, K_CN, K_CS, K_CMIN, K_CMAX, K_VER, K_TOTBASE, K_TTAG, K_SC_S, K_SC_MN,
+ K_SC_MX, K_NEXT_K, K_BUF, K_OPS, K_WCNT, K_FSTART, K_FLAST, K_FB, K_CB, K_MS, K_MM, K_NW, K_OUTN, K_XEX,
+ K_XHX, K_XCX, K_XSC) = range(58)
+K_HEADER = 58
 #: the int64 pools of K, in header order (K_CAP .. K_FLAST); K_XEX .. K_XSC: offsets of the uint8 pools of X
 #: (existence flags of instance levels, boundary maps, the read cache and the scratch record)
-K_POOLS = 49
-#: per frame, the current batch's first and last open window, the start of the first and its slot
-FB_LO, FB_HI, FB_LIVE, FB_SLOT = range(4)
+K_POOLS = 50
+#: per frame, the current batch's first and last open window, the start of the first, its slot, and the
+#: time from which they change
+FB_LO, FB_HI, FB_LIVE, FB_SLOT, FB_UNTIL = range(5)
+FB = 5
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,7 +132,7 @@ def _excl(sizes) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) if len(sizes) else sizes
 
 
-def capacities(bts, row_ptr, row_lk, lk_st_ptr, lk_st, inst_frame, inst_sink, f_len, f_slide, f_off):
+def capacities(bts, row_ptr, row_lk, lk_st_ptr, lk_st, inst_frame, f_len, f_slide, f_off):
     """Per instance its ring capacity: a power of two > the most START records live at once (1 for a
     sink, which keeps none). Two pointers over the time stamps of each first level's rows."""
     nlk = len(lk_st_ptr) - 1
@@ -147,8 +151,6 @@ def capacities(bts, row_ptr, row_lk, lk_st_ptr, lk_st, inst_frame, inst_sink, f_
     for lk in range(nlk):
         for x in range(lk_st_ptr[lk], lk_st_ptr[lk + 1]):
             i = lk_st[x]
-            if inst_sink[i]:
-                continue
             f = inst_frame[i]
             lo = ptr[lk]
             most = 1
@@ -174,7 +176,7 @@ def max_rows(t: dict, bts, frames) -> int:
         hi = (bts - f_off[f]) // f_slide[f]
         prev = np.concatenate(([-1], np.maximum.accumulate(hi)[:-1]))
         wins.append(int(np.maximum(0, hi - np.maximum(lo, prev + 1) + 1).sum()))
-    return int(sum(wins[f] for f in t["q_frame"].tolist()))
+    return int(np.asarray(wins, dtype=np.int64)[t["q_frame"]].sum())
 
 
 def alloc(t: dict, bts, row_ptr, row_lk, frames, ns: dict | None = None):
@@ -182,8 +184,7 @@ def alloc(t: dict, bts, row_ptr, row_lk, frames, ns: dict | None = None):
     ``ns``: the loops' namespace (:func:`namespace`) that computes the ring capacities."""
     f_len, f_slide, _ = frames
     ni = len(t["inst_frame"])
-    cap = (ns or globals())["capacities"](bts, row_ptr, row_lk, t["lk_st_ptr"], t["lk_st"], t["inst_frame"],
-                                          t["inst_sink"], *frames)
+    cap = (ns or globals())["capacities"](bts, row_ptr, row_lk, t["lk_st_ptr"], t["lk_st"], t["inst_frame"], *frames)
     slots = -(-np.asarray(f_len) // np.asarray(f_slide)) + 1
     h = np.diff(t["il_off"])
     il_cap = cap[t["il_inst"]]
@@ -207,27 +208,29 @@ def alloc(t: dict, bts, row_ptr, row_lk, frames, ns: dict | None = None):
     nr, nw = int(rbase[-1]), int(wbase[-1])
     nist, nimt = max(1, len(t["ist_attr"])), max(1, len(t["imt_attr"]))
     xbase = np.where(il_mm, _excl(il_cap * il_mm), -1)
-    z = np.zeros
     s_size = h[ist_inst] * cap[ist_inst]  # per instance target: its levels x records
     m_size = h[imt_inst] * cap[imt_inst]
-    nm = int(m_size.sum())
-    pools = [  # in header order, K_CAP .. K_FB
-        cap, _excl(cap), z(ni), z(ni), z(int(cap.sum())), slots, _excl(il_cap), z(int(il_cap.sum())), xbase,
-        _excl(s_size), z(int(s_size.sum())), _excl(m_size), np.full(nm, NO_MIN), np.full(nm, NO_MAX),
-        hbase[0], z(int(sizes_h[0].sum())), hbase[1], z(int(sizes_h[1].sum())), hbase[2],
-        np.full(int(sizes_h[2].sum()), NO_MIN), np.full(int(sizes_h[2].sum()), NO_MAX), hbase[3],
-        rbase, np.full(nr, -1), z(nr), z(nr * ms), np.full(nr * mm, NO_MIN), np.full(nr * mm, NO_MAX),
-        wbase, np.full(nw, -1), np.full(nw, -1), z(nw), z(nw), z(nist * nw), np.full(nimt * nw, NO_MIN),
-        np.full(nimt * nw, NO_MAX), z(0), totbase, np.full(nw, -1), z(ms), np.full(mm, NO_MIN), np.full(mm, NO_MAX),
-        z(len(f_len)), z(3 * max(1, len(t["lk_il"]))), z(2), z(nw), np.full(len(f_len), -1), np.full(len(f_len), -1),
-        z(4 * len(f_len))]
-    pools = [np.asarray(x, dtype=np.int64).reshape(-1) for x in pools]
-    head = np.zeros(K_HEADER, dtype=np.int64)
-    head[:K_POOLS] = K_HEADER + _excl([len(x) for x in pools])
+    nm, hm = int(m_size.sum()), int(sizes_h[2].sum())
+    # in header order, K_CAP .. K_FB: an array, or (size, fill value) of a block
+    pools = [
+        cap, _excl(cap), (ni, 0), (ni, 0), (int(cap.sum()), 0), slots, _excl(il_cap), (int(il_cap.sum()), 0), xbase,
+        _excl(s_size), (int(s_size.sum()), 0), _excl(m_size), (nm, NO_MIN), (nm, NO_MAX),
+        hbase[0], (int(sizes_h[0].sum()), 0), hbase[1], (int(sizes_h[1].sum()), 0), hbase[2], (hm, NO_MIN),
+        (hm, NO_MAX), hbase[3], rbase, (nr, -1), (nr, 0), (nr * ms, 0), (nr * mm, NO_MIN), (nr * mm, NO_MAX),
+        wbase, (nw, -1), (nw, -1), (nw, 0), (nw, 0), (nist * nw, 0), (nimt * nw, NO_MIN), (nimt * nw, NO_MAX), (ni, 0),
+        totbase, (nw, -1), (ms, 0), (mm, NO_MIN), (mm, NO_MAX), (len(f_len), 0), (3 * max(1, len(t["lk_il"])), 0),
+        (2, 0), (nw, 0), (len(f_len), -1), (len(f_len), -1), (FB * len(f_len), -(2 ** 62)), (nw, -1)]
+    sizes = [x[0] if isinstance(x, tuple) else len(x) for x in pools]
+    K = np.zeros(K_HEADER + sum(sizes), dtype=np.int64)  # one allocation; zero blocks stay untouched
+    K[:K_POOLS] = K_HEADER + _excl(sizes)
+    for slot, x in enumerate(pools):
+        if not isinstance(x, tuple):
+            K[K[slot]:K[slot] + len(x)] = x
+        elif x[1]:
+            K[K[slot]:K[slot] + x[0]] = x[1]
     nx = [int((il_cap * il_mm).sum()), int(sizes_h[3].sum()), nw, 1]
-    head[K_MS], head[K_MM], head[K_NW] = ms, mm, nw
-    head[K_XEX:K_XSC + 1] = _excl(nx)
-    K = np.concatenate([head] + pools)
+    K[K_MS], K[K_MM], K[K_NW] = ms, mm, nw
+    K[K_XEX:K_XSC + 1] = _excl(nx)
     X = np.zeros(sum(nx), dtype=np.uint8)
     # count totals per (instance, level, window slot), then direct results' bounds per (query, slot)
     T = np.zeros(int(totbase[-1]) + nr + 1, dtype=np.float64)
@@ -257,18 +260,21 @@ def _lower(K, i, t):
 def _frame_batch(P, K, t):
     """Per frame, the windows open at time t (the current batch): first, last, start of the first, slot."""
     for f in range(P[NF]):
-        lo = k_lo(P, f, t)
-        fb = K[K_FB] + 4 * f
+        fb = K[K_FB] + FB * f
+        if t < K[fb + FB_UNTIL]:
+            continue  # the same windows as at the previous batch
+        lo, hi = k_lo(P, f, t), k_hi(P, f, t)
         K[fb + FB_LO] = lo
-        K[fb + FB_HI] = k_hi(P, f, t)
+        K[fb + FB_HI] = hi
         K[fb + FB_LIVE] = w_start(P, f, lo)
         K[fb + FB_SLOT] = lo % K[K[K_SLOTS] + f]
+        K[fb + FB_UNTIL] = min(w_start(P, f, lo) + P[P[F_LEN] + f], w_start(P, f, hi + 1))
 
 
 def _expire(S, P, K, i):
     """Drop the START records of instance i that no window open at the current batch holds."""
     f = S[S[INST_FRAME] + i]
-    first = K[K[K_FB] + 4 * f + FB_LIVE]
+    first = K[K[K_FB] + FB * f + FB_LIVE]
     mask = K[K[K_CAP] + i] - 1
     base = K[K_TIMES] + K[K[K_TBASE] + i]
     h = K[K[K_HEAD] + i]
@@ -392,6 +398,8 @@ def _update(S, P, K, X, T, i, j, r, t, mod):
         dst = K[K_CNT] + K[K[K_CBASE] + il]
         _axpy(K, dst, csrc, a0, a1, k, mod)
         _axpy(K, dst, csrc, b0, b1, k, mod)
+        if j == _levels(S, i) - 1:
+            K[K[K_VER] + i] += 1  # Full changed: cached reads of i are stale
     _total(S, P, K, T, i, j, float(k))
 
 
@@ -399,7 +407,7 @@ def _total(S, P, K, T, i, j, k):
     """Count totals per window holding t: T_j(w) += k T_{j-1}(w), or T_0(w) += k (a START)."""
     f = S[S[INST_FRAME] + i]
     m = K[K[K_SLOTS] + f]
-    fb = K[K_FB] + 4 * f
+    fb = K[K_FB] + FB * f
     sl = K[fb + FB_SLOT] - 1
     w_lo, w_hi = K[fb + FB_LO], K[fb + FB_HI]
     tot0 = K[K[K_TOTBASE] + i]
@@ -420,19 +428,30 @@ def _total(S, P, K, T, i, j, k):
             T[base + j * m] += k * T[base + (j - 1) * m]
 
 
-def _add_start(S, P, K, X, T, i, r, t):
-    """A new START record of instance i from row r (its first level's events at time t). A sink (one
-    event type, only the last segment of queries whose results its snapshots made) keeps no record."""
+def _frame_start(S, K, i, t):
+    """A START record of instance i at time t: its frame has windows to close."""
     f = S[S[INST_FRAME] + i]
     fs = K[K_FSTART] + f
     if K[fs] < 0:
         K[fs] = t
     K[K[K_FLAST] + f] = t
-    if S[S[INST_SINK] + i]:
-        k = P[P[ROW_K] + r]
-        K[K[K_OPS]] += k
+
+
+def _sink_starts(S, P, K, T, lk, r, t):
+    """The START events of row r (level key lk) in sinks: one event type, only the last segment of
+    queries whose results their snapshots made, they keep no record; the operations they stand for
+    and, per (level key, frame), the START records per window (what the closes count)."""
+    k = P[P[ROW_K] + r]
+    K[K[K_OPS]] += k * S[S[LK_NS] + lk]
+    for x in range(S[S[LK_SR_PTR] + lk], S[S[LK_SR_PTR] + lk + 1]):
+        i = S[S[LK_SR] + x]
+        _frame_start(S, K, i, t)
         _total(S, P, K, T, i, np.int64(0), float(k))
-        return
+
+
+def _add_start(S, P, K, X, T, i, r, t):
+    """A new START record of instance i from row r (its first level's events at time t)."""
+    _frame_start(S, K, i, t)
     _expire(S, P, K, i)
     cap = K[K[K_CAP] + i]
     o = K[K[K_N] + i]
@@ -458,6 +477,8 @@ def _add_start(S, P, K, X, T, i, r, t):
             K[K[K_MINS] + base + j * cap] = lo if j == 0 else NO_MIN
             K[K[K_MAXS] + base + j * cap] = hi if j == 0 else NO_MAX
     K[K[K_N] + i] = o + 1
+    if h == 1:
+        K[K[K_VER] + i] += 1  # the new record's Full is its own events
     _total(S, P, K, T, i, np.int64(0), float(k))
 
 
@@ -504,19 +525,26 @@ def _range_any(X, xb, a, b):
 
 
 def _read_instance(S, P, K, X, i, w, sl, b, mod):
-    """Sum over the START records of instance i in window w of Full (H = ONE), before batch b; cached
-    per (instance, window, batch). Returns the cache index."""
+    """Sum over the START records of instance i in window w of Full (H = ONE), before batch b. Cached per
+    (instance, window): recomputed only when the instance's last level changed since (its version), the
+    records read counted once per (instance, window, batch). Returns the cache index."""
     f = S[S[INST_FRAME] + i]
     ci = K[K[K_WBASE] + i] + sl
-    tb, tw = K[K_CTAG_B] + ci, K[K_CTAG_W] + ci
-    if K[tb] == b and K[tw] == w:
-        return ci
-    K[K[K_CTAG_B] + ci] = b
-    K[K[K_CTAG_W] + ci] = w
-    lo = _lower(K, i, w_start(P, f, w))
+    tv, tw, tb = K[K_CTAG_B] + ci, K[K_CTAG_W] + ci, K[K_CB] + ci
     n = K[K[K_N] + i]
-    K[K[K_CN] + ci] = n - lo
-    K[K[K_OPS] + 1] += n - lo
+    if K[tw] != w:
+        K[tw] = w
+        K[tv] = -1
+        K[tb] = -1
+        K[K[K_CN] + ci] = _lower(K, i, w_start(P, f, w))
+    lo = K[K[K_CN] + ci]
+    if K[tb] != b:
+        K[tb] = b
+        K[K[K_OPS] + 1] += n - lo
+    ver = K[K[K_VER] + i]
+    if K[tv] == ver:
+        return ci
+    K[tv] = ver
     cap = K[K[K_CAP] + i]
     h = _levels(S, i)
     il = S[S[IL_OFF] + i] + h - 1
@@ -548,7 +576,7 @@ def _read_first(S, P, K, X, q, i, w, sl, b, mod):
     ci = _read_instance(S, P, K, X, i, w, sl, b, mod)
     nw = K[K_NW]
     if S[S[QST_PTR] + q + 1] == S[S[QST_PTR] + q] and S[S[QMT_PTR] + q + 1] == S[S[QMT_PTR] + q]:
-        return K[K[K_CC] + ci], K[K[K_CN] + ci]  # COUNT(*) only
+        return K[K[K_CC] + ci], K[K[K_N] + i] - K[K[K_CN] + ci]  # COUNT(*) only
     for t in range(S[S[QST_PTR] + q + 1] - S[S[QST_PTR] + q]):
         g = S[S[QST_MAP] + (S[S[QST_PTR] + q] + t) * S[MAXR]]
         K[K[K_SC_S] + t] = K[K[K_CS] + g * nw + ci] if g >= 0 else 0
@@ -557,7 +585,7 @@ def _read_first(S, P, K, X, q, i, w, sl, b, mod):
         g = S[S[QMT_MAP] + (S[S[QMT_PTR] + q] + t) * S[MAXR]]
         K[K[K_SC_MN] + t] = K[K[K_CMIN] + g * nw + ci] if g >= 0 else NO_MIN
         K[K[K_SC_MX] + t] = K[K[K_CMAX] + g * nw + ci] if g >= 0 else NO_MAX
-    return K[K[K_CC] + ci], K[K[K_CN] + ci]
+    return K[K[K_CC] + ci], K[K[K_N] + i] - K[K[K_CN] + ci]
 
 
 def _read_weighted(S, P, K, X, hp, w, sl, mod):
@@ -661,8 +689,7 @@ def _store(S, K, X, p, q, cap, s, sl, c):
 
 def _snapshots(S, P, K, X, T, i2, r, t, b, mod):
     """The boundary maps of every boundary whose next segment is instance i2, at its new START record."""
-    if not S[S[INST_SINK] + i2]:
-        _expire(S, P, K, i2)
+    _expire(S, P, K, i2)
     y0, y1 = S[S[INST_PAIR_PTR] + i2], S[S[INST_PAIR_PTR] + i2 + 1]
     pairs = S[INST_PAIR]
     for y in range(y0, y1):
@@ -681,7 +708,7 @@ def _snapshot(S, P, K, X, T, p, i2, r, t, b, mod):
     if not direct:
         _clear_column(S, K, X, p, q, cap, s)
     m = K[K[K_SLOTS] + f]
-    fb = K[K_FB] + 4 * f
+    fb = K[K_FB] + FB * f
     sl = K[fb + FB_SLOT] - 1
     w_lo, w_hi = K[fb + FB_LO], K[fb + FB_HI]
     for w in range(w_lo, w_hi + 1):
@@ -694,6 +721,74 @@ def _snapshot(S, P, K, X, T, p, i2, r, t, b, mod):
             _direct_add(S, P, K, X, T, q, r, w, sl, c, mod)
         else:
             _store(S, K, X, p, q, cap, s, sl, c)
+
+
+def _sink_snapshots(S, P, K, X, T, lk, r, b, mod):
+    """The boundaries whose next segment is a sink starting at row r (level key lk): their query's
+    results += H (x) unit(d), every open window."""
+    for y in range(S[S[LK_SP_PTR] + lk], S[S[LK_SP_PTR] + lk + 1]):
+        p = S[S[LK_SP] + y]
+        q = S[S[P_Q] + p]
+        f = S[S[Q_FRAME] + q]
+        prev, seg = S[S[P_PREV] + p], S[S[P_SEG] + p]
+        m = K[K[K_SLOTS] + f]
+        fb = K[K_FB] + FB * f
+        sl = K[fb + FB_SLOT] - 1
+        w_lo, w_hi = K[fb + FB_LO], K[fb + FB_HI]
+        for w in range(w_lo, w_hi + 1):
+            sl = sl + 1 if sl + 1 < m else 0
+            if prev < 0:
+                c, _ = _read_first(S, P, K, X, q, seg, w, sl, b, mod)
+            else:
+                c, _ = _read_weighted(S, P, K, X, prev, w, sl, mod)
+            _direct_add(S, P, K, X, T, q, r, w, sl, c, mod)
+
+
+def _sink_groups(S, P, K, X, T, lk, r, b, mod):
+    """The COUNT(*) queries whose first segment (one read per instance and window) is followed by a
+    sink starting at row r (level key lk): per group of one first segment, result += k x read."""
+    k = P[P[ROW_K] + r]
+    rbase, rtag, rc = K[K_RBASE], K[K_RTAG], K[K_RC]
+    rb = K[K[K_TOTBASE] + S[N_INST]]
+    sg_q = S[SG_Q]
+    for g in range(S[S[LK_SG_PTR] + lk], S[S[LK_SG_PTR] + lk + 1]):
+        i = S[S[SG_SEG] + g]
+        f = S[S[SG_FRAME] + g]
+        m = K[K[K_SLOTS] + f]
+        fb = K[K_FB] + FB * f
+        sl = K[fb + FB_SLOT] - 1
+        y0, y1 = S[S[SG_PTR] + g], S[S[SG_PTR] + g + 1]
+        for w in range(K[fb + FB_LO], K[fb + FB_HI] + 1):
+            sl = sl + 1 if sl + 1 < m else 0
+            ci = _read_instance(S, P, K, X, i, w, sl, b, mod)
+            c = K[K[K_CC] + ci] * k
+            if mod:
+                c %= mod
+            _group_add(S, K, T, sg_q + y0, sg_q + y1, rbase, rtag, rc, rb, sl, w, c,
+                       k * _segment_total(S, K, T, i, w, sl), mod)
+
+
+def _group_add(S, K, T, y0, y1, rbase, rtag, rc, rb, sl, w, c, bound, mod):
+    """Results (and their bounds) of the queries S[y0:y1] in window w (slot sl) += c (+= bound)."""
+    for y in range(y0, y1):
+        at_r = K[rbase + S[y]] + sl
+        if K[rtag + at_r] != w:
+            K[rtag + at_r] = w
+            K[rc + at_r] = 0
+            T[rb + at_r] = 0.0
+        T[rb + at_r] += bound
+        if mod:
+            K[rc + at_r] = (K[rc + at_r] + c) % mod
+        else:
+            K[rc + at_r] += c
+
+
+def _segment_total(S, K, T, i, w, sl):
+    """The count total of instance i's full matches in window w (slot sl), 0 when it has none."""
+    m = K[K[K_SLOTS] + S[S[INST_FRAME] + i]]
+    if K[K[K_TTAG] + K[K[K_WBASE] + i] + sl] != w:
+        return 0.0
+    return T[K[K[K_TOTBASE] + i] + (_levels(S, i) - 1) * m + sl]
 
 
 def _direct_add(S, P, K, X, T, q, r, w, sl, c, mod):
@@ -747,11 +842,7 @@ def _bound(S, K, T, q, w, sl, nseg):
     product of their count totals."""
     bd = 1.0
     for x in range(S[S[Q_SEG_PTR] + q], S[S[Q_SEG_PTR] + q] + nseg):
-        i = S[S[Q_SEG] + x]
-        m = K[K[K_SLOTS] + S[S[INST_FRAME] + i]]
-        if K[K[K_TTAG] + K[K[K_WBASE] + i] + sl] != w:
-            return 0.0
-        bd *= T[K[K[K_TOTBASE] + i] + (_levels(S, i) - 1) * m + sl]
+        bd *= _segment_total(S, K, T, S[S[Q_SEG] + x], w, sl)
     return bd
 
 
@@ -774,7 +865,7 @@ def _close_query(S, P, K, X, T, O, OB, q, w, sl, b, mod):
     """Query q's result in window w (its last segment's START records read), emitted when it has any."""
     i = S[S[Q_SEG] + S[S[Q_SEG_PTR] + q + 1] - 1]
     if S[S[Q_DIRECT] + q]:
-        ci = K[K[K_WBASE] + i] + sl
+        ci = K[K[K_WBASE] + S[S[INST_REP] + i]] + sl
         nread = K[K[K_WCNT] + ci] if K[K[K_TTAG] + ci] == w else 0
         K[K[K_OPS] + 1] += nread
         c = _direct_result(S, K, T, OB, K[K_OUTN], q, w, sl)
@@ -847,7 +938,7 @@ def run(S, P, K, X, T, O, OB, mod):
         _frame_batch(P, K, t)
         # 1. windows ending at or before t close
         for f in range(P[NF]):
-            lim = K[K[K_FB] + 4 * f + FB_LO] - 1
+            lim = K[K[K_FB] + FB * f + FB_LO] - 1
             nk = K[K_NEXT_K] + f
             if lim >= K[nk]:
                 _close(S, P, K, X, T, O, OB, f, K[nk], lim, b, mod)
@@ -857,6 +948,8 @@ def run(S, P, K, X, T, O, OB, mod):
             lk = P[P[ROW_LK] + r]
             for x in range(S[S[LK_ST_PTR] + lk], S[S[LK_ST_PTR] + lk + 1]):
                 _snapshots(S, P, K, X, T, S[S[LK_ST] + x], r, t, b, mod)
+            _sink_snapshots(S, P, K, X, T, lk, r, b, mod)
+            _sink_groups(S, P, K, X, T, lk, r, b, mod)
         # 3. level updates, last level first
         for y in range(_batch_tasks(S, P, K, b)):
             _update(S, P, K, X, T, K[buf + 3 * y + 1], K[buf + 3 * y], K[buf + 3 * y + 2], t, mod)
@@ -865,6 +958,7 @@ def run(S, P, K, X, T, O, OB, mod):
             lk = P[P[ROW_LK] + r]
             for x in range(S[S[LK_ST_PTR] + lk], S[S[LK_ST_PTR] + lk + 1]):
                 _add_start(S, P, K, X, T, S[S[LK_ST] + x], r, t)
+            _sink_starts(S, P, K, T, lk, r, t)
     if nb:
         for f in range(P[NF]):
             _close(S, P, K, X, T, O, OB, f, K[K[K_NEXT_K] + f], k_hi(P, f, P[P[BTS] + nb - 1]), nb, mod)
@@ -883,6 +977,7 @@ def namespace(jit: bool) -> dict:
 
 _JIT: dict | None = None
 _INLINE = {"k_lo", "k_hi", "w_start", "_levels", "_pieces", "_target_value", "_row_mm", "_total", "_expire", "_lower",
+           "_segment_total", "_group_add",
            "_snapshots", "_read_first", "_snapshot", "_direct_add", "_add_start", "_read_instance"}
 
 
