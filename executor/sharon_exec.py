@@ -28,7 +28,7 @@ from cepopt.executor.results import aggregate_label, format_group, group_attrs, 
 from cepopt.executor.sharon_kernel import KernelPlan, PartitionResult, compile_plan, plan_segments, run_partition
 from cepopt.model import Query
 
-__all__ = ["CompiledSharon", "compile_sharon"]
+__all__ = ["CompiledSharon", "compile_sharon", "local_partitions", "run_local"]
 
 #: default number of windows one partition computes (K of the window blocks)
 WINDOWS_PER_BLOCK = 64
@@ -171,3 +171,48 @@ def compile_sharon(problem, plan, *, windows_per_block: int | None = WINDOWS_PER
     classes = tuple(_partition_class(qs, keys, windows_per_block) for keys, qs in groups.items())
     kernels = tuple(compile_plan(qs, plan) for qs in groups.values())
     return CompiledSharon(queries, plan, classes, kernels, tuple(Labels.of(qs) for qs in groups.values()), jit)
+
+
+def local_partitions(compiled: CompiledSharon, events: pd.DataFrame):
+    """The partitions of ``events`` as the engines make them, in pandas: per class, the rows of its event
+    types and columns (missing columns as None), copied to the window blocks holding them, grouped by
+    the class's keys and block. Yields (class index, events of one partition, block). For tests and the
+    kernel-only benchmark; the engines have their own."""
+    from cepopt.executor.partitions import window_blocks
+
+    for i, cls in enumerate(compiled.classes):
+        df = events[events["type"].isin(cls.types)].reset_index(drop=True)
+        df = df.assign(**{c: None for c in cls.columns if c not in df.columns})[list(cls.columns)]
+        blocked = cls.windows_per_block is not None
+        if blocked:
+            lo, hi = window_blocks(df["ts"].to_numpy(dtype=np.int64), cls)
+            reps = np.maximum(0, hi - lo + 1)
+            if (reps == 1).all():
+                df = df.assign(_block=lo)
+            else:  # sliding windows: an event goes to every block holding one of its windows
+                blocks = [np.arange(a, b + 1) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
+                df = df.loc[df.index.repeat(reps)].assign(
+                    _block=np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64))
+        keys = list(cls.keys) + (["_block"] if blocked else [])
+        if not keys:
+            if len(df):
+                yield i, df.reset_index(drop=True), None
+            continue
+        for key, part in df.groupby(keys, dropna=False, sort=True):
+            block = int(key[-1] if isinstance(key, tuple) else key) if blocked else None
+            yield i, part.drop(columns=["_block"], errors="ignore").reset_index(drop=True), block
+
+
+def run_local(compiled: CompiledSharon, parts) -> tuple[pd.DataFrame, dict]:
+    """Every partition of ``parts`` ((class, events, block) as from :func:`local_partitions`) through
+    ``compiled.run``: the merged results and the summed metrics."""
+    from cepopt.executor.partitions import merge_partials
+
+    frames, metrics = [], {}
+    for index, events, block in parts:
+        partials, m = compiled.run(index, events, block)
+        frames.append(partials)
+        for k, v in m.items():
+            metrics[k] = metrics.get(k, 0) + v
+    partials = pd.concat(frames, ignore_index=True) if frames else empty_partials()
+    return merge_partials(partials), metrics
