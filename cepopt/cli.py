@@ -235,7 +235,7 @@ def cmd_compare(args) -> int:
 
 def cmd_generate(args) -> int:
     from cepopt.entry_points import names
-    from cepopt.instance import save
+    from cepopt.instance import check_writable, save
     from cepopt.instances.generate import generator_parser
 
     if args.list:
@@ -252,6 +252,7 @@ def cmd_generate(args) -> int:
         return 0
     parser, module = generator_parser(args.family)
     options = parser.parse_args(args.rest)
+    check_writable(options.output)
     instance = module.generate(options)
     path = save(instance, options.output)
     if getattr(args, "json", False):
@@ -263,9 +264,10 @@ def cmd_generate(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from cepopt.instance import save
+    from cepopt.instance import check_writable, save
     from cepopt.instances import gloria_reader
 
+    check_writable(args.output)
     instance = gloria_reader.import_workload(args.workload, args.frequencies, args.dataset)
     path = save(instance, args.output)
     if args.json:

@@ -31,7 +31,7 @@ from cepopt.errors import CepoptError, InstanceError, ModelError, QuerySyntaxErr
 from cepopt.model import And, Kleene, Not, Or, Pattern, Query, Seq, Statistics, Type, Workload, check_window_number
 from cepopt.textio import read_json
 
-__all__ = ["Instance", "bundled_dir", "bundled_names", "bundled_path", "from_json", "load", "save", "to_json", "schema",
+__all__ = ["Instance", "bundled_dir", "bundled_names", "bundled_path", "check_writable", "from_json", "load", "save", "to_json", "schema",
            "pattern_from_json", "pattern_to_json", "shown_path"]
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "instance.schema.json"
@@ -341,6 +341,18 @@ def load(source: str | Path) -> Instance:
         return from_json(data)
     except InstanceError as exc:
         raise InstanceError(f"{path.name}: {exc}") from None
+
+
+def check_writable(path: str | Path) -> Path:
+    """``path`` as a file :func:`save` can write, checked before any work: not a folder, and its nearest
+    existing ancestor a folder (errors worded as save's)."""
+    path = Path(path)
+    if path.is_dir():
+        raise InstanceError(f"{path}: cannot write: Is a directory")
+    ancestor = next((p for p in path.parents if p.exists()), None)
+    if ancestor is not None and not ancestor.is_dir():
+        raise InstanceError(f"{path}: cannot write: Not a directory")
+    return path
 
 
 def save(instance: Instance, path: str | Path) -> Path:

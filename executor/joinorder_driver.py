@@ -74,6 +74,16 @@ def run_plan(problem, plan, events, *, negate: bool = True, observe_stream: bool
                          results=results)
 
 
+def _log_predicted(problem, plan) -> float | None:
+    """``cost.evaluate`` of the plan, or None for a plan the cost model does not price: the executor also
+    runs plans whose negation checks come before the events they depend on (it applies each check at
+    the first node where it can be decided), the cost model prices only plans that place them there."""
+    try:
+        return cost.evaluate(problem, plan)
+    except CepoptError:
+        return None
+
+
 def _metrics(problem, plan, runs, n_events: int, first, last, elapsed: float) -> dict[str, Any]:
     duration = float((last or 0) - (first or 0)) or 1.0
     metrics: dict[str, Any] = {}
@@ -85,7 +95,7 @@ def _metrics(problem, plan, runs, n_events: int, first, last, elapsed: float) ->
         "events": n_events,
         "duration": duration,
         "active_partial_matches": sum(run.active for run in runs) / duration,
-        "log_predicted_cost": cost.evaluate(problem, plan),
+        "log_predicted_cost": _log_predicted(problem, plan),
         "throughput_events_per_s": n_events / elapsed if elapsed > 0 else None,
     })
     return metrics
@@ -129,6 +139,7 @@ def execute(problem, plan, events, spark=None, *, engine: str = "spark") -> Exec
                            results=lambda roots: _spark_results(problem.query.name or "q", trees, roots))
         elapsed = time.perf_counter() - start
         results = ev.results
-    predicted = cost.predict(problem, plan)
+    log_predicted = _log_predicted(problem, plan)
+    predicted = None if log_predicted is None else cost.predict(problem, plan)
     metrics = _metrics(problem, plan, ev.runs, ev.events or 0, ev.first_ts, ev.last_ts, elapsed)
     return ExecutionResult(results, sum(run.operations for run in ev.runs), predicted, elapsed, metrics)

@@ -182,11 +182,12 @@ def test_solve_reads_option_values_before_the_build(toy):
 
 
 def test_option_text_reaches_a_real_method_typed():
-    # lp_heavy="false" used to reach bool() as a non-empty string, i.e. True (linearization level 2)
-    sol = registry.solve("gloria-fig7", "cpsat", params={"lp_heavy": "false", "workers": "1"})
-    used = sol.stats["cpsat_parameters"]
-    assert used["linearization_level"] == 1 and used["workers"] == 1 and type(used["workers"]) is int
-    assert registry.solve("gloria-fig7", "cpsat", params={"lp_heavy": True, "workers": 1}).objective == sol.objective
+    # "false" used to reach bool() as a non-empty string, i.e. True
+    sol = registry.solve("sharon-fig4", "cpsat", params={"expand": "false", "workers": "1"})
+    assert sol.stats["expand"] is False and sol.objective == 50
+    assert registry.solve("sharon-fig4", "cpsat", params={"expand": False, "workers": 1}).objective == sol.objective
+    with pytest.raises(CepoptError, match="params.workers"):
+        registry.solve("sharon-fig4", "cpsat", params={"expand": "false", "workers": "two"})
 
 
 def test_compare_refuses_options_no_method_knows_and_an_empty_method_list(toy):
