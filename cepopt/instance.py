@@ -31,8 +31,8 @@ from cepopt.errors import CepoptError, InstanceError, ModelError, QuerySyntaxErr
 from cepopt.model import And, Kleene, Not, Or, Pattern, Query, Seq, Statistics, Type, Workload, check_window_number
 from cepopt.textio import read_json
 
-__all__ = ["Instance", "bundled_dir", "bundled_names", "bundled_path", "check_writable", "from_json", "load", "save", "to_json", "schema",
-           "pattern_from_json", "pattern_to_json", "shown_path"]
+__all__ = ["Instance", "bundled_dir", "bundled_names", "bundled_path", "check_writable", "from_json", "load", "save",
+           "to_json", "schema", "pattern_from_json", "pattern_to_json", "shown_path"]
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "instance.schema.json"
 # jsonschema spends 6-8 stack frames per level of a pattern AST, so JSON cannot have the text
