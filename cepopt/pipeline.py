@@ -257,9 +257,9 @@ def load_plan(fam, problem, instance, plan_spec: Any, *, params: dict | None = N
         return plan_spec, {"plan_source": "given"}
     plan_spec = str(plan_spec)
     path = Path(plan_spec)
-    if plan_spec.endswith(".json") or path.is_file():
-        from cepopt.textio import read_json
+    from cepopt.textio import probe_path, read_json
 
+    if plan_spec.endswith(".json") or probe_path(path, "is_file", f"plan {plan_spec}"):
         if not path.is_file():
             raise CepoptError(f"{plan_spec}: no such plan file")
         value = read_json(path, plan_spec)

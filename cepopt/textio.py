@@ -12,7 +12,7 @@ from typing import Any
 
 from cepopt.errors import CepoptError
 
-__all__ = ["read_json", "read_text"]
+__all__ = ["probe_path", "read_json", "read_text"]
 
 
 def read_text(path: str | Path, name: str | None = None, *, error: type[CepoptError] = CepoptError) -> str:
@@ -47,3 +47,16 @@ def read_json(path: str | Path, name: str | None = None, *, error: type[CepoptEr
         raise error(f"{name}: JSON nested too deeply") from None
     except ValueError:  # json parses integers with int(), which refuses more than 4300 digits
         raise error(f"{name}: a JSON integer has too many digits") from None
+
+
+def probe_path(path: str | Path, test: str = "exists", name: str | None = None) -> bool:
+    """``Path(path).exists()`` (or ``is_file`` / ``is_dir``), where a name the system refuses (longer than
+    the file-name limit, a NUL byte) is a CepoptError naming it instead of an OSError."""
+    try:
+        return bool(getattr(Path(path), test)())
+    except (OSError, ValueError) as exc:
+        shown = str(name or path)
+        shown = shown if len(shown) <= 80 else shown[:60] + "..." + shown[-10:]
+        reason = getattr(exc, "strerror", None) or "not a valid file name"
+        raise CepoptError(f"{shown}: cannot read: {reason}") from None
+

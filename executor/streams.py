@@ -38,6 +38,7 @@ from urllib.parse import urlparse
 import pandas as pd
 
 from cepopt.errors import CepoptError
+from cepopt.textio import probe_path
 
 __all__ = ["ERROR_MARK", "is_local", "local_path", "nan_to_null", "parse_generator_spec", "read_stream",
            "read_stream_pandas", "resolve_stream_pandas", "stream_format", "to_spark", "user_error"]
@@ -105,7 +106,7 @@ def stream_format(spec: str | Path) -> str:
     text = str(spec)
     local = is_local(text)
     p = local_path(text) if local else Path(urlparse(text).path or "/")
-    if local and not p.exists():
+    if local and not probe_path(p, "exists", f"stream {text}"):
         raise CepoptError(f"{text}: no such stream file")
     suffix = p.suffix.lower()
     if suffix == ".csv":

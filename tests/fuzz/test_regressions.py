@@ -168,9 +168,6 @@ def no_spark(monkeypatch):
     monkeypatch.setattr(session, "get_spark", refuse)
 
 
-@pytest.mark.xfail(strict=True, raises=OSError,
-                   reason="spark: executor/streams.py stream_format/read_stream_pandas call Path.exists on "
-                          "the --stream argument: a name over the file-name limit is OSError (also on h-spark)")
 def test_execute_stream_path_longer_than_the_file_name_limit():
     from cepopt.executor.streams import resolve_stream_pandas
 
@@ -178,16 +175,10 @@ def test_execute_stream_path_longer_than_the_file_name_limit():
         resolve_stream_pandas("x" * 300 + ".csv", load("sharon-example3"))
 
 
-@pytest.mark.xfail(strict=True, raises=OSError,
-                   reason="spark: executor/api.py load_plan (pipeline on h-spark) calls Path.is_file on the "
-                          "--plan argument: a name over the file-name limit is OSError")
 def test_execute_plan_name_longer_than_the_file_name_limit(capsys, no_spark):
     user_error(capsys, "execute", "sharon-example3", "--plan", "x" * 300)
 
 
-@pytest.mark.xfail(not hasattr(__import__("cepopt.executor.streams", fromlist=["x"]), "is_local"),
-                   strict=True, reason="spark: executor/streams.py _check_pandas casts ts = inf or beyond "
-                                       "int64 to int64 unchecked (fixed on h-spark)")
 @pytest.mark.parametrize("text", ["ts,type\n99999999999999999999,A\n",
                                   "ts,type\n-99999999999999999999,A\n"])
 def test_csv_time_stamps_beyond_int64(tmp_path, text):
