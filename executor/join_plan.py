@@ -152,15 +152,24 @@ def compile_query(query: Query, pattern=None) -> CompiledPattern:
         items.append(Item(pos, inner.ref, inner.name, isinstance(item, Kleene), isinstance(item, Not)))
     if all(it.negated for it in items):
         raise CepoptError("a pattern needs at least one event that is not negated")
+    filters, checks, equivalences = _predicates(query, items, branch=pattern is not None)
+    checks += _pair_checks(kind, items, equivalences)
+    leaves = tuple(it.position for it in items if not it.negated)
+    return CompiledPattern(kind, tuple(items), leaves, float(query.window.length), tuple(filters),
+                           tuple(checks), tuple(dict.fromkeys(equivalences)), _negation_deps(kind, items, checks),
+                           query.name or "q")
+
+
+def _predicates(query: Query, items: list[Item], *, branch: bool) -> tuple[list, list, list]:
+    """The WHERE clause as item filters, condition checks and equivalence attributes (for an OR branch,
+    ``branch``, the predicates on other branches' events are left out: they are vacuous here)."""
     by_ref: dict[str, list[int]] = {}
     for it in items:
         by_ref.setdefault(it.ref, []).append(it.position)
 
     def resolve(ref: str) -> int:
-        found = by_ref.get(ref)
-        if not found:
-            # A type name used as a reference when its leaves carry variables.
-            found = [it.position for it in items if it.type == ref]
+        # a type name used as a reference when its leaves carry variables
+        found = by_ref.get(ref) or [it.position for it in items if it.type == ref]
         if not found:
             raise CepoptError(f"unknown event type {ref!r} in the pattern")
         if len(found) > 1:
@@ -172,10 +181,9 @@ def compile_query(query: Query, pattern=None) -> CompiledPattern:
     equivalences: list[str] = []
     known = set(by_ref) | {it.type for it in items}
     for pred in query.where:
-        # A conjunct of an OR pattern lacks the other branches' events: their predicates are vacuous.
         refs = (pred.ref,) if isinstance(pred, Filter) else (
             (pred.left.ref, pred.right.ref) if isinstance(pred, Condition) else ())
-        if pattern is not None and any(r not in known for r in refs):
+        if branch and any(r not in known for r in refs):
             continue
         if isinstance(pred, Filter):
             filters.append(ItemFilter(resolve(pred.ref), pred.attr, pred.op, pred.value))
@@ -186,20 +194,22 @@ def compile_query(query: Query, pattern=None) -> CompiledPattern:
             checks.append(PairCheck("cond", a, b, pred.op, pred.left.attr, pred.right.attr))
         elif isinstance(pred, Equivalence):
             equivalences.append(pred.attr)
-    # Equivalence: every pair of events shares the attribute (checked pairwise, so partial matches
-    # are pruned as early as possible).
-    for attr in equivalences:
-        for a in range(len(items)):
-            for b in range(a + 1, len(items)):
-                checks.append(PairCheck("equiv", a, b, "=", attr, attr))
+    return filters, checks, equivalences
+
+
+def _pair_checks(kind: str, items: list[Item], equivalences: list[str]) -> list[PairCheck]:
+    """Equivalence (every pair shares the attribute, checked pairwise so that partial matches are pruned
+    as early as possible), SEQ order and distinctness of same-type events."""
+    pairs = [(a, b) for a in range(len(items)) for b in range(a + 1, len(items))]
+    checks = [PairCheck("equiv", a, b, "=", attr, attr) for attr in equivalences for a, b in pairs]
     if kind == "SEQ":
-        for a in range(len(items)):
-            for b in range(a + 1, len(items)):
-                checks.append(PairCheck("order", a, b))
-    for a in range(len(items)):
-        for b in range(a + 1, len(items)):
-            if items[a].type == items[b].type:
-                checks.append(PairCheck("distinct", a, b))
+        checks += [PairCheck("order", a, b) for a, b in pairs]
+    checks += [PairCheck("distinct", a, b) for a, b in pairs if items[a].type == items[b].type]
+    return checks
+
+
+def _negation_deps(kind: str, items: list[Item], checks: list[PairCheck]) -> tuple:
+    """(negated item, the leaves its absence depends on) for every negated item."""
     leaves = tuple(it.position for it in items if not it.negated)
     leaf_of = {p: i for i, p in enumerate(leaves)}
     deps = []
@@ -222,9 +232,7 @@ def compile_query(query: Query, pattern=None) -> CompiledPattern:
             dep = set(leaves)
         dep.discard(p)
         deps.append((p, frozenset(leaf_of[q] for q in dep if q in leaf_of)))
-    return CompiledPattern(kind, tuple(items), leaves, float(query.window.length), tuple(filters),
-                           tuple(checks), tuple(dict.fromkeys(equivalences)), tuple(deps),
-                           query.name or "q")
+    return tuple(deps)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,17 +397,18 @@ def _check_leaves(pattern: CompiledPattern, leaves: list[int]) -> None:
                           f"got leaves {leaves}")
 
 
-def plan_shape(plan: Any, pattern: CompiledPattern) -> tuple[str, Any, dict[int, frozenset[int]]]:
-    """(kind, shape, hints): kind "order" with a tuple of leaf numbers, or "tree" with nested pairs of
-    leaf numbers; hints map a negated item to the leaves bound where the plan checks it."""
-    names = pattern.leaf_names()
-    negated = {pattern.items[p].ref: p for p in pattern.negations}
-    hints: dict[int, frozenset[int]] = {}
+class _PlanReader:
+    """Reads a plan in any accepted form (plan objects, JSON dicts, nested lists) against a pattern:
+    leaf numbers, and the leaves bound where each negation is checked (``hints``)."""
 
-    def leaf(x) -> int:
-        if isinstance(x, bool):
-            raise CepoptError(f"bad plan leaf {x!r}")
-        if isinstance(x, int):
+    def __init__(self, pattern: CompiledPattern):
+        self.names = pattern.leaf_names()
+        self.negated = {pattern.items[p].ref: p for p in pattern.negations}
+        self.hints: dict[int, frozenset[int]] = {}
+
+    def leaf(self, x) -> int:
+        names = self.names
+        if isinstance(x, int) and not isinstance(x, bool):
             if not 0 <= x < len(names):
                 raise CepoptError(f"plan leaf {x} is out of range (the pattern has {len(names)} events)")
             return x
@@ -409,58 +418,66 @@ def plan_shape(plan: Any, pattern: CompiledPattern) -> tuple[str, Any, dict[int,
             raise CepoptError(f"plan names unknown event {x!r} (events: {', '.join(names)})")
         raise CepoptError(f"bad plan leaf {x!r}")
 
-    def hint(var: str, leaves) -> None:
-        if var not in negated:
+    def hint(self, var: str, leaves) -> None:
+        if var not in self.negated:
             raise CepoptError(f"plan checks the absence of {var!r}, which is not a negated event")
-        hints[negated[var]] = frozenset(leaves)
+        self.hints[self.negated[var]] = frozenset(leaves)
 
+    @staticmethod
     def flat(t) -> list[int]:
-        return [t] if isinstance(t, int) else flat(t[0]) + flat(t[1])
+        return [t] if isinstance(t, int) else _PlanReader.flat(t[0]) + _PlanReader.flat(t[1])
 
-    def tree(x):
+    def node(self, children, negations):
+        kids = [self.tree(c) for c in children]
+        t = kids[0] if len(kids) == 1 else (kids[0], kids[1])
+        for var in negations:
+            self.hint(var, self.flat(t))
+        return t
+
+    def tree(self, x):
         if hasattr(x, "left") and hasattr(x, "children"):  # cepopt.joinorder.plans.Tree
-            kids = [tree(c) for c in x.children()]
-            t = kids[0] if len(kids) == 1 else (kids[0], kids[1])
-            for var in getattr(x, "negations", ()):
-                hint(var, flat(t))
-            return t
+            return self.node(x.children(), getattr(x, "negations", ()))
         if isinstance(x, dict) and "node" in x:
-            kids = [tree(c) for c in x["node"]]
-            t = kids[0] if len(kids) == 1 else (kids[0], kids[1])
-            for var in x.get("not", ()):
-                hint(var, flat(t))
-            return t
+            return self.node(x["node"], x.get("not", ()))
         if isinstance(x, list | tuple):
             if len(x) == 1:
-                return tree(x[0])
+                return self.tree(x[0])
             if len(x) != 2:
                 raise CepoptError(f"a tree node has two children, got {x!r}")
-            return (tree(x[0]), tree(x[1]))
-        return leaf(x)
+            return (self.tree(x[0]), self.tree(x[1]))
+        return self.leaf(x)
 
-    def order(events, negations=()) -> tuple[str, tuple, dict]:
-        o = tuple(leaf(x) for x in events)
+    def order(self, events, negations=()) -> tuple[str, tuple, dict]:
+        o = tuple(self.leaf(x) for x in events)
         for var, k in negations:
-            hint(var, o[:k])
-        return "order", o, hints
+            self.hint(var, o[:k])
+        return "order", o, self.hints
 
-    if isinstance(plan, dict):
+    def from_dict(self, plan: dict) -> tuple[str, Any, dict]:
         kind = plan.get("kind")
         if kind == "order" or "events" in plan:
-            return order(plan.get("events", ()), plan.get("negations", ()))
+            return self.order(plan.get("events", ()), plan.get("negations", ()))
         if "order" in plan:
-            return order(plan["order"])
+            return self.order(plan["order"])
         if kind == "tree" or "tree" in plan:
-            return "tree", tree(plan["tree"]), hints
+            return "tree", self.tree(plan["tree"]), self.hints
         raise CepoptError(f"a join plan is an order or a tree, got {plan!r}")
+
+
+def plan_shape(plan: Any, pattern: CompiledPattern) -> tuple[str, Any, dict[int, frozenset[int]]]:
+    """(kind, shape, hints): kind "order" with a tuple of leaf numbers, or "tree" with nested pairs of
+    leaf numbers; hints map a negated item to the leaves bound where the plan checks it."""
+    reader = _PlanReader(pattern)
+    if isinstance(plan, dict):
+        return reader.from_dict(plan)
     if hasattr(plan, "events") and hasattr(plan, "negations"):  # cepopt.joinorder.plans.Order
-        return order(plan.events, plan.negations)
+        return reader.order(plan.events, plan.negations)
     if hasattr(plan, "branches"):
         raise CepoptError("a disjunctive plan runs one branch per conjunct (see joinorder_driver)")
     if hasattr(plan, "left") and hasattr(plan, "right"):
-        return "tree", tree(plan), hints
+        return "tree", reader.tree(plan), reader.hints
     if isinstance(plan, list | tuple):
         if all(isinstance(x, int | str) and not isinstance(x, bool) for x in plan):
-            return order(plan)
-        return "tree", tree(plan), hints
+            return reader.order(plan)
+        return "tree", reader.tree(plan), reader.hints
     raise CepoptError(f"cannot read a join plan from {plan!r}")
