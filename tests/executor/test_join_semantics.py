@@ -39,6 +39,18 @@ def naive_matches(query: Query, events: pd.DataFrame) -> list[str]:
             return [c for c in subsets if max(e["ts"] for e in c) - min(e["ts"] for e in c) <= w]
         return [(e,) for e in evs]
 
+    def holds(pred, assign: dict[int, tuple], ref_of: dict[str, int], everything: list) -> bool:
+        if isinstance(pred, Filter):
+            p = ref_of.get(pred.ref)
+            return p is None or all(compare(pred.op, e[pred.attr], pred.value) for e in assign[p])
+        if isinstance(pred, Condition):
+            a, b = ref_of.get(pred.left.ref), ref_of.get(pred.right.ref)
+            return a is None or b is None or all(
+                compare(pred.op, x[pred.left.attr], y[pred.right.attr]) for x in assign[a] for y in assign[b])
+        if isinstance(pred, Equivalence):  # every two events are equal on the attribute
+            return all(compare("=", x[pred.attr], y[pred.attr]) for x, y in itertools.combinations(everything, 2))
+        return True
+
     def ok(assign: dict[int, tuple]) -> bool:
         everything = [e for group in assign.values() for e in group]
         if len({e["id"] for e in everything}) != len(everything):
@@ -47,19 +59,8 @@ def naive_matches(query: Query, events: pd.DataFrame) -> list[str]:
         if max(ts) - min(ts) > w:
             return False
         ref_of = {inner(items[p]).ref: p for p in assign}
-        for pred in query.where:
-            if isinstance(pred, Filter):
-                p = ref_of.get(pred.ref)
-                if p is not None and not all(compare(pred.op, e[pred.attr], pred.value) for e in assign[p]):
-                    return False
-            elif isinstance(pred, Condition):
-                a, b = ref_of.get(pred.left.ref), ref_of.get(pred.right.ref)
-                if a is not None and b is not None and not all(
-                        compare(pred.op, x[pred.left.attr], y[pred.right.attr]) for x in assign[a] for y in assign[b]):
-                    return False
-            elif isinstance(pred, Equivalence):  # every two events are equal on the attribute
-                if not all(compare("=", x[pred.attr], y[pred.attr]) for x, y in itertools.combinations(everything, 2)):
-                    return False
+        if not all(holds(pred, assign, ref_of, everything) for pred in query.where):
+            return False
         if is_seq:
             for p, q in itertools.combinations(sorted(assign), 2):
                 if max(e["ts"] for e in assign[p]) > min(e["ts"] for e in assign[q]):
