@@ -13,6 +13,8 @@ a solver nor Spark::
 """
 
 import importlib
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _distribution_version
 
 from cepopt.errors import CepoptError
 from cepopt.model import (
@@ -46,7 +48,10 @@ __all__ = [
     "Aggregate", "And", "AttrRef", "CepoptError", "Condition", "Equivalence", "Filter", "Kleene",
     "Not", "Or", "Query", "Seq", "Statistics", "Type", "Window", "Workload", *_LAZY,
 ]
-__version__ = "0.1.0"
+try:
+    __version__ = _distribution_version("cepopt")   # pyproject.toml's, through the installed metadata
+except PackageNotFoundError:  # imported from a checkout that was never installed
+    __version__ = "0+unknown"
 
 
 def __getattr__(name: str):

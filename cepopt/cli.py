@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from cepopt import __version__
 from cepopt.errors import CepoptError
 from cepopt.params import OneLineParser, seed_argument, time_limit_argument
 
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="cepopt", description=(
         "Exact plan selection for complex event processing (Sharon, Hamlet, Gloria, Kolchinsky & "
         "Schuster), checked on Spark."))
+    parser.add_argument("--version", action="version", version=f"cepopt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
 
     p = sub.add_parser("solve", help="solve an instance with one method",
