@@ -190,7 +190,7 @@ def _solver_params(items: Sequence[str] | None) -> tuple[dict[str, Any], bool]:
 
 def cmd_solve(args) -> int:
     from cepopt.formulations.native import check_export_path, solver_settings
-    from cepopt.solve import solve
+    from cepopt.registry import solve
 
     params, log = _solver_params(args.param)
     if args.export:
@@ -222,7 +222,7 @@ def cmd_solve(args) -> int:
 
 def cmd_compare(args) -> int:
     from cepopt.formulations.native import solver_settings
-    from cepopt.solve import compare
+    from cepopt.registry import compare
 
     names = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
     params, log = _solver_params(args.param)
@@ -350,7 +350,7 @@ def _shown(value: Any) -> str:
 
 
 def _methods_json() -> list[dict]:
-    from cepopt.solve import families, family, methods
+    from cepopt.registry import families, family, methods
 
     out = []
     for fam in families():
@@ -368,7 +368,7 @@ def _methods_json() -> list[dict]:
 
 
 def cmd_methods(args) -> int:
-    from cepopt.solve import families, family, methods
+    from cepopt.registry import families, family, methods
 
     if getattr(args, "json", False):
         _print_json(_methods_json())

@@ -18,14 +18,13 @@ matplotlib.use("Agg")   # no display needed: the plot goes to a file
 import matplotlib.pyplot as plt  # noqa: E402
 
 import cepopt  # noqa: E402
-from cepopt.solve import solve  # noqa: E402
 from cepopt.syntax import parse_queries  # noqa: E402
 
 
 def main(png: str) -> None:
     # 1. Solve a bundled paper example with one exact method: the optimum of Fig. 4 is 50.
     fig4 = cepopt.load("sharon-fig4")
-    best = solve(fig4, "cpsat", time_limit=10, params={"expand": False})
+    best = cepopt.solve(fig4, "cpsat", time_limit=10, params={"expand": False})
     print(f"sharon-fig4 with cpsat: {best.status}, score {best.objective} (bound {best.bound})")
     print(best.plan)
 
