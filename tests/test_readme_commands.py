@@ -150,3 +150,12 @@ def test_every_documented_command_runs(path, tmp_path):
         if os.environ.get("CEPOPT_REQUIRE_SHARED", "") not in ("", "0"):
             pytest.fail(reason)
         pytest.skip(reason)
+
+
+def test_the_readme_python_example_runs(tmp_path):
+    blocks = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), flags=re.S | re.M)
+    assert blocks, "README.md shows no Python example"
+    for code in blocks:
+        proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "optimal 50 " in proc.stdout, "the README quotes 'optimal 50' for cepopt.solve on sharon-fig4"
