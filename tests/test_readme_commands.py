@@ -1,4 +1,5 @@
-"""Every shell command of README.md, docs/*.md and experiments/README.md runs as written.
+"""Every shell command of README.md, docs/*.md and experiments/README.md runs as written, and so does
+README.md's Python example.
 
 The commands are read from the fenced ``bash`` blocks (continuation lines joined, comments dropped) and
 run in order, one document at a time, with the venv's ``cepopt`` in an empty folder that has the
