@@ -4,15 +4,17 @@ The public API is re-exported here; see README.md for the tour. The model classe
 with the package; the functions below are imported on first use, so ``import cepopt`` loads neither
 a solver nor Spark::
 
-    cepopt.load(name_or_path) -> Instance      cepopt.compare(instance, methods=None, ...) -> Solutions
+    cepopt.load(name_or_path) -> Instance      cepopt.solve(instance, method, ...) -> Solution
+    cepopt.compare(instance, methods=None, ...) -> Solutions
     cepopt.generate(family, seed=0, **options)  cepopt.execute(instance, plan, stream=None, ...)
     cepopt.Instance
 
-``solve(instance, method, ...)`` is ``from cepopt.solve import solve`` until the registry module
-``cepopt/solve.py`` is renamed; then it joins :data:`_LAZY` (a module would shadow the function).
+The method registry itself is the module :mod:`cepopt.registry`.
 """
 
 import importlib
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _distribution_version
 
 from cepopt.errors import CepoptError
 from cepopt.model import (
@@ -37,7 +39,8 @@ from cepopt.model import (
 _LAZY = {
     "Instance": ("cepopt.instance", "Instance"),
     "load": ("cepopt.instance", "load"),
-    "compare": ("cepopt.solve", "compare"),
+    "solve": ("cepopt.registry", "solve"),
+    "compare": ("cepopt.registry", "compare"),
     "generate": ("cepopt.instances.generate", "generate"),
     "execute": ("cepopt.pipeline", "execute"),
 }
@@ -46,7 +49,10 @@ __all__ = [
     "Aggregate", "And", "AttrRef", "CepoptError", "Condition", "Equivalence", "Filter", "Kleene",
     "Not", "Or", "Query", "Seq", "Statistics", "Type", "Window", "Workload", *_LAZY,
 ]
-__version__ = "0.1.0"
+try:
+    __version__ = _distribution_version("cepopt")   # pyproject.toml's, through the installed metadata
+except PackageNotFoundError:  # imported from a checkout that was never installed
+    __version__ = "0+unknown"
 
 
 def __getattr__(name: str):

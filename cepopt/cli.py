@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from cepopt import __version__
 from cepopt.errors import CepoptError
 from cepopt.params import OneLineParser, seed_argument, time_limit_argument
 
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="cepopt", description=(
         "Exact plan selection for complex event processing (Sharon, Hamlet, Gloria, Kolchinsky & "
         "Schuster), checked on Spark."))
+    parser.add_argument("--version", action="version", version=f"cepopt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
 
     p = sub.add_parser("solve", help="solve an instance with one method",
@@ -188,7 +190,7 @@ def _solver_params(items: Sequence[str] | None) -> tuple[dict[str, Any], bool]:
 
 def cmd_solve(args) -> int:
     from cepopt.formulations.native import check_export_path, solver_settings
-    from cepopt.solve import solve
+    from cepopt.registry import solve
 
     params, log = _solver_params(args.param)
     if args.export:
@@ -220,7 +222,7 @@ def cmd_solve(args) -> int:
 
 def cmd_compare(args) -> int:
     from cepopt.formulations.native import solver_settings
-    from cepopt.solve import compare
+    from cepopt.registry import compare
 
     names = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
     params, log = _solver_params(args.param)
@@ -350,7 +352,7 @@ def _shown(value: Any) -> str:
 
 
 def _methods_json() -> list[dict]:
-    from cepopt.solve import families, family, methods
+    from cepopt.registry import families, family, methods
 
     out = []
     for fam in families():
@@ -368,7 +370,7 @@ def _methods_json() -> list[dict]:
 
 
 def cmd_methods(args) -> int:
-    from cepopt.solve import families, family, methods
+    from cepopt.registry import families, family, methods
 
     if getattr(args, "json", False):
         _print_json(_methods_json())

@@ -227,8 +227,8 @@ def _write_json(path: str, value: Any) -> None:
 
 
 def build_problem(ex: Execution) -> None:
-    from cepopt.solve import build_problem as build
-    from cepopt.solve import family
+    from cepopt.registry import build_problem as build
+    from cepopt.registry import family
 
     if ex.problem is None:
         ex.family, ex.problem, _ = build(ex.instance, ex.params)
@@ -246,8 +246,8 @@ def choose_plan(ex: Execution) -> None:
 def load_plan(fam, problem, instance, plan_spec: Any, *, params: dict | None = None, time_limit=None,
               seed=0) -> tuple[Any, dict]:
     """(plan, info) for ``--plan``: ``nonshared`` (or None), a saved plan JSON file, a method name (solved
-    through :func:`cepopt.solve.solve` with the method options of ``params``), or a plan object."""
-    from cepopt.solve import solve
+    through :func:`cepopt.registry.solve` with the method options of ``params``), or a plan object."""
+    from cepopt.registry import solve
 
     if plan_spec is None or plan_spec == "nonshared":
         if fam.baseline_plan is None:

@@ -75,7 +75,7 @@ def _execute_pair(demo: FamilyDemo, inst, sols, stream: str | None, spark, progr
     """Execute the best and the baseline plan on ``stream`` (``events``: that stream, already drawn),
     and print each plan's predicted cost (the family's ``cost.predict``) beside the measured one."""
     from cepopt.pipeline import execute
-    from cepopt.solve import build_problem
+    from cepopt.registry import build_problem
 
     fam, problem, _ = build_problem(inst)
     best = sols.best()
@@ -121,7 +121,7 @@ def _methods_for(demo: FamilyDemo) -> tuple[list[str] | None, list[str]]:
     if dict(demo.params).get("seq_temporal") != "exact":
         return None, []
     from cepopt.joinorder.methods import PAIRWISE_ONLY
-    from cepopt.solve import family
+    from cepopt.registry import family
 
     names = list(family(demo.family).default_methods)
     return [m for m in names if m not in PAIRWISE_ONLY], [m for m in names if m in PAIRWISE_ONLY]
@@ -130,7 +130,7 @@ def _methods_for(demo: FamilyDemo) -> tuple[list[str] | None, list[str]]:
 def _solve_generated(demo: FamilyDemo, quick: bool, time_limit: float, progress: _Progress):
     """(instance, solutions, stream, events) of the demo's generated workload."""
     from cepopt.instances.generate import generate
-    from cepopt.solve import compare
+    from cepopt.registry import compare
 
     args = demo.quick_generator_args if quick else demo.generator_args
     stream = demo.quick_stream if quick else demo.stream
@@ -153,7 +153,7 @@ def run_demo(*, quick: bool = False, master: str | None = None, time_limit: floa
     """Run the demo; returns the exit status (1 if some plans disagreed on the answers)."""
     from cepopt import instances
     from cepopt.executor.session import get_spark
-    from cepopt.solve import compare
+    from cepopt.registry import compare
 
     start = time.perf_counter()
     progress = _Progress(total=4 * len(DEMOS))  # example, generated, two executions

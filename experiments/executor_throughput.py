@@ -177,7 +177,7 @@ def _plan(fam, problem, inst, name: str):
 
         return HamletPlan("dynamic")
     if inst.problem == "sharon":
-        from cepopt.solve import solve
+        from cepopt.registry import solve
 
         sol = (solve(inst, "greedy", params={"expand": False}) if name == "greedy"
                else solve(inst, "cpsat", time_limit=60))
@@ -209,7 +209,7 @@ def _stream_file(out_dir: Path, point: dict, inst, events: int) -> Path:
 
 def _new_run(inst, plan, path: Path, spark) -> dict:
     from cepopt.executor.api import execute
-    from cepopt.solve import build_problem
+    from cepopt.registry import build_problem
 
     _, problem, _ = build_problem(inst)
     start = time.perf_counter()
@@ -235,7 +235,7 @@ BASELINE_SCRIPT = r"""
 import hashlib, json, sys, time
 spec = json.loads(sys.argv[1])
 from cepopt.instance import load
-from cepopt.solve import build_problem
+from cepopt.registry import build_problem
 from cepopt.executor.api import execute
 from cepopt.executor.results import format_value
 from cepopt.executor.session import get_spark
@@ -286,7 +286,7 @@ def _prefix(path: Path, events: int) -> Path:
 
 def _throughput(point: dict, out_dir: Path, quick: bool) -> dict:
     from cepopt.instance import save
-    from cepopt.solve import build_problem
+    from cepopt.registry import build_problem
 
     inst = make_instance(point)
     fam, problem, _ = build_problem(inst)

@@ -106,7 +106,7 @@ def _instance(point: dict):
 
 def run(point: dict) -> list[dict]:
     from cepopt.gloria.graph import pool_graph_is_forest
-    from cepopt.solve import build_problem, solve
+    from cepopt.registry import build_problem, solve
 
     inst, meta = _instance(point)
     _, problem, _ = build_problem(inst)

@@ -109,8 +109,8 @@ def run(point: dict) -> list[dict]:
     from cepopt.instances.stock_stream import pattern
     from cepopt.joinorder import cost
     from cepopt.joinorder.problem import build_query
+    from cepopt.registry import method as get_method
     from cepopt.solution import MethodResult
-    from cepopt.solve import method as get_method
 
     pdf, sdf = _stream(point["events"], point["symbols"], point["seed"])
     query = pattern(point["kind"], point["size"], seed=point["seed"] + 17 * point["size"],

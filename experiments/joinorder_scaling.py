@@ -60,7 +60,7 @@ def grid(quick: bool) -> list[dict]:
 
 def run(point: dict) -> list[dict]:
     from cepopt.instances.joinorder_generator import make_instance
-    from cepopt.solve import build_problem, solve
+    from cepopt.registry import build_problem, solve
 
     n = int(point["n"])
     limit = TIME_LIMIT

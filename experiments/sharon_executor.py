@@ -129,7 +129,7 @@ def grid(quick: bool) -> list[dict]:
 
 
 def _plans(inst):
-    from cepopt.solve import build_problem, solve
+    from cepopt.registry import build_problem, solve
 
     _, plain, _ = build_problem(inst, {"expand": False})
     _, expanded, _ = build_problem(inst)

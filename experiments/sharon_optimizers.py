@@ -72,8 +72,8 @@ def grid(quick: bool) -> list[dict]:
 
 def _scale_rows(inst, seed: int) -> list[dict]:
     """A scale point: the expanded problem's build, then the compact models in the time that is left."""
+    from cepopt.registry import solve
     from cepopt.sharon.problem import build
-    from cepopt.solve import solve
 
     start = time.perf_counter()
     problem = build(inst, expand=True)
@@ -96,8 +96,8 @@ def run(point: dict, only: tuple[str, ...] | None = None, graphs: tuple[str, ...
         ) -> list[dict]:
     """One grid point; ``only`` / ``graphs`` restrict the methods and graphs (to re-measure rows)."""
     from cepopt.instances.sharon_generator import make_instance
+    from cepopt.registry import solve
     from cepopt.sharon.problem import build
-    from cepopt.solve import solve
 
     n, seed = int(point["queries"]), int(point["seed"])
     inst = make_instance(queries=n, length=int(point.get("length", LENGTH)), seed=seed,

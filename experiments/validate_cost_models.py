@@ -72,7 +72,7 @@ def run(point: dict) -> list[dict]:
     from cepopt.executor.session import get_spark
     from cepopt.instances.generate import generate
     from cepopt.pipeline import execute
-    from cepopt.solve import compare, family
+    from cepopt.registry import compare, family
 
     args, events, quick_args, quick_events = FAMILIES[point["family"]]
     if point["quick"]:

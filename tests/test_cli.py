@@ -30,6 +30,18 @@ def test_help_lists_every_subcommand(capsys):
         assert command in out
 
 
+def test_version_is_the_installed_distributions(capsys):
+    import tomllib
+    from importlib.metadata import version
+    from pathlib import Path
+
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out == f"cepopt {version('cepopt')}\n"
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    assert version("cepopt") == pyproject["project"]["version"], "reinstall: pip install -e ."
+
+
 def test_methods_and_instances_listings(capsys):
     code, out, _ = run(capsys, "methods")
     assert code == 0

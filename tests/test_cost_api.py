@@ -11,8 +11,8 @@ import pytest
 
 from cepopt import instances
 from cepopt.executor.api import ExecutionResult
+from cepopt.registry import build_problem, compare, families, family, solve
 from cepopt.solution import Objective
-from cepopt.solve import build_problem, compare, families, family, solve
 
 EXAMPLES = {"sharon": "sharon-fig4", "gloria": "gloria-fig7", "hamlet": "hamlet-example",
             "joinorder": "joinorder-e6"}

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from cepopt.cli import main
-from cepopt.solve import families, methods
+from cepopt.registry import families, methods
 
 #: per family: the instance and, per method, the extra runs (backends) beside its default
 BACKENDS = {"milp": ["highs", "scip", "cbc"], "milp-compact": ["highs", "scip", "cbc"],

@@ -74,7 +74,7 @@ def test_estimate_stats_reports_what_ran_and_saves_them(tmp_path, capsys):
     # the plan and objective are those of the run: solved on the estimated statistics, re-scored
     from cepopt.instance import load
     from cepopt.model import Statistics
-    from cepopt.solve import solve
+    from cepopt.registry import solve
 
     again = solve(load(str(inst)).replace(statistics=Statistics.from_json(stats)), "greedy")
     assert out["objective"] == again.objective and out["plan"] == again.plan_json

@@ -42,6 +42,6 @@ def test_a_plugin_stream_generator_and_experiment_are_found():
 
 
 def test_without_the_plugin_nothing_is_added():
-    from cepopt.solve import methods
+    from cepopt.registry import methods
 
     assert "plugin-empty" not in methods("sharon")

@@ -26,7 +26,7 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_readme_lists_every_registered_method():
-    from cepopt.solve import families, methods
+    from cepopt.registry import families, methods
 
     text = (ROOT / "README.md").read_text()
     for family in families():

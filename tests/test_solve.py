@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import numpy as np
 import pytest
 
-from cepopt import solve as registry
+from cepopt import registry
 from cepopt.errors import CepoptError, UnknownNameError
 from cepopt.instance import Instance
 from cepopt.model import Query, Type, Window, Workload

@@ -19,7 +19,7 @@ from cepopt.formulations.model import solve as solve_model
 from cepopt.formulations.scaling import MAX_INT_SUM, coefficient_total, fit_scale, integer_scale
 from cepopt.instance import Instance, load, to_json
 from cepopt.model import Statistics, Workload
-from cepopt.solve import solve
+from cepopt.registry import solve
 from cepopt.syntax import parse_queries, parse_query
 
 

@@ -1,5 +1,6 @@
-"""The top-level API: ``cepopt.load``, ``cepopt.Instance``, ``cepopt.compare``, ``cepopt.generate`` and
-``cepopt.execute`` come from ``cepopt`` itself, imported on first use: ``import cepopt`` stays light."""
+"""The top-level API: ``cepopt.load``, ``cepopt.Instance``, ``cepopt.solve``, ``cepopt.compare``,
+``cepopt.generate`` and ``cepopt.execute`` come from ``cepopt`` itself, imported on first use:
+``import cepopt`` stays light. The registry is the module ``cepopt.registry``: no module shadows a function."""
 
 import subprocess
 import sys
@@ -11,7 +12,7 @@ def test_the_top_level_api_is_lazy_and_light():
     code = ("import sys, cepopt\n"
             f"heavy = {HEAVY!r}\n"
             "before = [m for m in heavy if m in sys.modules]\n"
-            "api = [cepopt.Instance, cepopt.load, cepopt.compare, cepopt.generate, cepopt.execute]\n"
+            "api = [cepopt.Instance, cepopt.load, cepopt.solve, cepopt.compare, cepopt.generate, cepopt.execute]\n"
             "after = [m for m in heavy if m in sys.modules]\n"
             "print(before, after, all(callable(f) for f in api), sorted(set(cepopt.__all__) - set(dir(cepopt))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -29,3 +30,15 @@ def test_the_top_level_api_runs():
     generated = cepopt.generate("joinorder", size=4, seed=2)
     same = cepopt.generate("joinorder", ["--size", "4", "--seed", "2"])
     assert generated.problem == "joinorder" and to_json(generated) == to_json(same)
+
+
+def test_solve_is_the_function_even_after_the_registry_module_is_imported():
+    import inspect
+
+    import cepopt
+    import cepopt.registry
+
+    assert inspect.isfunction(cepopt.solve) and cepopt.solve is cepopt.registry.solve
+    assert cepopt.compare is cepopt.registry.compare
+    best = cepopt.solve("sharon-fig4", "cpsat", time_limit=10, params={"expand": False})
+    assert (best.status, best.objective) == ("optimal", 50)

@@ -9,7 +9,7 @@ import itertools
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from cepopt import solve as registry
+from cepopt import registry
 from cepopt.errors import CepoptError
 from cepopt.solution import MethodResult, Objective
 

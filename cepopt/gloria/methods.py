@@ -37,8 +37,8 @@ from cepopt.gloria.path_search import search
 from cepopt.gloria.plan import plan_from_json, plan_to_json
 from cepopt.gloria.problem import PROBLEM_OPTIONS, GloriaProblem, build
 from cepopt.params import PositiveFloat, PositiveInt, Workers
+from cepopt.registry import Family, declare, register
 from cepopt.solution import MethodResult
-from cepopt.solve import Family, declare, register
 
 __all__ = ["FAMILY", "candidate_graph"]
 

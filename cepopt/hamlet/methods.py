@@ -27,8 +27,8 @@ from cepopt.hamlet.decide import run_policy
 from cepopt.hamlet.plan import HamletPlan, plan_from_json, plan_to_json
 from cepopt.hamlet.policy import REPLAY, ReplayPolicy
 from cepopt.hamlet.problem import HamletProblem, build
+from cepopt.registry import Family, declare, register
 from cepopt.solution import MethodResult
-from cepopt.solve import Family, declare, register
 
 __all__ = ["FAMILY"]
 

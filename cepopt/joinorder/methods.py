@@ -48,8 +48,8 @@ from cepopt.joinorder.problem import PROBLEM_OPTIONS, Conjunct, JoinOrderProblem
 from cepopt.joinorder.trivial import trivial
 from cepopt.joinorder.zstream import zstream
 from cepopt.params import Bound, PositiveInt, Workers
+from cepopt.registry import Family, declare, register
 from cepopt.solution import MethodResult
-from cepopt.solve import Family, declare, register
 
 __all__ = ["FAMILY", "PAIRWISE_ONLY", "baseline_plan"]
 

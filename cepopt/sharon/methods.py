@@ -55,6 +55,7 @@ from cepopt.formulations.sharon import (
     solve_sharon_model,
 )
 from cepopt.params import NonNegativeInt, PositiveInt, Workers
+from cepopt.registry import Family, declare, register
 from cepopt.sharon import cost
 from cepopt.sharon.dominance import undominated
 from cepopt.sharon.exhaustive import MAX_EXHAUSTIVE_VERTICES, enumerate_sets
@@ -65,7 +66,6 @@ from cepopt.sharon.plan_finder import find_plan
 from cepopt.sharon.problem import PROBLEM_OPTIONS, SharonProblem, build
 from cepopt.sharon.reduction import reduce_graph
 from cepopt.solution import MethodResult
-from cepopt.solve import Family, declare, register
 
 __all__ = ["FAMILY"]
 

@@ -17,8 +17,8 @@ from cepopt.executor.results import compare_results, results_frame
 from cepopt.executor.streams import resolve_stream_pandas
 from cepopt.instance import from_json
 from cepopt.pipeline import execute_command, load_plan
+from cepopt.registry import build_problem
 from cepopt.sharon.plan import SharonPlan
-from cepopt.solve import build_problem
 
 QUERIES = [
     "q1: RETURN COUNT(*), SUM(A.v), MAX(C.v) PATTERN SEQ(A, B, C) WHERE [g] AND A.v > 20 GROUP-BY h "

@@ -93,7 +93,7 @@ def _instance(query: Query, rates: dict):
 @pytest.mark.spark
 def test_driver_runs_every_plan_to_the_brute_force_matches(spark):
     from cepopt.pipeline import execute
-    from cepopt.solve import build_problem, solve
+    from cepopt.registry import build_problem, solve
 
     ev = generate(seed=5, events=500, symbols=4)
     q = Query(pattern("negation", 4, seed=2, symbols=4).pattern, Window(240), where=(
@@ -123,7 +123,7 @@ def test_cli_execute_and_plans_on_estimated_statistics(spark, tmp_path, capsys):
     from cepopt.cli import main
     from cepopt.executor.joinorder_driver import execute
     from cepopt.joinorder.problem import build_query
-    from cepopt.solve import method
+    from cepopt.registry import method
     from cepopt.syntax import format_query
 
     q = pattern("conjunction", 3, seed=4, symbols=5, window=300)
@@ -151,7 +151,7 @@ def test_cli_execute_and_plans_on_estimated_statistics(spark, tmp_path, capsys):
 def test_disjunction_runs_one_branch_per_conjunct(spark):
     from cepopt.model import Not, Or
     from cepopt.pipeline import execute
-    from cepopt.solve import build_problem, solve
+    from cepopt.registry import build_problem, solve
 
     ev = generate(seed=2, events=300, symbols=4)
     a, b, c, d = (Type(t, v) for t, v in zip(("MSFT", "GOOG", "INTC", "AAPL"), "abcd", strict=True))

@@ -85,7 +85,7 @@ def _both(problem, plan, events, spark):
 def test_engines_agree_on_every_bundled_instance(spark):
     from cepopt.instance import load
     from cepopt.instances.streams import generate
-    from cepopt.solve import build_problem, solve
+    from cepopt.registry import build_problem, solve
 
     for name in [f"joinorder-e{i}" for i in range(1, 7)]:
         inst = load(name)
@@ -115,7 +115,7 @@ def test_engines_agree_on_every_bundled_instance(spark):
 def test_engines_agree_on_random_streams(spark, data):
     from cepopt.instance import Instance
     from cepopt.model import Statistics, Workload
-    from cepopt.solve import build_problem
+    from cepopt.registry import build_problem
 
     query, events = data.draw(cases(max_positive=3))
     inst = Instance(problem="joinorder", workload=Workload((query,)),

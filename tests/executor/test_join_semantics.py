@@ -327,7 +327,7 @@ def test_spark_four_events_with_kleene_and_negation(spark):
 def test_every_method_plan_has_the_brute_force_matches(case):
     from cepopt.instance import Instance
     from cepopt.model import Statistics, Workload
-    from cepopt.solve import build_problem, methods, solve
+    from cepopt.registry import build_problem, methods, solve
 
     query, events = case
     inst = Instance(problem="joinorder", workload=Workload((query,)),

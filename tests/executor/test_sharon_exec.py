@@ -234,7 +234,7 @@ def test_ec_shared_workload_is_in_the_papers_sharing_regime():
     """The benchmark's ec-shared workload: the cost model predicts non-shared/shared >= 5 at 120 queries
     (greedy is a lower bound of the optimal plan's score), and the plan leaves no query unshared."""
     from cepopt.experiments.sharon_executor import make_instance
-    from cepopt.solve import build_problem, solve
+    from cepopt.registry import build_problem, solve
 
     inst = make_instance(120, 0, workload="ec-shared")
     _, problem, _ = build_problem(inst, {"expand": False})

@@ -107,7 +107,7 @@ def test_hamlet_partitions_with_missing_values(wl, events):
 
 def test_bundled_hamlet_instance():
     from cepopt.hamlet.plan import HamletPlan
-    from cepopt.solve import build_problem, solve
+    from cepopt.registry import build_problem, solve
 
     inst = load("hamlet-example")  # bursts given in params: its optimal plan is a policy
     _, problem, _ = build_problem(inst, None)
@@ -122,7 +122,7 @@ def test_bundled_hamlet_instance():
 
 def test_replay_of_the_optimal_plan():
     from cepopt.instance import from_json
-    from cepopt.solve import build_problem, solve
+    from cepopt.registry import build_problem, solve
 
     stream = [{"ts": 0, "type": "A"}, {"ts": 1, "type": "C"}] + [{"ts": t, "type": "B"} for t in range(2, 8)]
     inst = from_json({"problem": "hamlet", "name": "opt", "stream": stream, "queries": [
@@ -142,7 +142,7 @@ def test_replay_of_the_optimal_plan():
 @pytest.mark.parametrize("name", ["gloria-e6", "gloria-e7", "gloria-fig7", "gloria-kleene"])
 def test_bundled_gloria_instances(name):
     from cepopt.instances.streams import generate
-    from cepopt.solve import build_problem, solve
+    from cepopt.registry import build_problem, solve
 
     inst = load(name)
     _, problem, _ = build_problem(inst, None)
@@ -175,7 +175,7 @@ def test_random_gloria_plans(data):
 
 def test_run_all_is_the_in_process_path():
     inst = load("hamlet-example")
-    from cepopt.solve import build_problem
+    from cepopt.registry import build_problem
 
     _, problem, _ = build_problem(inst, None)
     events = pd.DataFrame(list(inst.stream))

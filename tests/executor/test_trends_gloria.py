@@ -74,7 +74,7 @@ def test_any_plan_equals_brute_force(case):
 
 def test_fig7_plan_shares_and_matches():
     from cepopt.instance import load
-    from cepopt.solve import solve
+    from cepopt.registry import solve
 
     inst = load("gloria-fig7")
     sol = solve(inst, "gloria")

@@ -90,7 +90,7 @@ def test_execute_replays_the_optimal_plan(spark):
     from cepopt.errors import CepoptError
     from cepopt.instance import from_json
     from cepopt.pipeline import execute
-    from cepopt.solve import solve
+    from cepopt.registry import solve
 
     stream = [{"ts": 0, "type": "A"}, {"ts": 1, "type": "C"}] + [{"ts": t, "type": "B"} for t in range(2, 8)]
     inst = from_json({"problem": "hamlet", "name": "opt", "stream": stream, "queries": [
@@ -109,7 +109,7 @@ def test_execute_replays_the_optimal_plan(spark):
 def test_gloria_driver(spark):
     from cepopt.executor.reference import reference_results
     from cepopt.pipeline import execute
-    from cepopt.solve import solve
+    from cepopt.registry import solve
 
     inst = load("gloria-fig7")
     plan = solve(inst, "gloria").plan
@@ -128,7 +128,7 @@ def test_gloria_driver_mixed_windows_equals_in_process(spark):
     from cepopt.gloria.problem import build
     from cepopt.instances.gloria_generator import random_instance
     from cepopt.instances.streams import generate as stream
-    from cepopt.solve import solve
+    from cepopt.registry import solve
 
     inst = None
     for seed in range(50):  # a generated workload whose queries have windows of different lengths

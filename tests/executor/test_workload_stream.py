@@ -93,7 +93,7 @@ def test_optimal_plans_measure_no_more_than_the_written_order(seed):
     """Measured by the local engine on a stream that realises the instance; with ``cost=tree``
     orders and trees are counted alike (Cost_tree), with the default each plan by its own cost."""
     from cepopt.executor.joinorder_driver import execute
-    from cepopt.solve import build_problem, solve
+    from cepopt.registry import build_problem, solve
 
     args = ["--size", "4" if seed == 9 else "5", "--seed", str(seed), *EXAMPLE[4:]]
     inst = generate_instance("joinorder", args)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from cepopt.cli import build_parser
 from cepopt.errors import CepoptError
 from cepopt.instances import names as bundled_names
-from cepopt.solve import families, methods
+from cepopt.registry import families, methods
 from tests.fuzz.budget import budget
 from tests.fuzz.strategies import cli, nasty_numbers, nasty_text, value_words
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from cepopt.instance import Instance, from_json, to_json
 from cepopt.instances import names as bundled_names
 from cepopt.instances.generate import generate
+from cepopt.registry import build_problem, methods, solve
 from cepopt.solution import Solution
-from cepopt.solve import build_problem, methods, solve
 from tests.fuzz.budget import budget
 from tests.fuzz.strategies import cli, dumps, json_values, mutated, outcome
 

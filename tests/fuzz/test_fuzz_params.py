@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cepopt.instances import load
+from cepopt.registry import families, methods, solve
 from cepopt.solution import Solution
-from cepopt.solve import families, methods, solve
 from tests.fuzz.budget import budget
 from tests.fuzz.strategies import nasty_ints, nasty_numbers, nasty_text, outcome
 

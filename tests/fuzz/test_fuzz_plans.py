@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from cepopt.instances import load
 from cepopt.instances import names as bundled_names
-from cepopt.solve import build_problem, family, methods, solve
+from cepopt.registry import build_problem, family, methods, solve
 from tests.fuzz.budget import budget
 from tests.fuzz.strategies import json_values, mutated, outcome
 

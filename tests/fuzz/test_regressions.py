@@ -14,7 +14,7 @@ import pytest
 from cepopt.cli import main
 from cepopt.errors import CepoptError
 from cepopt.instance import load
-from cepopt.solve import build_problem, solve
+from cepopt.registry import build_problem, solve
 
 HUGE = 10**400
 

@@ -16,7 +16,7 @@ from cepopt.gloria.problem import build
 from cepopt.instance import Instance
 from cepopt.instances import load
 from cepopt.model import Statistics
-from cepopt.solve import compare, solve
+from cepopt.registry import compare, solve
 from cepopt.syntax import parse_queries
 
 

@@ -28,7 +28,7 @@ from cepopt.gloria.problem import build
 from cepopt.instance import Instance
 from cepopt.instances import load
 from cepopt.model import Statistics
-from cepopt.solve import MethodLimitError, solve
+from cepopt.registry import MethodLimitError, solve
 from cepopt.syntax import parse_queries
 from tests.gloria.test_properties import cost_models, cycle_costs, workloads
 
@@ -93,7 +93,7 @@ def test_the_option_reaches_the_executors_predicted_cost():
     """``cepopt execute`` builds the problem with build_problem(instance, params) and the Gloria driver
     predicts ``FAMILY.evaluate(problem, plan)``: both follow the option."""
     from cepopt.gloria.methods import FAMILY
-    from cepopt.solve import build_problem
+    from cepopt.registry import build_problem
 
     _, problem, method_params = build_problem(FORK, {"fork_accounting": "once", "tie": "share"})
     assert (problem.fork_accounting, method_params) == ("once", {"tie": "share"})

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from cepopt.gloria.exhaustive import brute_force
 from cepopt.gloria.methods import candidate_graph
 from cepopt.gloria.problem import build
-from cepopt.solve import MethodLimitError, solve
+from cepopt.registry import MethodLimitError, solve
 from tests.gloria.test_fork_accounting import seq_forks
 from tests.gloria.test_properties import kleene_exits, workloads
 

@@ -11,7 +11,7 @@ from cepopt.errors import CepoptError
 from cepopt.gloria.problem import build
 from cepopt.instance import Instance
 from cepopt.model import Statistics
-from cepopt.solve import solve
+from cepopt.registry import solve
 from cepopt.syntax import parse_queries
 
 QUERIES = parse_queries("q1: PATTERN SEQ(A, B, C) WITHIN 10\nq2: PATTERN SEQ(A, B, C)+ WITHIN 10\n"

@@ -22,7 +22,7 @@ from cepopt.gloria.problem import build
 from cepopt.instance import Instance
 from cepopt.instances.gloria_generator import random_instance
 from cepopt.model import Statistics
-from cepopt.solve import MethodLimitError, solve
+from cepopt.registry import MethodLimitError, solve
 from cepopt.syntax import parse_queries
 
 cost_models = st.sampled_from(["paper", "physical"])

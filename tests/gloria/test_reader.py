@@ -6,7 +6,7 @@ import pytest
 
 from cepopt.errors import CepoptError
 from cepopt.instances.gloria_reader import import_workload, read_frequencies, read_workload
-from cepopt.solve import solve
+from cepopt.registry import solve
 
 
 def paths(shared_dir, rel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cepopt.instances.gloria_generator import random_instance
-from cepopt.solve import solve
+from cepopt.registry import solve
 
 # Its exhaustive graph has an edge table of 2797 x 1985 option pairs: about 17 s to build on 2 cores.
 BIG = random_instance(10, 1, types=5, kleene=0.0)

@@ -19,7 +19,7 @@ from cepopt.hamlet import run_policy
 from cepopt.hamlet.graphlets import stream_bursts
 from cepopt.hamlet.problem import build, compile_workload
 from cepopt.instance import load
-from cepopt.solve import solve
+from cepopt.registry import solve
 
 from .test_optimizer import FIG6
 

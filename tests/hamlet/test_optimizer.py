@@ -21,7 +21,7 @@ from cepopt.hamlet import (
 )
 from cepopt.hamlet.methods import exhaustive, optimal
 from cepopt.hamlet.plan import plan_from_json, plan_to_json
-from cepopt.solve import compare, solve
+from cepopt.registry import compare, solve
 
 
 @pytest.mark.parametrize("args, shared, nonshared, gain", [

@@ -10,7 +10,7 @@ from cepopt.hamlet.graphlets import burst_from_json, burst_to_json
 from cepopt.hamlet.problem import build
 from cepopt.instance import Instance
 from cepopt.model import Statistics
-from cepopt.solve import solve
+from cepopt.registry import solve
 from cepopt.syntax import parse_queries
 
 QUERIES = parse_queries("q1: PATTERN SEQ(A, B+) WITHIN 100 SLIDE 100\n"

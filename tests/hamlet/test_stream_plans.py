@@ -16,7 +16,7 @@ from cepopt.executor.results import compare_results
 from cepopt.hamlet.decide import run_policy
 from cepopt.hamlet.plan import HamletPlan, plan_from_json, plan_policy, plan_to_json
 from cepopt.instance import from_json, load
-from cepopt.solve import build_problem, solve
+from cepopt.registry import build_problem, solve
 
 POLICIES = ("dynamic", "static", "nonshared", "exhaustive", "random-3-75")
 Q1 = "q1: RETURN COUNT(*) PATTERN SEQ(A, B+) WITHIN 100 SLIDE 100"

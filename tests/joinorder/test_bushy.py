@@ -23,7 +23,7 @@ from cepopt.joinorder.dp_fast import candidate_nodes, dp_b_pruned
 from cepopt.joinorder.greedy import greedy
 from cepopt.joinorder.trivial import trivial
 from cepopt.joinorder.zstream import zstream
-from cepopt.solve import build_problem, solve
+from cepopt.registry import build_problem, solve
 
 from .conftest import cost_instances, problem_of
 

@@ -1,5 +1,5 @@
 """The bundled worked examples (spec §6 E1-E6, instances/data/joinorder-e*.json): every method's
-cost and plan as the spec states them, solved through cepopt.solve (which cross-checks the solvers'
+cost and plan as the spec states them, solved through cepopt.registry (which cross-checks the solvers'
 own objectives against the cost model)."""
 
 import itertools
@@ -11,7 +11,7 @@ from cepopt.instance import load
 from cepopt.joinorder import cost as C
 from cepopt.joinorder.methods import FAMILY
 from cepopt.joinorder.plans import Order, plan_from_json
-from cepopt.solve import build_problem, solve
+from cepopt.registry import build_problem, solve
 
 from .conftest import close
 

@@ -8,7 +8,7 @@ import pytest
 from cepopt.errors import CepoptError
 from cepopt.instance import from_json, to_json
 from cepopt.instances import joinorder_generator as gen
-from cepopt.solve import solve
+from cepopt.registry import solve
 
 
 def _args(**kw):

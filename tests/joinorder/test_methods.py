@@ -1,4 +1,4 @@
-"""The registry: every method runs through cepopt.solve on patterns with NOT, KL, OR, SEQ; the cost
+"""The registry: every method runs through cepopt.registry on patterns with NOT, KL, OR, SEQ; the cost
 options; limits and user errors; CP-SAT; plan JSON round trips."""
 
 import math
@@ -10,7 +10,7 @@ from cepopt.instance import Instance
 from cepopt.joinorder.methods import FAMILY
 from cepopt.joinorder.plans import Disjunction, Order, Tree
 from cepopt.model import Statistics, Workload
-from cepopt.solve import build_problem, compare, methods, solve
+from cepopt.registry import build_problem, compare, methods, solve
 from cepopt.syntax import parse_query
 
 ALL = ["trivial", "efreq", "greedy", "ii-random", "ii-greedy", "dp-ld", "zstream", "zstream-ord", "dp-b",

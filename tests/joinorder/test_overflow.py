@@ -9,7 +9,7 @@ import pytest
 from cepopt.errors import CepoptError
 from cepopt.joinorder.greedy import greedy
 from cepopt.joinorder.problem import build, from_arrays
-from cepopt.solve import compare, solve
+from cepopt.registry import compare, solve
 
 from .test_methods import ALL, EXACT, instance
 

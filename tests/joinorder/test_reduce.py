@@ -12,7 +12,7 @@ from cepopt.joinorder.plans import Order, Tree
 from cepopt.joinorder.problem import build_query
 from cepopt.joinorder.reduce import conjuncts, dnf
 from cepopt.model import Statistics
-from cepopt.solve import solve
+from cepopt.registry import solve
 from cepopt.syntax import format_pattern, parse_pattern, parse_query
 
 RATES = {t: 1.0 for t in "ABCDEFG"}

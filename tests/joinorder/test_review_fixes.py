@@ -5,7 +5,7 @@ import pytest
 from cepopt.errors import CepoptError
 from cepopt.instances import joinorder_generator as gen
 from cepopt.model import Kleene, Not
-from cepopt.solve import build_problem, solve
+from cepopt.registry import build_problem, solve
 
 SMALL_WINDOW_8 = gen.make_instance(8, seed=0, preset="small-window")
 

@@ -19,7 +19,7 @@ from cepopt.joinorder.plans import Order, Tree
 from cepopt.joinorder.problem import build_query, from_arrays
 from cepopt.joinorder.reduce import conjuncts, seq_blocks, temporal_pairs
 from cepopt.model import Statistics
-from cepopt.solve import compare, solve
+from cepopt.registry import compare, solve
 from cepopt.syntax import parse_pattern, parse_query
 
 from .conftest import close, order_pairs_of, seq_orders

@@ -31,7 +31,7 @@ from cepopt.joinorder.problem import build
 from cepopt.joinorder.trivial import trivial
 from cepopt.joinorder.zstream import zstream
 from cepopt.model import Statistics, Workload
-from cepopt.solve import compare
+from cepopt.registry import compare
 from cepopt.syntax import parse_query
 
 from .conftest import cost_instances, problem_of

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cepopt.instance import Instance, load
 from cepopt.model import Statistics
-from cepopt.solve import build_problem, solve
+from cepopt.registry import build_problem, solve
 from tests.sharon.test_properties import workloads
 
 RUNS = [("greedy", {}), ("bruteforce", {}), ("sharon", {}), ("exhaustive", {}), ("cpsat", {}),

@@ -10,13 +10,13 @@ import pytest
 from cepopt.errors import CepoptError
 from cepopt.instance import Instance
 from cepopt.model import Kleene, Query, Seq, Statistics, Type, Window, Workload
+from cepopt.registry import solve
 from cepopt.sharon.cost import CostModel
 from cepopt.sharon.cost import evaluate as cost_evaluate
 from cepopt.sharon.cost import predict as cost_predict
 from cepopt.sharon.patterns import detect, detect_sharable_patterns, query_types
 from cepopt.sharon.plan import SharonPlan
 from cepopt.sharon.problem import SharonProblem
-from cepopt.solve import solve
 from cepopt.syntax import parse_queries
 
 WINDOW = Window(10)
@@ -162,7 +162,7 @@ def test_plan_json_round_trip_and_segments():
 
 
 def test_predicted_cost_and_baseline():
-    from cepopt.solve import family
+    from cepopt.registry import family
 
     fam = family("sharon")
     pr = SharonProblem.from_workload(SPEC94, RATES94, expand=False)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from itertools import combinations
 
 from cepopt.instance import load
+from cepopt.registry import solve
 from cepopt.sharon.plan import SharonPlan
-from cepopt.solve import solve
 
 
 def matches(stream, pattern):

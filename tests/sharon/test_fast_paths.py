@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from cepopt.instance import Instance
+from cepopt.registry import solve
 from cepopt.sharon.problem import SharonProblem
-from cepopt.solve import solve
 from tests.sharon.test_properties import workloads
 
 

@@ -9,6 +9,7 @@ from fractions import Fraction
 import pytest
 
 from cepopt.errors import CepoptError
+from cepopt.registry import compare, solve
 from cepopt.sharon.cost import evaluate as cost_evaluate
 from cepopt.sharon.expansion import causing_queries, count_options, enumerate_options
 from cepopt.sharon.graph import SharonGraph, Vertex, conflict
@@ -18,7 +19,6 @@ from cepopt.sharon.plan import SharonPlan
 from cepopt.sharon.plan_finder import find_plan
 from cepopt.sharon.problem import build
 from cepopt.sharon.reduction import reduce_graph, score_max
-from cepopt.solve import compare, solve
 
 
 def names(labels, indices):

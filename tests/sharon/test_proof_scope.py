@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cepopt.instance import from_json
-from cepopt.solve import compare, solve
+from cepopt.registry import compare, solve
 
 # q4 and q5 share (B,C) and q2..q5 share (C,C); (C,C) conflicts with (B,C) in q4 and q5, so the best
 # plan shares (C,C) by q2, q3 only: an option that a cap of one option per candidate cuts

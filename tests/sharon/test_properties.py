@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from cepopt.instance import Instance
 from cepopt.model import Query, Seq, Statistics, Type, Window, Workload
+from cepopt.registry import solve
 from cepopt.sharon.dominance import undominated
 from cepopt.sharon.exhaustive import bruteforce
 from cepopt.sharon.graph import SharonGraph
 from cepopt.sharon.problem import SharonProblem
-from cepopt.solve import solve
 
 LETTERS = "ABCDEF"
 

@@ -6,7 +6,7 @@ import pytest
 
 from cepopt.errors import CepoptError
 from cepopt.instance import from_json
-from cepopt.solve import solve
+from cepopt.registry import solve
 
 
 def _instance(events_per_window):

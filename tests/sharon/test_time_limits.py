@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from cepopt.cli import main
-from cepopt.solve import build_problem, solve
+from cepopt.registry import build_problem, solve
 
 EXACT = ["cpsat", "milp", "cpsat-compact", "milp-compact", "exhaustive", "sharon", "bruteforce"]
 

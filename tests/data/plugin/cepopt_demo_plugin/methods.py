@@ -1,7 +1,7 @@
 """A method added to the Sharon family from outside cepopt."""
 
+from cepopt.registry import register
 from cepopt.sharon.plan import SharonPlan
-from cepopt.solve import register
 
 
 @register("sharon", "plugin-empty", "a plug-in's method: share nothing")
