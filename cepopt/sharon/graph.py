@@ -122,8 +122,9 @@ class SharonGraph:
             cliques = self.cliques()
             pairs = sum(len(c) * (len(c) - 1) for c in cliques)
             if pairs > MAX_ADJACENCY_PAIRS:
-                raise MethodLimitError(f"the graph's cliques hold {pairs} vertex pairs (> {MAX_ADJACENCY_PAIRS}):"
-                                       " too dense for adjacency lists; use the compact models (cpsat-compact, milp-compact)")
+                raise MethodLimitError(f"the graph's cliques hold {pairs} vertex pairs (> {MAX_ADJACENCY_PAIRS}): "
+                                       "too dense for adjacency lists; use the compact models (cpsat-compact, "
+                                       "milp-compact)")
             adj: list[set[int]] = [set() for _ in self.vertices]
             for clique in cliques:
                 for i in clique:
