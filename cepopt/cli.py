@@ -11,22 +11,14 @@ import inspect
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
-from cepopt.errors import CepoptError, NotBuiltError
-from cepopt.plugins import import_built
+from cepopt.errors import CepoptError
+from cepopt.params import OneLineParser
 
 __all__ = ["OneLineParser", "main"]
 
 EXIT_USER_ERROR = 2
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a usage error on one line (and exits 2)."""
-
-    def error(self, message: str) -> NoReturn:
-        command = self.prog.removeprefix("cepopt").strip()
-        raise CepoptError(f"{command}: {message}" if command else message)
 
 
 def parse_param(text: str) -> tuple[str, Any]:
@@ -161,12 +153,13 @@ def cmd_compare(args) -> int:
 
 
 def cmd_generate(args) -> int:
+    from cepopt.entry_points import names
     from cepopt.instance import save
     from cepopt.instances.generate import generator_parser
 
     if not args.family or args.family in ("-h", "--help"):
         print("usage: cepopt generate FAMILY --seed N -o FILE [family options]\n"
-              "FAMILY: sharon, gloria, hamlet, joinorder; `cepopt generate FAMILY --help` lists its options.")
+              f"FAMILY: {', '.join(names('generators'))}; `cepopt generate FAMILY --help` lists its options.")
         return 0
     parser, module = generator_parser(args.family)
     options = parser.parse_args(args.rest)
@@ -178,16 +171,16 @@ def cmd_generate(args) -> int:
 
 def cmd_import(args) -> int:
     from cepopt.instance import save
+    from cepopt.instances import gloria_reader
 
-    reader = import_built("cepopt.instances.gloria_reader", "`cepopt import gloria`")
-    instance = reader.import_workload(args.workload, args.frequencies, args.dataset)
+    instance = gloria_reader.import_workload(args.workload, args.frequencies, args.dataset)
     path = save(instance, args.output)
     print(f"wrote {path} ({len(instance.workload)} queries)")
     return 0
 
 
 def cmd_execute(args) -> int:
-    api = import_built("cepopt.executor.api", "`cepopt execute`")
+    from cepopt.executor import api
     from cepopt.instance import load
 
     summary = api.execute_command(
@@ -207,15 +200,12 @@ def cmd_execute(args) -> int:
 
 
 def cmd_experiment(args) -> int:
-    from cepopt.experiments.framework import EXPERIMENTS, get_experiment, run_experiment
+    from cepopt.entry_points import names
+    from cepopt.experiments.framework import get_experiment, run_experiment
 
     if not args.name:
-        for name in EXPERIMENTS:
-            try:
-                exp = get_experiment(name)
-                print(f"{name:24s} {exp.description}")
-            except NotBuiltError:
-                print(f"{name:24s} (not built yet)")
+        for name in names("experiments"):
+            print(f"{name:24s} {get_experiment(name).description}")
         return 0
     exp = get_experiment(args.name)
     out = run_experiment(exp, quick=args.quick, out_dir=args.out, resume=not args.no_resume, master=args.master)
@@ -226,7 +216,8 @@ def cmd_experiment(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    demo = import_built("cepopt.experiments.demo", "`cepopt demo`")
+    from cepopt.experiments import demo
+
     return demo.run_demo(quick=args.quick, master=args.master, time_limit=args.time_limit)
 
 
@@ -236,15 +227,12 @@ def _shown(value: Any) -> str:
 
 
 def cmd_methods(args) -> int:
-    from cepopt.solve import families, methods
+    from cepopt.solve import families, family, methods
 
     for fam in families():
-        try:
-            table = methods(fam)
-        except NotBuiltError:
-            print(f"{fam}: (not built yet)")
-            continue
-        print(f"{fam}:")
+        table = methods(fam)
+        info = family(fam).objective
+        print(f"{fam}: objective {info}; predicted cost in {info.predict_unit}")
         for name, meth in table.items():
             tag = "exact" if meth.exact else "heuristic"
             print(f"  {name:16s} {tag:9s} {meth.description}")

@@ -1,4 +1,6 @@
-"""The exceptions a user can cause. The CLI prints their message on one line and exits 2."""
+"""The exceptions a user can cause (the CLI prints their message on one line and exits 2), and the two
+a method can raise: :class:`MethodLimitError` (reported as status "error") and
+:class:`ObjectiveMismatchError` (a bug)."""
 
 from __future__ import annotations
 
@@ -28,5 +30,10 @@ class UnknownNameError(CepoptError):
     """An unknown family, method, instance, generator or experiment."""
 
 
-class NotBuiltError(CepoptError):
-    """A family or subcommand that is declared but not implemented yet."""
+class MethodLimitError(Exception):
+    """A method refuses an instance beyond its stated limits (exhaustive search on a large graph,
+    an option cap exceeded, memory). solve() reports it as status "error" with the message."""
+
+
+class ObjectiveMismatchError(AssertionError):
+    """A solver's own objective disagrees with the family's cost model: always a bug."""

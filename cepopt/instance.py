@@ -1,5 +1,6 @@
-"""JSON instance files: one format for every family (``"problem": "sharon" | "gloria" | "hamlet" |
-"joinorder"``), validated against ``cepopt/schema/instance.schema.json`` and then semantically.
+"""JSON instance files: one format for every family (``"problem"``: a family registered in the
+``cepopt.families`` entry-point group, such as ``sharon``), validated against
+``cepopt/schema/instance.schema.json`` and then semantically.
 
 Every error is an :class:`~cepopt.errors.InstanceError` whose message starts with the JSON path of the
 offending value, e.g. ``queries[3].pattern: unknown event type 'Foo'``.
@@ -17,6 +18,7 @@ cepopt.errors.InstanceError: queries[0].pattern: unknown event type 'Foo' (not i
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,11 +26,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from cepopt import entry_points
 from cepopt.errors import CepoptError, InstanceError, ModelError, QuerySyntaxError
 from cepopt.model import And, Kleene, Not, Or, Pattern, Query, Seq, Statistics, Type, Workload, check_window_number
 from cepopt.textio import read_json
 
-__all__ = ["Instance", "from_json", "load", "save", "to_json", "schema", "pattern_from_json", "pattern_to_json"]
+__all__ = ["Instance", "bundled_dir", "bundled_names", "bundled_path", "from_json", "load", "save", "to_json", "schema",
+           "pattern_from_json", "pattern_to_json"]
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "instance.schema.json"
 # jsonschema spends 6-8 stack frames per level of a pattern AST, so JSON cannot have the text
@@ -55,11 +59,9 @@ class Instance:
     event_types: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        from cepopt.solve import FAMILY_MODULES
-
-        if self.problem not in FAMILY_MODULES:
-            raise InstanceError(f"problem: unknown problem family {self.problem!r} "
-                                f"(known: {', '.join(FAMILY_MODULES)})")
+        known = entry_points.names("families")
+        if self.problem not in known:
+            raise InstanceError(f"problem: unknown problem family {self.problem!r} (known: {', '.join(known)})")
         if self.stream is not None:
             object.__setattr__(self, "stream", tuple(self.stream))
         object.__setattr__(self, "event_types", tuple(self.event_types))
@@ -273,12 +275,31 @@ def to_json(instance: Instance) -> dict:
     return out
 
 
+@cache
+def bundled_dir() -> Path:
+    """The folder of the bundled instances: ``data/`` of the package :mod:`cepopt.instances` (located,
+    not imported: that package builds on this module)."""
+    spec = importlib.util.find_spec("cepopt.instances")
+    if spec is None or not spec.submodule_search_locations:
+        raise CepoptError("the package cepopt.instances is not installed")
+    return Path(list(spec.submodule_search_locations)[0]) / "data"
+
+
+def bundled_names() -> list[str]:
+    """Names of the bundled instances (paper examples)."""
+    return sorted(p.stem for p in bundled_dir().glob("*.json"))
+
+
+def bundled_path(name: str) -> Path | None:
+    """The file of bundled instance ``name``, or None."""
+    path = bundled_dir() / f"{name}.json"
+    return path if path.is_file() else None
+
+
 def load(source: str | Path) -> Instance:
     """Load an instance from a JSON file path, or a bundled instance by name."""
     path = Path(source)
     if not path.exists():
-        from cepopt.instances import bundled_path
-
         bundled = bundled_path(str(source))
         if bundled is None:
             raise InstanceError(f"{source}: no such file or bundled instance (see `cepopt instances`)")

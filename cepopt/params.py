@@ -1,4 +1,5 @@
-"""Reading family options (``params.KEY`` / ``--param KEY=VALUE``) with one-line user errors.
+"""Reading family options (``params.KEY`` / ``--param KEY=VALUE``) and command-line flags
+(:class:`OneLineParser`) with one-line user errors.
 
 Method options are read from the method's signature (:func:`read_options`): each option is converted
 to its annotation (``bool``, ``int``, ``float``, ``str``, ``Literal[...]``, ``X | None``; unannotated:
@@ -9,6 +10,7 @@ out. The values come as JSON from ``--param`` (so ``abc`` arrives as text) or as
 
 from __future__ import annotations
 
+import argparse
 import functools
 import inspect
 import math
@@ -18,12 +20,20 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NoReturn
 
 from cepopt.errors import CepoptError
 
-__all__ = ["Bound", "NonNegativeInt", "PositiveFloat", "PositiveInt", "Workers", "check_keys", "number_from_text",
-           "parse_bool", "parse_choice", "read_options"]
+__all__ = ["Bound", "NonNegativeInt", "OneLineParser", "PositiveFloat", "PositiveInt", "Workers", "check_keys",
+           "number_from_text", "parse_bool", "parse_choice", "read_options"]
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error as a one-line CepoptError (the CLI exits 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("cepopt").strip()
+        raise CepoptError(f"{command}: {message}" if command else message)
+
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 

@@ -1,4 +1,5 @@
-"""What a method returns (MethodResult) and what solve() reports (Solution, Solutions)."""
+"""What a family's cost model measures (Objective), what a method returns (MethodResult) and what
+solve() reports (Solution, Solutions)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,36 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MethodResult", "Solution", "Solutions", "STATUSES", "gap"]
+__all__ = ["MethodResult", "Objective", "Solution", "Solutions", "STATUSES", "gap"]
 
 STATUSES = ("optimal", "feasible", "timeout", "infeasible", "error")
+SENSES = ("min", "max")
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What a family's ``cost.evaluate`` computes and in which unit ``cost.predict`` answers.
+
+    >>> print(Objective("ln Cost", "ln of partial matches", "min", "partial matches"))
+    ln Cost (ln of partial matches), lower is better
+    """
+
+    name: str
+    unit: str
+    sense: str
+    predict_unit: str
+
+    def __post_init__(self) -> None:
+        if self.sense not in SENSES:
+            raise ValueError(f"objective sense must be 'min' or 'max', got {self.sense!r}")
+
+    def describe(self, name: str | None = None) -> str:
+        """``name`` (a variant such as ``ln Cost_ord``, default :attr:`name`), unit and sense."""
+        better = "lower" if self.sense == "min" else "higher"
+        return f"{name or self.name} ({self.unit}), {better} is better"
+
+    def __str__(self) -> str:
+        return self.describe()
 
 
 @dataclass(frozen=True)
@@ -66,6 +94,10 @@ class Solution:
     sense: str = "min"
     message: str = ""
     plan_json: Any = None
+    #: the cost function that scored the plan (join order: ``ln Cost_ord`` or ``ln Cost_tree``)
+    objective_name: str | None = None
+    #: the family's objective, for printing
+    objective_info: Objective | None = None
 
     def to_json(self) -> dict:
         return {
@@ -77,6 +109,8 @@ class Solution:
             "bound": _json_number(self.bound),
             "gap": _json_number(self.gap),
             "sense": self.sense,
+            "objective_name": self.objective_name,
+            "objective_unit": None if self.objective_info is None else self.objective_info.unit,
             "time_s": round(self.time_s, 6),
             "plan": self.plan_json,
             "stats": _jsonable(self.stats),
@@ -87,6 +121,7 @@ class Solution:
         return {
             "method": self.method,
             "status": self.status,
+            "objective_name": self.objective_name,
             "objective": self.objective,
             "bound": self.bound,
             "gap": self.gap,
@@ -152,19 +187,44 @@ class Solutions(list):
         sign = -1 if usable[0].sense == "max" else 1
         return min(usable, key=lambda s: (sign * s.objective, s.status != "optimal", s.time_s))
 
+    def groups(self) -> dict[str | None, list[Solution]]:
+        """The solutions by the cost function that scored them (None: no plan), in order."""
+        out: dict[str | None, list[Solution]] = {}
+        for s in self:
+            out.setdefault(s.objective_name, []).append(s)
+        return out
+
     def __str__(self) -> str:
+        """A table per objective: methods whose plans are scored by different cost functions (join
+        order: order plans by Cost_ord, tree plans by Cost_tree) are listed apart, and it says so."""
         header = ["method", "status", "objective", "bound", "gap", "time_s"]
         rows = [[s.method, s.status, _fmt(s.objective), _fmt(s.bound),
                  "-" if s.gap is None else f"{100 * s.gap:.2f}%", f"{s.time_s:.3f}"] for s in self]
         widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-        lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
-                 "  ".join("-" * w for w in widths)]
-        for r, s in zip(rows, self, strict=True):
-            line = "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
-            if s.message and s.status in ("error", "infeasible"):
-                line += f"  ({s.message})"
-            lines.append(line.rstrip())
-        return "\n".join(lines)
+        row_of = {id(s): r for s, r in zip(self, rows, strict=True)}
+        info = next((s.objective_info for s in self if s.objective_info is not None), None)
+        groups = self.groups()
+        named = [g for g in groups if g is not None]
+        if len(named) <= 1:
+            groups = {named[0] if named else None: list(self)}
+        lines = []
+        if len(named) > 1:
+            lines.append(f"{len(named)} different objectives ({', '.join(named)}): compare methods within a "
+                         "group only")
+        for name, members in groups.items():
+            if name is None and len(named) > 1:
+                lines.append("no plan:")
+            elif info is not None:
+                lines.append(f"objective: {info.describe(name)}")
+            lines += ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
+                      "  ".join("-" * w for w in widths)]
+            for s in members:
+                line = "  ".join(c.ljust(w) for c, w in zip(row_of[id(s)], widths, strict=True))
+                if s.message and s.status in ("error", "infeasible"):
+                    line += f"  ({s.message})"
+                lines.append(line.rstrip())
+            lines.append("")
+        return "\n".join(lines).rstrip()
 
     def __repr__(self) -> str:
         return f"Solutions({list.__repr__(self)})"

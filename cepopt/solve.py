@@ -1,13 +1,15 @@
 """The method registry, solve() and compare().
 
-Each family declares itself in ``cepopt/<family>/methods.py``: one :class:`Family` (how to build the
-problem from an instance, the single cost model that scores any plan, plan (de)serialisation) and a
-table of methods registered with :func:`register`. A method is a plain function::
+Each family declares itself in a module named by the ``cepopt.families`` entry-point group (the
+built-ins: ``cepopt/<family>/methods.py``): one :class:`Family` (how to build the problem from an
+instance, the family's cost module that scores any plan, plan (de)serialisation) and a table of
+methods registered with :func:`register`. Modules of the ``cepopt.methods`` group add methods to
+existing families (:mod:`cepopt.entry_points`). A method is a plain function::
 
     fn(problem, *, time_limit: float | None, seed: int, **options) -> MethodResult | Plan
 
 ``solve`` and ``compare`` know methods only through this registry; ``cepopt methods`` prints it.
-The family modules are imported lazily, so a family that is not built yet is reported as such.
+Family modules are imported on first use, method plug-ins with the first family.
 """
 
 from __future__ import annotations
@@ -19,40 +21,26 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cepopt.errors import CepoptError, NotBuiltError, UnknownNameError
+from cepopt import entry_points
+from cepopt.errors import CepoptError, MethodLimitError, ObjectiveMismatchError, UnknownNameError
 from cepopt.params import read_options
-from cepopt.plugins import import_built
-from cepopt.solution import MethodResult, Solution, Solutions, gap
+from cepopt.solution import MethodResult, Objective, Solution, Solutions, gap
 
 __all__ = [
-    "FAMILY_MODULES", "Family", "Method", "MethodLimitError", "ObjectiveMismatchError", "compare",
+    "Family", "Method", "MethodLimitError", "ObjectiveMismatchError", "compare",
     "families", "family", "method", "methods", "register", "solve",
 ]
-
-#: Where each family declares itself. The order is the order of ``cepopt methods``.
-FAMILY_MODULES: dict[str, str] = {
-    "sharon": "cepopt.sharon.methods",
-    "gloria": "cepopt.gloria.methods",
-    "hamlet": "cepopt.hamlet.methods",
-    "joinorder": "cepopt.joinorder.methods",
-}
-
-
-class MethodLimitError(Exception):
-    """A method refuses an instance beyond its stated limits (exhaustive search on a large graph,
-    an option cap exceeded, memory). solve() reports it as status "error" with the message."""
-
-
-class ObjectiveMismatchError(AssertionError):
-    """A solver's own objective disagrees with the family's cost model: always a bug."""
-
 
 @dataclass(frozen=True)
 class Family:
     """A problem family.
 
-    build(instance, **problem_options) -> problem; evaluate(problem, plan) -> objective (the one cost
-    model); plan_to_json(plan) -> JSON value; plan_from_json(problem, value) -> plan.
+    ``build(instance, **problem_options) -> problem``; ``cost`` is the family's cost module
+    (``cepopt/<family>/cost.py``): ``evaluate(problem, plan)`` (the objective that re-scores every
+    method's plan), ``predict(problem, plan)`` (the operations the executor should measure), the
+    :class:`~cepopt.solution.Objective` ``OBJECTIVE`` and, optionally, ``objective_name(problem, plan)``
+    when plans of one family are scored by different cost functions (join order: order vs tree).
+    ``plan_to_json(plan) -> JSON value``; ``plan_from_json(problem, value) -> plan``.
     ``problem_options`` names the ``--param`` keys that shape the problem (for example Sharon's
     ``expand``); every other key goes to the method. ``baseline_plan(problem)`` is the plan without
     sharing (or the trivial order) that ``--plan nonshared`` executes.
@@ -60,10 +48,8 @@ class Family:
 
     name: str
     description: str
-    sense: str
-    objective: str
     build: Callable[..., Any]
-    evaluate: Callable[[Any, Any], float]
+    cost: Any
     plan_to_json: Callable[[Any], Any]
     plan_from_json: Callable[[Any, Any], Any]
     problem_options: frozenset[str] = frozenset()
@@ -71,8 +57,31 @@ class Family:
     baseline_plan: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
-        if self.sense not in ("min", "max"):
-            raise ValueError(f"family sense must be 'min' or 'max', got {self.sense!r}")
+        missing = [a for a in ("evaluate", "predict", "OBJECTIVE") if not hasattr(self.cost, a)]
+        if missing or not isinstance(self.cost.OBJECTIVE, Objective):
+            raise TypeError(f"family {self.name}: its cost module lacks {', '.join(missing) or 'an Objective'}")
+
+    @property
+    def objective(self) -> Objective:
+        return self.cost.OBJECTIVE
+
+    @property
+    def sense(self) -> str:
+        return self.objective.sense
+
+    # Looked up on the cost module at each call: the module is the one place of the cost model.
+    def evaluate(self, problem: Any, plan: Any) -> float:
+        """The objective of ``plan`` (``cost.evaluate``)."""
+        return self.cost.evaluate(problem, plan)
+
+    def predict(self, problem: Any, plan: Any) -> float:
+        """The operations the executor should measure for ``plan`` (``cost.predict``)."""
+        return self.cost.predict(problem, plan)
+
+    def objective_name(self, problem: Any, plan: Any) -> str:
+        """The cost function that scores ``plan`` (``cost.objective_name``, else the objective's name)."""
+        named = getattr(self.cost, "objective_name", None)
+        return self.objective.name if named is None else named(problem, plan)
 
 
 @dataclass(frozen=True)
@@ -109,17 +118,32 @@ def declare(fam: Family) -> Family:
 
 
 def families() -> tuple[str, ...]:
-    return tuple(FAMILY_MODULES)
+    """The registered families: the names of the ``cepopt.families`` entry points."""
+    return entry_points.names("families")
+
+
+_plugins_loaded = False
+
+
+def _load_method_plugins() -> None:
+    """Import every module of the ``cepopt.methods`` group once (they register methods)."""
+    global _plugins_loaded
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        for ep in entry_points.entries("methods").values():
+            ep.load()
 
 
 def family(name: str) -> Family:
     """The Family ``name``, importing its module on first use."""
-    if name not in FAMILY_MODULES:
-        raise UnknownNameError(f"unknown problem family {name!r} (known: {', '.join(FAMILY_MODULES)})")
     if name not in _FAMILIES:
-        import_built(FAMILY_MODULES[name], f"problem family {name!r}")
+        declared = entry_points.load("families", name, "problem family")
+        if isinstance(declared, Family):
+            declare(declared)
         if name not in _FAMILIES:
-            raise NotBuiltError(f"problem family {name!r} is not built yet")
+            raise CepoptError(f"problem family {name!r}: its entry point "
+                              f"{entry_points.entries('families')[name].value} declares no Family named {name!r}")
+    _load_method_plugins()
     return _FAMILIES[name]
 
 
@@ -190,6 +214,13 @@ def _method_options(meth: Method, options: Mapping[str, Any]) -> dict:
     return read_options(meth.fn, meth.options, options, f"method {meth.name!r}")
 
 
+def _failed(fam: Family, meth: Method, elapsed: float, instance_name: str | None, message: str,
+            status: str = "error", bound: float | None = None, stats: dict | None = None) -> Solution:
+    """A solve without a plan: ``status`` (error, timeout or infeasible) and the reason."""
+    return Solution(fam.name, meth.name, None, None, bound, status, None, elapsed, dict(stats or {}),
+                    instance_name, fam.sense, message, objective_info=fam.objective)
+
+
 def _run(fam: Family, problem: Any, meth: Method, time_limit: float | None, seed: int,
          options: dict, instance_name: str | None) -> Solution:
     if time_limit is not None and not (isinstance(time_limit, int | float) and time_limit > 0):
@@ -198,15 +229,16 @@ def _run(fam: Family, problem: Any, meth: Method, time_limit: float | None, seed
     try:
         result = meth.fn(problem, time_limit=time_limit, seed=seed, **options)
     except (MethodLimitError, MemoryError) as exc:
-        elapsed = time.perf_counter() - start
-        return Solution(fam.name, meth.name, None, None, None, "error", None, elapsed, {},
-                        instance_name, fam.sense, str(exc) or type(exc).__name__)
+        return _failed(fam, meth, time.perf_counter() - start, instance_name, str(exc) or type(exc).__name__)
     elapsed = time.perf_counter() - start
     if not isinstance(result, MethodResult):
         result = MethodResult(plan=result, status="feasible")
     if result.plan is None:
-        return Solution(fam.name, meth.name, None, None, result.bound, result.status, None, elapsed,
-                        result.stats, instance_name, fam.sense, result.message)
+        # No plan: a time-out or a proof of infeasibility says so; "optimal"/"feasible" without a plan is an error.
+        status = result.status if result.status in ("timeout", "infeasible") else "error"
+        reason = result.message or ("no plan within the time limit" if status == "timeout"
+                                    else "the method returned no plan")
+        return _failed(fam, meth, elapsed, instance_name, reason, status, result.bound, result.stats)
     objective = fam.evaluate(problem, result.plan)
     stats = dict(result.stats)
     if result.solver_objective is not None:
@@ -217,22 +249,20 @@ def _run(fam: Family, problem: Any, meth: Method, time_limit: float | None, seed
             raise ObjectiveMismatchError(
                 f"{fam.name}/{meth.name}: solver objective {result.solver_objective!r} but the cost model "
                 f"gives {objective!r}")
-    bound = result.bound
-    if result.status == "optimal" and bound is None:
-        bound = objective
-    if bound is not None and result.status == "optimal":
-        # A proven optimum is its own bound; keep the cost model's exact value.
-        bound = objective
+    # A proven optimum is its own bound; keep the cost model's exact value.
+    bound = objective if result.status == "optimal" else result.bound
     return Solution(fam.name, meth.name, result.plan, objective, bound, result.status,
                     gap(objective, bound, fam.sense), elapsed, stats, instance_name, fam.sense,
-                    result.message, fam.plan_to_json(result.plan))
+                    result.message, fam.plan_to_json(result.plan), fam.objective_name(problem, result.plan),
+                    fam.objective)
 
 
 def compare(instance: Any, methods: Iterable[str] | None = None, time_limit: float | None = None,
             seed: int = 0, params: Mapping[str, Any] | None = None) -> Solutions:
     """Solve one instance with several methods (default: the family's default list, else all).
 
-    The problem is built once. A method that fails on a limit is reported with status "error".
+    The problem is built once. A method that fails (a limit, no plan, or any exception such as
+    :class:`ObjectiveMismatchError`) is reported with status "error" and its reason beside the others.
     """
     inst = _load(instance)
     fam = family(inst.problem)
@@ -253,7 +283,12 @@ def compare(instance: Any, methods: Iterable[str] | None = None, time_limit: flo
     problem = fam.build(inst, **problem_params)
     out = Solutions()
     for meth, options in runs:
-        out.append(_run(fam, problem, meth, time_limit, seed, options, inst.name))
+        start = time.perf_counter()
+        try:
+            out.append(_run(fam, problem, meth, time_limit, seed, options, inst.name))
+        except Exception as exc:  # noqa: BLE001 -- one failing method must not take the others down
+            reason = str(exc) if isinstance(exc, CepoptError) else f"{type(exc).__name__}: {exc}"
+            out.append(_failed(fam, meth, time.perf_counter() - start, inst.name, reason))
     return out
 
 

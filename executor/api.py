@@ -16,9 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from cepopt.errors import CepoptError
+from cepopt.errors import CepoptError, UnknownNameError
 from cepopt.executor import results as res
-from cepopt.plugins import import_built
 from cepopt.textio import read_json
 
 __all__ = ["ExecutionResult", "driver_module", "execute", "execute_command", "load_plan", "write_results"]
@@ -51,8 +50,13 @@ class ExecutionResult:
 
 
 def driver_module(family_name: str):
-    """``cepopt.executor.<family>_driver``, or NotBuiltError."""
-    return import_built(f"cepopt.executor.{family_name}_driver", f"executor for family {family_name}")
+    """``cepopt.executor.<family>_driver``; an unknown family is a user error."""
+    import importlib.util
+
+    name = f"cepopt.executor.{family_name}_driver"
+    if importlib.util.find_spec(name) is None:
+        raise UnknownNameError(f"no executor for family {family_name!r}")
+    return importlib.import_module(name)
 
 
 def _as_instance(instance: Any):

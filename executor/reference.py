@@ -106,49 +106,26 @@ class _Automaton:
         if g not in alts:
             alts.append(g)
 
+    def _copy_edges(self, follow, edges) -> None:
+        for src, dsts in edges.items():
+            for dst, alts in dsts.items():
+                for g in alts:
+                    self._add_edge(follow, src, dst, g)
+
     def _build(self, p) -> _Frag:
         if isinstance(p, Type):
             pos = len(self.leaves)
             self.leaves.append(p)
             return _Frag({pos: frozenset()}, {pos: frozenset()}, {})
         if isinstance(p, Seq):
-            cur: _Frag | None = None
-            pending: set = set()
-            for item in p.items:
-                if isinstance(item, Not):
-                    if not isinstance(item.inner, Type):
-                        raise CepoptError("the reference supports NOT of a single event type only")
-                    pending.add(item.inner)
-                    continue
-                frag = self._build(item)
-                if cur is None:
-                    cur = _Frag({q: g | pending for q, g in frag.first.items()}, frag.last, frag.follow)
-                else:
-                    follow = cur.follow
-                    for src, dsts in frag.follow.items():
-                        for dst, alts in dsts.items():
-                            for g in alts:
-                                self._add_edge(follow, src, dst, g)
-                    for a, ga in cur.last.items():
-                        for b, gb in frag.first.items():
-                            self._add_edge(follow, a, b, ga | gb | frozenset(pending))
-                    cur = _Frag(cur.first, frag.last, follow)
-                pending = set()
-            if cur is None:
-                raise CepoptError("a SEQ needs at least one event that is not negated")
-            if pending:
-                cur = _Frag(cur.first, {q: g | pending for q, g in cur.last.items()}, cur.follow)
-            return cur
+            return self._build_seq(p)
         if isinstance(p, Or):
             out = _Frag({}, {}, {})
             for item in p.items:
                 frag = self._build(item)
                 out.first.update(frag.first)
                 out.last.update(frag.last)
-                for src, dsts in frag.follow.items():
-                    for dst, alts in dsts.items():
-                        for g in alts:
-                            self._add_edge(out.follow, src, dst, g)
+                self._copy_edges(out.follow, frag.follow)
             return out
         if isinstance(p, And):
             if len(p.items) > _MAX_AND:
@@ -156,13 +133,42 @@ class _Automaton:
             return self._build(Or(tuple(Seq(perm) for perm in itertools.permutations(p.items))))
         if isinstance(p, Kleene):
             frag = self._build(p.inner)
-            for a, ga in frag.last.items():
-                for b, gb in frag.first.items():
-                    self._add_edge(frag.follow, a, b, ga | gb)
+            self._link(frag.follow, frag.last, frag.first, frozenset())
             return frag
         if isinstance(p, Not):
             raise CepoptError("NOT is supported only inside a SEQ")
         raise CepoptError(f"not a pattern: {p!r}")
+
+    def _link(self, follow, last, first, guard: frozenset) -> None:
+        """Edges from every last position to every first one, guarded by both sides' and ``guard``."""
+        for a, ga in last.items():
+            for b, gb in first.items():
+                self._add_edge(follow, a, b, ga | gb | guard)
+
+    def _build_seq(self, p: Seq) -> _Frag:
+        """SEQ: concatenate the items; the negated types between two items guard the edges between them
+        (before the first item: its first positions; after the last: its last positions)."""
+        cur: _Frag | None = None
+        pending: set = set()
+        for item in p.items:
+            if isinstance(item, Not):
+                if not isinstance(item.inner, Type):
+                    raise CepoptError("the reference supports NOT of a single event type only")
+                pending.add(item.inner)
+                continue
+            frag = self._build(item)
+            if cur is None:
+                cur = _Frag({q: g | pending for q, g in frag.first.items()}, frag.last, frag.follow)
+            else:
+                self._copy_edges(cur.follow, frag.follow)
+                self._link(cur.follow, cur.last, frag.first, frozenset(pending))
+                cur = _Frag(cur.first, frag.last, cur.follow)
+            pending = set()
+        if cur is None:
+            raise CepoptError("a SEQ needs at least one event that is not negated")
+        if pending:
+            cur = _Frag(cur.first, {q: g | pending for q, g in cur.last.items()}, cur.follow)
+        return cur
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,36 +282,44 @@ def enumerate_trends(query: Query, events: pd.DataFrame | Iterable[dict], *,
 def _enumerate_partition(m: _QueryMatcher, records: list[dict], rows: list[int], key: tuple,
                          group: str) -> Iterator[Match]:
     """Every match inside one partition (rows: its record positions)."""
-    auto = m.auto
-    length, slide = m.window.length, m.window.slide
-    span_ok = (lambda d: d <= length) if slide is None else (lambda d: d < length)
-    rows = sorted(rows, key=lambda i: records[i]["ts"])
-    ts = [records[i]["ts"] for i in rows]
-    evs = [records[i] for i in rows]
-    n = len(rows)
-    # time stamps of the events each NOT guard forbids, sorted
-    guard_ts: dict[Type, list] = {}
+    yield from _Partition(m, records, rows, key, group).matches()
 
-    def forbidden(leaf: Type) -> list:
-        if leaf not in guard_ts:
-            guard_ts[leaf] = [t for t, e in zip(ts, evs, strict=True)
-                              if e["type"] == leaf.name and m.guard_filters_pass(leaf, e)]
-        return guard_ts[leaf]
 
-    def clear(guards: Guards, lo, hi, lo_incl: bool = False, hi_incl: bool = False) -> bool:
+class _Partition:
+    """Depth-first enumeration of the matches of one partition: paths of (event, automaton position)
+    extended in time order, each checked against its windows and the NOT guards between its events."""
+
+    def __init__(self, m: _QueryMatcher, records: list[dict], rows: list[int], key: tuple, group: str):
+        self.m, self.key, self.group = m, key, group
+        self.length, self.slide = m.window.length, m.window.slide
+        self.rows = sorted(rows, key=lambda i: records[i]["ts"])
+        self.ts = [records[i]["ts"] for i in self.rows]
+        self.evs = [records[i] for i in self.rows]
+        self.guard_ts: dict[Type, list] = {}  # time stamps of the events each NOT guard forbids, sorted
+        self.seen: set = set()
+
+    def span_ok(self, d) -> bool:
+        return d <= self.length if self.slide is None else d < self.length
+
+    def forbidden(self, leaf: Type) -> list:
+        if leaf not in self.guard_ts:
+            self.guard_ts[leaf] = [t for t, e in zip(self.ts, self.evs, strict=True)
+                                   if e["type"] == leaf.name and self.m.guard_filters_pass(leaf, e)]
+        return self.guard_ts[leaf]
+
+    def clear(self, guards: Guards, lo, hi, lo_incl: bool = False, hi_incl: bool = False) -> bool:
         """No forbidden event strictly between lo and hi (bounds included when asked)."""
         for leaf in guards:
-            arr = forbidden(leaf)
+            arr = self.forbidden(leaf)
             i = bisect.bisect_left(arr, lo) if lo_incl else bisect.bisect_right(arr, lo)
             j = bisect.bisect_right(arr, hi) if hi_incl else bisect.bisect_left(arr, hi)
             if j > i:
                 return False
         return True
 
-    seen: set = set()
-
-    def windows_of(path_idx, path_pos) -> tuple[int, ...]:
-        t0, t1 = ts[path_idx[0]], ts[path_idx[-1]]
+    def windows_of(self, path_idx, path_pos) -> tuple[int, ...]:
+        auto, length, slide = self.m.auto, self.length, self.slide
+        t0, t1 = self.ts[path_idx[0]], self.ts[path_idx[-1]]
         sg, eg = auto.first[path_pos[0]], auto.last[path_pos[-1]]
         out = []
         for k in window_range(t0, t1, length, slide):
@@ -313,64 +327,68 @@ def _enumerate_partition(m: _QueryMatcher, records: list[dict], rows: list[int],
                 ws, we, we_incl = t1 - length, t0 + length, True
             else:
                 ws, we, we_incl = k * slide, k * slide + length, False
-            if sg and not clear(sg, ws, t0, lo_incl=True):
+            if sg and not self.clear(sg, ws, t0, lo_incl=True):
                 continue
-            if eg and not clear(eg, t1, we, hi_incl=we_incl):
+            if eg and not self.clear(eg, t1, we, hi_incl=we_incl):
                 continue
             out.append(k)
         return tuple(out)
 
-    def emit(path_idx, path_pos):
-        wins = windows_of(path_idx, path_pos)
-        if m.dedupe:
+    def emit(self, path_idx, path_pos) -> Match | None:
+        wins = self.windows_of(path_idx, path_pos)
+        if self.m.dedupe:
             ev_key = tuple(path_idx)
-            wins = tuple(k for k in wins if (ev_key, k) not in seen)
-            seen.update((ev_key, k) for k in wins)
+            wins = tuple(k for k in wins if (ev_key, k) not in self.seen)
+            self.seen.update((ev_key, k) for k in wins)
         if wins:
-            return Match(tuple(rows[i] for i in path_idx), tuple(auto.leaves[p] for p in path_pos),
-                         group, key, wins)
+            return Match(tuple(self.rows[i] for i in path_idx), tuple(self.m.auto.leaves[p] for p in path_pos),
+                         self.group, self.key, wins)
         return None
 
-    def extend(path_idx: list, path_pos: list):
+    def joins(self, path_idx: list, path_pos: list, j: int, q: int, alts) -> bool:
+        """Can event ``j`` at position ``q`` extend the path (type, filters, NOT guards, conditions)?"""
+        m, ej, last_i, last_p = self.m, self.evs[j], path_idx[-1], path_pos[-1]
+        if m.types[q] != ej["type"] or not m.passes(q, ej):
+            return False
+        if not any(not g or self.clear(g, self.ts[last_i], self.ts[j]) for g in alts):
+            return False
+        if not m.conds:
+            return True
+        if m.adjacent:
+            return m.cond_ok(last_p, self.evs[last_i], q, ej)
+        return all(m.cond_ok(pp, self.evs[pi], q, ej) for pi, pp in zip(path_idx, path_pos, strict=True))
+
+    def extend(self, path_idx: list, path_pos: list) -> Iterator[Match]:
         last_i, last_p = path_idx[-1], path_pos[-1]
-        if last_p in auto.last:
-            match = emit(path_idx, path_pos)
+        if last_p in self.m.auto.last:
+            match = self.emit(path_idx, path_pos)
             if match is not None:
                 yield match
-        nexts = auto.follow.get(last_p)
+        nexts = self.m.auto.follow.get(last_p)
         if not nexts:
             return
-        t_first, t_last = ts[path_idx[0]], ts[last_i]
-        for j in range(last_i + 1, n):
-            tj = ts[j]
+        t_first, t_last = self.ts[path_idx[0]], self.ts[last_i]
+        for j in range(last_i + 1, len(self.ts)):
+            tj = self.ts[j]
             if tj <= t_last:
                 continue
-            if not span_ok(tj - t_first):
+            if not self.span_ok(tj - t_first):
                 break
-            ej = evs[j]
             for q, alts in nexts.items():
-                if m.types[q] != ej["type"] or not m.passes(q, ej):
-                    continue
-                if not any(not g or clear(g, t_last, tj) for g in alts):
-                    continue
-                if m.conds:
-                    if m.adjacent:
-                        if not m.cond_ok(last_p, evs[last_i], q, ej):
-                            continue
-                    elif not all(m.cond_ok(pp, evs[pi], q, ej)
-                                 for pi, pp in zip(path_idx, path_pos, strict=True)):
-                        continue
-                path_idx.append(j)
-                path_pos.append(q)
-                yield from extend(path_idx, path_pos)
-                path_idx.pop()
-                path_pos.pop()
+                if self.joins(path_idx, path_pos, j, q, alts):
+                    path_idx.append(j)
+                    path_pos.append(q)
+                    yield from self.extend(path_idx, path_pos)
+                    path_idx.pop()
+                    path_pos.pop()
 
-    for i in range(n):
-        ei = evs[i]
-        for p in auto.first:
-            if m.types[p] == ei["type"] and m.passes(p, ei):
-                yield from extend([i], [p])
+    def matches(self) -> Iterator[Match]:
+        for i, ei in enumerate(self.evs):
+            for p in self.m.auto.first:
+                if self.m.types[p] == ei["type"] and self.m.passes(p, ei):
+                    yield from self.extend([i], [p])
+
+
 enumerate_matches = enumerate_trends
 
 

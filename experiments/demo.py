@@ -4,8 +4,7 @@ For each family: load the paper's example and a generated workload, solve both w
 table of objective, bound, gap, status and time), then execute the best plan and a baseline plan
 (greedy; non-shared; for join order the pattern's written order) on local Spark over a generated
 stream, and report whether the answers agree and the predicted against the measured cost. The join
-order workload is planned on the statistics measured on its stream. A family that is not built yet is
-reported and skipped.
+order workload is planned on the statistics measured on its stream.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from cepopt.errors import CepoptError, NotBuiltError
+from cepopt.errors import CepoptError
 
 __all__ = ["DEMOS", "run_demo"]
 
@@ -73,25 +72,27 @@ def _fmt(x) -> str:
 
 def _execute_pair(demo: FamilyDemo, inst, sols, stream: str | None, spark, progress: _Progress,
                   events=None) -> dict:
-    """Execute the best and the baseline plan on ``stream`` (``events``: that stream, already drawn)."""
+    """Execute the best and the baseline plan on ``stream`` (``events``: that stream, already drawn),
+    and print each plan's predicted cost (the family's ``cost.predict``) beside the measured one."""
     from cepopt.executor.api import execute
-    from cepopt.solve import family
+    from cepopt.solve import build_problem
 
-    fam = family(inst.problem)
+    fam, problem, _ = build_problem(inst)
     best = sols.best()
     cheap = next((s for s in sols if s.method == demo.cheap_method and s.plan is not None), None)
     plans = [("best: " + best.method, best.plan)]
     if cheap is not None:
         plans.append((demo.cheap_method, cheap.plan))
     elif fam.baseline_plan is not None:
-        plans.append(("nonshared", fam.baseline_plan(fam.build(inst))))
+        plans.append(("nonshared", fam.baseline_plan(problem)))
     results = []
     for label, plan in plans:
         progress.step(f"{demo.family}: execute the {label} plan on Spark ({stream or 'embedded stream'})")
-        res = execute(inst, plan, events if events is not None else (stream or None), spark=spark)
+        res = execute(inst, plan, events if events is not None else (stream or None), spark=spark, problem=problem)
         results.append((label, res))
         print(f"  results rows {len(res.results)}, digest {res.digest()[:16]}, measured operations "
-              f"{res.operations}, predicted cost {_fmt(res.predicted_cost)}, wall {res.time_s:.2f}s")
+              f"{res.operations}, predicted {_fmt(fam.predict(problem, plan))} "
+              f"({fam.objective.predict_unit}), wall {res.time_s:.2f}s")
     digests = {res.digest() for _, res in results}
     agree = len(digests) == 1
     print(f"  answers agree under every plan: {'yes' if agree else 'NO'}")
@@ -126,62 +127,58 @@ def _methods_for(demo: FamilyDemo) -> tuple[list[str] | None, list[str]]:
     return [m for m in names if m not in PAIRWISE_ONLY], [m for m in names if m in PAIRWISE_ONLY]
 
 
+def _solve_generated(demo: FamilyDemo, quick: bool, time_limit: float, progress: _Progress):
+    """(instance, solutions, stream, events) of the demo's generated workload."""
+    from cepopt.instances.generate import generate
+    from cepopt.solve import compare
+
+    args = demo.quick_generator_args if quick else demo.generator_args
+    stream = demo.quick_stream if quick else demo.stream
+    measured = (f", statistics measured on {stream}, {', '.join(f'{k}={v}' for k, v in demo.params)}"
+                if demo.stream_statistics else "")
+    progress.step(f"{demo.family}: generated workload ({' '.join(args)}){measured}, every method")
+    generated, events = generate(demo.family, list(args)), None
+    if demo.stream_statistics:
+        generated, events = _on_stream_statistics(demo, generated, stream)
+    methods, left_out = _methods_for(demo)
+    sols = compare(generated, methods=methods, time_limit=time_limit)
+    print(sols)
+    if left_out:
+        print(f"  not run: {', '.join(left_out)} (their models price SEQ order pairwise, "
+              "so they refuse seq_temporal=exact)")
+    return generated, sols, stream, events
+
+
 def run_demo(*, quick: bool = False, master: str | None = None, time_limit: float = 10.0) -> int:
     """Run the demo; returns the exit status (1 if some plans disagreed on the answers)."""
     from cepopt import instances
-    from cepopt.instances.generate import generate
-    from cepopt.solve import compare, family
+    from cepopt.executor.session import get_spark
+    from cepopt.solve import compare
 
     start = time.perf_counter()
     progress = _Progress(total=4 * len(DEMOS))  # example, generated, two executions
     spark = None
     disagreements = []
     for demo in DEMOS:
-        try:
-            family(demo.family)
-        except NotBuiltError as exc:
-            progress.step(f"{demo.family}: skipped ({exc})")
-            continue
         progress.step(f"{demo.family}: paper example {demo.example}, every method")
         example = instances.load(demo.example)
-        print(compare(example, time_limit=time_limit))
-        generated = events = None
+        example_sols = compare(example, time_limit=time_limit)
+        print(example_sols)
         if demo.generator_args:
-            args = demo.quick_generator_args if quick else demo.generator_args
-            stream = demo.quick_stream if quick else demo.stream
-            measured = (f", statistics measured on {stream}, {', '.join(f'{k}={v}' for k, v in demo.params)}"
-                        if demo.stream_statistics else "")
-            progress.step(f"{demo.family}: generated workload ({' '.join(args)}){measured}, every method")
-            try:
-                generated = generate(demo.family, list(args))
-                if demo.stream_statistics:
-                    generated, events = _on_stream_statistics(demo, generated, stream)
-                methods, left_out = _methods_for(demo)
-                gen_sols = compare(generated, methods=methods, time_limit=time_limit)
-                print(gen_sols)
-                if left_out:
-                    print(f"  not run: {', '.join(left_out)} (their models price SEQ order pairwise, "
-                          "so they refuse seq_temporal=exact)")
-            except NotBuiltError as exc:
-                print(f"  skipped: {exc}")
-                generated = None
+            executed = _solve_generated(demo, quick, time_limit, progress)
         else:
             progress.step(f"{demo.family}: no generated workload (the example is executed)")
+        if demo.executed_instance != "generated" or not demo.generator_args:
+            executed = (example, example_sols, None, None)
+        spark = spark or get_spark(master)
+        inst, sols, stream, events = executed
         try:
-            if spark is None:
-                from cepopt.executor.session import get_spark
-
-                spark = get_spark(master)
-            if demo.executed_instance == "generated" and generated is not None:
-                outcome = _execute_pair(demo, generated, gen_sols, stream, spark, progress, events)
-            else:
-                outcome = _execute_pair(demo, example, compare(example, time_limit=time_limit), None, spark, progress)
-            if not outcome["agree"]:
-                disagreements.append(demo.family)
-        except NotBuiltError as exc:
-            progress.step(f"{demo.family}: execution skipped ({exc})")
+            outcome = _execute_pair(demo, inst, sols, stream, spark, progress, events)
         except CepoptError as exc:
             progress.step(f"{demo.family}: execution failed: {exc}")
+            disagreements.append(demo.family)
+            continue
+        if not outcome["agree"]:
             disagreements.append(demo.family)
     print(f"\ndemo finished in {time.perf_counter() - start:.1f}s; "
           + ("answers agreed under every executed plan" if not disagreements

@@ -25,22 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cepopt.errors import CepoptError, UnknownNameError
+from cepopt import entry_points
+from cepopt.errors import CepoptError
 from cepopt.params import number_from_text
-from cepopt.plugins import import_built
 
-__all__ = ["EXPERIMENTS", "Experiment", "ExperimentOutput", "get_experiment", "markdown_table", "run_experiment"]
-
-#: Every experiment by name; the module is imported on first use.
-EXPERIMENTS: dict[str, str] = {
-    "sharon-optimizers": "cepopt.experiments.sharon_optimizers",
-    "sharon-executor": "cepopt.experiments.sharon_executor",
-    "gloria-optimizers": "cepopt.experiments.gloria_optimizers",
-    "hamlet-executor": "cepopt.experiments.hamlet_executor",
-    "joinorder-scaling": "cepopt.experiments.joinorder_scaling",
-    "joinorder-executor": "cepopt.experiments.joinorder_executor",
-    "validate-cost-models": "cepopt.experiments.validate_cost_models",
-}
+__all__ = ["Experiment", "ExperimentOutput", "get_experiment", "markdown_table", "run_experiment"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -71,9 +60,10 @@ class ExperimentOutput:
 
 
 def get_experiment(name: str) -> Experiment:
-    if name not in EXPERIMENTS:
-        raise UnknownNameError(f"unknown experiment {name!r} (known: {', '.join(EXPERIMENTS)})")
-    return import_built(EXPERIMENTS[name], f"experiment {name!r}").EXPERIMENT
+    """The experiment ``name``: the ``EXPERIMENT`` of its module in the ``cepopt.experiments``
+    entry-point group (or the object the entry point names)."""
+    found = entry_points.load("experiments", name, "experiment")
+    return getattr(found, "EXPERIMENT", found)
 
 
 def _key(point: dict) -> str:

@@ -105,8 +105,9 @@ def _stream(events: int, symbols: int, seed: int):
 
 def run(point: dict) -> list[dict]:
     from cepopt.executor.join_stats import estimate_statistics
-    from cepopt.executor.joinorder_driver import _predicted, run_plan
+    from cepopt.executor.joinorder_driver import run_plan
     from cepopt.instances.stock_stream import pattern
+    from cepopt.joinorder import cost
     from cepopt.joinorder.problem import build_query
     from cepopt.solution import MethodResult
     from cepopt.solve import method as get_method
@@ -125,8 +126,8 @@ def run(point: dict) -> list[dict]:
         result = get_method("joinorder", name).fn(problem, time_limit=60, seed=point["seed"])
         plan = result.plan if isinstance(result, MethodResult) else result
         plan_time = time.perf_counter() - start
-        predicted, log_predicted = _predicted(problem, plan)
-        predicted_adjacent, _ = _predicted(adjacent, plan)
+        predicted, log_predicted = cost.predict(problem, plan), cost.evaluate(problem, plan)
+        predicted_adjacent = cost.predict(adjacent, plan)
         key = str(plan)
         if not executed:  # warm-up, untimed (see the module docstring)
             for r in run_plan(problem, plan, sdf):

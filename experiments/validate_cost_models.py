@@ -96,9 +96,9 @@ def run(point: dict) -> list[dict]:
     stream = f"gen:workload:events={events},seed={point['seed']}"
     rows, digests = [], set()
     for method, plan in plans.values():
-        res = execute(inst, plan, stream, spark=spark)
+        res = execute(inst, plan, stream, spark=spark, problem=problem)
         digests.add(res.digest())
-        rows.append({"method": method, "predicted_cost": res.predicted_cost, "operations": res.operations,
+        rows.append({"method": method, "predicted_cost": fam.predict(problem, plan), "operations": res.operations,
                      "time_s": res.time_s})
     for row in rows:
         row["answers_agree"] = len(digests) == 1

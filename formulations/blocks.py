@@ -1,14 +1,15 @@
-"""Solve a 0-1 program block by block (exact decomposition).
+"""Solve a model block by block (exact decomposition).
 
 Two variables are linked when some row holds both; the connected components of that relation
-(*blocks*) share no row, so the program is the sum of independent programs, one per block: the
-optimum is the sum of the block optima, the bound the sum of the block bounds, and the result is
-proven optimal only if every block is. Blocks of at most ``ENUMERATE`` variables (a candidate in
-conflict with nobody, two rival candidates, ...) are solved by enumerating their 2^k vectors; the
-others go to the solver, each with the time that is left.
+(*blocks*) share no row, so the model is the sum of independent models, one per block: the optimum is
+the sum of the block optima, the bound the sum of the block bounds, and the result is proven optimal
+only if every block is. Blocks of at most ``ENUMERATE`` binary variables (a candidate in conflict with
+nobody, two rival candidates, ...) are solved by enumerating their 2^k vectors in exact arithmetic; the
+others go to the solver, each with the time that is left. A block the time limit leaves unsolved keeps
+its start (the model's hint, else all-zero when that is feasible) and the trivial bound of its
+variables' ranges, so the whole model still has a solution and a valid bound.
 
-The model is any object with ``names``, ``objective`` (maximised) and ``rows`` = [(coefs {index:
-coef}, rhs)] meaning sum coef x <= rhs over 0-1 x (:class:`cepopt.formulations.sharon.LinearModel`).
+The model is a :class:`~cepopt.formulations.model.Model`.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ __all__ = ["ENUMERATE", "blocks", "solve_by_blocks"]
 ENUMERATE = 3
 
 
-def blocks(n: int, rows: Sequence[tuple[dict[int, int], int]]) -> list[list[int]]:
-    """Connected components of the variables 0..n-1 under "appear in one row" (union-find)."""
+def blocks(n: int, rows: Sequence[tuple]) -> list[list[int]]:
+    """Connected components of the variables 0..n-1 under "appear in one row" (union-find); ``rows``
+    are (cols, ...) tuples."""
     parent = list(range(n))
 
     def find(i: int) -> int:
@@ -33,10 +35,12 @@ def blocks(n: int, rows: Sequence[tuple[dict[int, int], int]]) -> list[list[int]
             i = parent[i]
         return i
 
-    for coefs, _ in rows:
-        it = iter(coefs)
-        first = find(next(it, -1)) if coefs else -1
-        for j in it:
+    for row in rows:
+        cols = row[0]
+        if not cols:
+            continue
+        first = find(cols[0])
+        for j in cols[1:]:
             r = find(j)
             if r != first:
                 parent[r] = first
@@ -46,65 +50,112 @@ def blocks(n: int, rows: Sequence[tuple[dict[int, int], int]]) -> list[list[int]
     return sorted(out.values(), key=lambda b: (-len(b), b[0]))
 
 
-def _enumerate(objective: Sequence, rows: Sequence[tuple[dict[int, int], int]]) -> tuple[list[int], object]:
-    """Best feasible 0-1 vector of a tiny program (all-zero is feasible for our <= rows, rhs >= 0)."""
+def _row_ok(cols, coefs, lo, hi, x) -> bool:
+    s = sum(c * x[j] for j, c in zip(cols, coefs, strict=True))
+    return (lo is None or s >= lo) and (hi is None or s <= hi)
+
+
+def _enumerate(sub) -> tuple[list[int] | None, object]:
+    """Best feasible 0-1 vector of a tiny binary model (exact arithmetic), or (None, None) if none."""
     best, best_x = None, None
-    for x in product((0, 1), repeat=len(objective)):
-        if all(sum(c * x[i] for i, c in coefs.items()) <= rhs for coefs, rhs in rows):
-            value = sum(c for c, xi in zip(objective, x, strict=True) if xi)
-            if best is None or value > best:
+    better = (lambda a, b: a > b) if sub.sense == "max" else (lambda a, b: a < b)
+    for x in product((0, 1), repeat=len(sub.names)):
+        if all(_row_ok(*row, x) for row in sub.rows):
+            value = sub.value(x)
+            if best is None or better(value, best):
                 best, best_x = value, list(x)
     return best_x, best
 
 
-def solve_by_blocks(model, solve: Callable, *, time_limit: float | None, hint: Sequence[int] | None = None,
-                    make: Callable | None = None):
-    """Solve ``model`` block by block.
+def _trivial_bound(sub):
+    """The objective's best over the variables' boxes (None when a box is open on the good side)."""
+    total = sub.constant
+    for c, lb, ub in zip(sub.objective, sub.lb, sub.ub, strict=True):
+        if not c:
+            continue
+        good = ub if (c > 0) == (sub.sense == "max") else lb
+        if good is None:
+            return None
+        total += c * good
+    return total
 
-    ``solve(sub_model, time_limit, hint)`` solves one block and returns (x or None, status, objective,
-    bound, stats); ``make(names, objective, rows)`` builds a sub-model (default: the model's class).
-    Returns (x or None, status, objective, bound, stats) for the whole model; stats gain ``blocks``,
-    ``largest_block`` and ``enumerated_variables``, plus the solver stats of the largest block.
-    """
-    start = time.perf_counter()
-    n = len(model.names)
-    parts = blocks(n, model.rows)
-    row_block: dict[int, list] = {}
+
+def _start(sub) -> list | None:
+    """A feasible vector for an unsolved block: its hint, else all-zero, when feasible."""
+    for x in (sub.hint, [0] * len(sub.names)):
+        if x is not None and all((lb is None or lb <= v) and (ub is None or v <= ub)
+                                 for v, lb, ub in zip(x, sub.lb, sub.ub, strict=True)) \
+                and all(_row_ok(*row, x) for row in sub.rows):
+            return list(x)
+    return None
+
+
+def _row_blocks(model, parts) -> dict[int, list[int]]:
     where = {}
     for b, members in enumerate(parts):
-        for k, i in enumerate(members):
-            where[i] = (b, k)
-    for coefs, rhs in model.rows:
-        if coefs:
-            b = where[next(iter(coefs))][0]
-            row_block.setdefault(b, []).append(({where[i][1]: c for i, c in coefs.items()}, rhs))
-    make = make or (lambda names, objective, rows: type(model)(names, objective, rows))
+        for i in members:
+            where[i] = b
+    out: dict[int, list[int]] = {}
+    for r, row in enumerate(model.rows):
+        if row[0]:
+            out.setdefault(where[row[0][0]], []).append(r)
+    return out
+
+
+def solve_by_blocks(model, solve: Callable, *, time_limit: float | None, deadline: float | None = None):
+    """Solve ``model`` block by block; ``solve(sub_model, time_left)`` solves one block and returns a
+    :class:`~cepopt.formulations.model.ModelResult`. Returns the whole model's ModelResult; its stats gain
+    ``blocks``, ``largest_block`` and ``enumerated_variables``, plus the solver stats of the largest
+    block. ``deadline`` (a ``time.perf_counter()`` value) overrides ``time_limit``."""
+    from cepopt.formulations.model import ModelResult
+
+    start = time.perf_counter()
+    if deadline is None and time_limit is not None:
+        deadline = start + time_limit
+    n = len(model.names)
+    parts = blocks(n, model.rows)
+    row_block = _row_blocks(model, parts)
     x = [0] * n
-    objective, bound, statuses = 0, 0, []
+    out = ModelResult("optimal", objective=model.constant, bound=model.constant, x=x, exact=True)
     stats: dict = {"blocks": len(parts), "largest_block": len(parts[0]) if parts else 0, "enumerated_variables": 0}
+    binary = model.is_binary()
     for b, members in enumerate(parts):
-        rows = row_block.get(b, [])
-        obj = [model.objective[i] for i in members]
-        if len(members) <= ENUMERATE:
-            bx, value = _enumerate(obj, rows)
+        sub = model.submodel(members, row_block.get(b, []))
+        if binary and len(members) <= ENUMERATE:
+            bx, value = _enumerate(sub)
             stats["enumerated_variables"] += len(members)
-            status, bbound, bstats = "optimal", value, {}
+            res = ModelResult("optimal" if bx is not None else "infeasible", value, value, bx, exact=True)
         else:
-            left = None if time_limit is None else max(time_limit - (time.perf_counter() - start), 0.01)
-            sub = make([model.names[i] for i in members], obj, rows)
-            bhint = None if hint is None else [hint[i] for i in members]
-            bx, status, value, bbound, bstats = solve(sub, left, bhint)
-            if status in ("error", "infeasible"):  # the solver failed: no answer for the whole model
-                stats.update(bstats)
-                return None, status, None, None, stats
-            if bx is None:  # no solution in time: the all-zero vector is feasible (rows are <= with rhs >= 0)
-                bx, value, status = [0] * len(members), 0, "timeout"
-        if b == 0:
-            stats.update(bstats)
-        for i, xi in zip(members, bx, strict=True):
+            left = None if deadline is None else deadline - time.perf_counter()
+            if left is None:
+                res = solve(sub, None)
+            else:
+                res = solve(sub, max(left, 0.01)) if left > 0 else ModelResult("timeout")
+            if b == 0:
+                stats.update(res.stats)
+            if res.status in ("error", "infeasible"):  # no answer for the whole model
+                return ModelResult(res.status, message=res.message, stats={**res.stats, **stats})
+            if res.x is None:  # no solution in time: a feasible start and the trivial bound
+                bx = _start(sub)
+                if bx is None:
+                    return ModelResult("timeout", message=res.message, stats={**res.stats, **stats})
+                res = ModelResult("timeout", sub.value(bx), _best_bound(res.bound, _trivial_bound(sub), sub.sense),
+                                  bx, message=res.message)
+        for i, xi in zip(members, res.x, strict=True):
             x[i] = xi
-        objective += value
-        bound = None if bound is None or bbound is None else bound + bbound
-        statuses.append(status)
-    status = "optimal" if all(s == "optimal" for s in statuses) else "feasible"
-    return x, status, objective, bound, stats
+        out.objective += res.objective - sub.constant
+        out.bound = None if out.bound is None or res.bound is None else out.bound + res.bound - sub.constant
+        out.exact = out.exact and res.exact
+        out.bound_margin += res.bound_margin
+        if res.status != "optimal":
+            out.status = "feasible"
+        if res.message and not out.message:
+            out.message = res.message
+    out.stats = stats
+    return out
+
+
+def _best_bound(a, b, sense: str):
+    if a is None or b is None:
+        return a if b is None else b
+    return min(a, b) if sense == "max" else max(a, b)

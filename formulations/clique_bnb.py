@@ -47,6 +47,14 @@ class TreeResult:
     closed: bool
     nodes: int
     root_bound: float
+    float_exact: bool = True
+
+    @property
+    def proven(self) -> bool:
+        """A closed tree proves the optimum unless the caller said its floats cannot decide for the
+        weights (exact integers beyond 2^52); fractional weights are proven to the LP's tolerances, as
+        by a MILP solver."""
+        return self.closed and self.float_exact
 
 
 class _Packing:
@@ -116,20 +124,23 @@ class _Packing:
 def clique_branch_and_bound(weights: Sequence[float], cliques: Sequence[Sequence[int]], *,
                             incumbent: Sequence[int] | None = None, node_limit: int = 64,
                             deadline: float | None = None, threads: int = 2,
-                            root_multiple: float | None = None) -> TreeResult | None:
+                            root_multiple: float | None = None, float_exact: bool = True) -> TreeResult | None:
     """Run the tree (module docstring) for at most ``node_limit`` LPs, until ``deadline`` (a
     ``time.perf_counter()`` value), and, with ``root_multiple``, for at most that multiple of the
     root LP's time. ``incumbent``: a feasible 0-1 vector to start from.
     ``threads`` > 1 solves a node's two children at once (HiGHS releases the GIL: 1.8x on 2 cores).
     Returns None when the root LP fails or runs out of time (the caller then solves without the
-    tree); a failed child LP ends the tree there, unclosed."""
+    tree); a failed child LP ends the tree there, unclosed. ``float_exact=False`` says the weights are
+    exact integers beyond what floats resolve: a closed tree is then no proof (:attr:`TreeResult.proven`)
+    and the bound is widened by the LPs' relative error."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        return _search(weights, cliques, incumbent, node_limit, deadline, root_multiple, pool)
+        return _search(weights, cliques, incumbent, node_limit, deadline, root_multiple, pool, float_exact)
 
 
-def _search(weights, cliques, incumbent, node_limit, deadline, root_multiple, pool) -> TreeResult | None:
+def _search(weights, cliques, incumbent, node_limit, deadline, root_multiple, pool, float_exact
+            ) -> TreeResult | None:
     pk = _Packing(weights, cliques)
     n = len(pk.w)
     best_x = np.zeros(n, dtype=np.int8) if incumbent is None else np.asarray(incumbent, dtype=np.int8)
@@ -194,4 +205,7 @@ def _search(weights, cliques, incumbent, node_limit, deadline, root_multiple, po
             push(child, solved)
     open_bound = max((-b for b, *_ in heap if beats(-b)), default=best)
     closed = open_bound <= best
-    return TreeResult([int(v) for v in best_x], best, max(best, open_bound), closed, nodes, root[0])
+    bound = max(best, open_bound)
+    if not float_exact:  # the LPs' own error, relative to these huge sums
+        bound += 1e-6 * abs(bound)
+    return TreeResult([int(v) for v in best_x], best, bound, closed, nodes, root[0], float_exact)

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pulp
 
+from cepopt.errors import MethodLimitError
 from cepopt.formulations.milp import solve_milp
 from cepopt.joinorder.cost import (
     leaf_log,
@@ -48,7 +49,6 @@ from cepopt.joinorder.cost import (
 from cepopt.joinorder.greedy import greedy
 from cepopt.joinorder.problem import Conjunct
 from cepopt.joinorder.zstream import zstream
-from cepopt.solve import MethodLimitError
 
 __all__ = ["ModelOutcome", "solve_order_cpsat", "solve_order_milp", "solve_tree_milp"]
 

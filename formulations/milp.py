@@ -1,20 +1,27 @@
-"""Solve a MILP written once in PuLP with a backend chosen by name.
+"""MILP backends of the one model container: MathOpt (HiGHS, SCIP) in process, PuLP (CBC and the rest).
 
-Models are written in PuLP (``pulp.LpProblem``): it has the expression algebra and ships CBC. The
-``highs`` and ``scip`` backends translate the PuLP model into an OR-Tools MathOpt model and solve it
-in-process (ortools carries both solvers; DESIGN.md explains why highspy must never be installed beside
-it). ``cbc`` runs PuLP's bundled CBC binary.
+:func:`solve_model_milp` solves a :class:`~cepopt.formulations.model.Model` (through
+:func:`cepopt.formulations.model.solve`):
 
-A model with thousands of rows can also be handed over in matrix form (:class:`MatrixMilp`): the
-MathOpt backends then get a ``ModelProto`` filled from flat lists, without PuLP's and MathOpt's
-per-term Python expressions (measured: 1.5-2 s of 3-10 s for a 20k-row Sharon model went to those
-expressions); ``cbc`` turns it into a PuLP problem, so there is still one model and one solve path.
+* ``highs`` and ``scip``: the model goes to OR-Tools MathOpt as a ``ModelProto`` filled from flat lists
+  and is solved by MathOpt's core solver, without per-term Python objects (measured: 1.5-2 s of 3-10 s
+  for a 20k-row Sharon model went to PuLP's and MathOpt's expressions). ortools ships both solvers;
+  DESIGN.md explains why highspy must never be installed beside it.
+* ``cbc`` (PuLP's bundled binary) and every other PuLP backend by name: ``gurobi``, ``cplex``, ``glpk``,
+  ``xpress``, ``mosek``, ``copt``, ... (:data:`PULP_ALIASES`) or ``pulp:NAME`` with a name of
+  ``pulp.listSolvers()``; one that is not installed is a CepoptError naming what is. PuLP's in-process
+  HiGHS is refused (it loads highspy); its ``HiGHS_CMD`` binary is fine.
 
 HiGHS and SCIP take an objective coefficient of 1e20 as infinite (measured: status "error"; CBC solves):
 an objective whose coefficients sum beyond :data:`~cepopt.formulations.scaling.MAX_OBJECTIVE` is solved
 multiplied by a power of two below 1 (exact in floating point, :func:`~cepopt.formulations.scaling.milp_scale`),
-and its value and bound are multiplied back. The solvers' tolerances (about 1e-6) then apply to the scaled
-objective: an objective they cannot resolve is refused (CepoptError).
+and its value and bound are multiplied back. Floating-point solvers work to tolerances (about 1e-6): the
+bound they report is widened by :data:`BOUND_TOLERANCE` of itself, and "optimal" stands only when that
+bound proves the exact objective of the rounded solution (:func:`~cepopt.formulations.model.certify`:
+within one unit for integer objectives); otherwise the status is "feasible".
+
+:func:`solve_milp` keeps the older entry point for models written in PuLP (the join-order and Gloria
+formulations): the PuLP problem is read into a Model and solved the same way.
 
 >>> import pulp
 >>> prob = pulp.LpProblem("tiny", pulp.LpMaximize)
@@ -30,16 +37,28 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
-
-import pulp
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from cepopt.errors import CepoptError
 from cepopt.formulations.scaling import coefficient_total, milp_scale, require_resolution
 
-__all__ = ["BACKENDS", "MatrixMilp", "MilpResult", "solve_milp"]
+__all__ = ["BACKENDS", "BOUND_TOLERANCE", "MilpResult", "PULP_ALIASES", "from_pulp", "mathopt_proto",
+           "solve_milp", "solve_model_milp", "to_pulp"]
 
+#: the in-process MILP backends (and PuLP's bundled CBC); PuLP's other solvers by name (PULP_ALIASES)
 BACKENDS = ("highs", "scip", "cbc")
+
+#: PuLP solvers by short name: the first available of the listed PuLP classes is used
+PULP_ALIASES: dict[str, tuple[str, ...]] = {
+    "gurobi": ("GUROBI", "GUROBI_CMD"), "cplex": ("CPLEX_PY", "CPLEX_CMD"), "glpk": ("GLPK_CMD", "PYGLPK"),
+    "xpress": ("XPRESS_PY", "XPRESS"), "mosek": ("MOSEK",), "copt": ("COPT", "COPT_DLL", "COPT_CMD"),
+    "coin": ("COIN_CMD",), "mipcl": ("MIPCL_CMD",), "cuopt": ("CUOPT",), "scip-cmd": ("SCIP_CMD", "FSCIP_CMD"),
+    "highs-cmd": ("HiGHS_CMD",), "choco": ("CHOCO_CMD",),
+}
+
+#: relative width added to a floating-point solver's bound (its feasibility and optimality tolerances)
+BOUND_TOLERANCE = 1e-7
 
 
 @dataclass
@@ -52,217 +71,185 @@ class MilpResult:
     backend: str = ""
     message: str = ""
 
-    def value(self, var: pulp.LpVariable) -> float:
+    def value(self, var) -> float:
         return self.values.get(var.name, 0.0)
 
 
-@dataclass
-class MatrixMilp:
-    """A MILP in matrix form: variables ``names`` with bounds [lb, ub] (integer where ``integer``),
-    objective coefficients, and rows ``(columns, coefficients, lower, upper)`` (None = unbounded)."""
-
-    names: list[str]
-    objective: list[float]
-    rows: list[tuple[list[int], list[float], float | None, float | None]]
-    maximize: bool = True
-    lb: list[float] | None = None  # default 0
-    ub: list[float] | None = None  # default 1
-    integer: list[bool] | None = None  # default all integer
-    name: str = "cepopt"
-
-    def to_pulp(self) -> pulp.LpProblem:
-        prob = pulp.LpProblem(self.name, pulp.LpMaximize if self.maximize else pulp.LpMinimize)
-        n = len(self.names)
-        lb, ub = self.lb or [0.0] * n, self.ub or [1.0] * n
-        integer = self.integer or [True] * n
-        xs = [pulp.LpVariable(nm, lb[i], ub[i], cat=pulp.LpInteger if integer[i] else pulp.LpContinuous)
-              for i, nm in enumerate(self.names)]
-        prob += pulp.LpAffineExpression([(xs[i], float(c)) for i, c in enumerate(self.objective) if c])
-        for r, (cols, coefs, lo, up) in enumerate(self.rows):
-            expr = pulp.LpAffineExpression(list(zip((xs[i] for i in cols), coefs, strict=True)))
-            if lo is not None and up is not None and lo == up:
-                prob += expr == up, f"r{r}"
-                continue
-            if up is not None:
-                prob += expr <= up, f"r{r}"
-            if lo is not None:
-                prob += expr >= lo, f"r{r}_lo"
-        return prob
-
-
-def solve_milp(prob: pulp.LpProblem | MatrixMilp, *, backend: str = "highs", time_limit: float | None = None,
-               seed: int = 0, rel_gap: float = 0.0, feas_tol: float | None = None,
-               threads: int = 1, options: dict | None = None) -> MilpResult:
-    """Solve ``prob`` (a PuLP problem or a :class:`MatrixMilp`) with ``backend`` ("highs", "scip" or "cbc").
-
-    ``rel_gap`` is the relative optimality gap at which the solver may stop (0: prove the optimum).
-    ``feas_tol`` tightens primal feasibility (HiGHS needs 1e-9 for tangent-cut loops). The status is
-    optimal / feasible (stopped with a solution) / timeout (no solution) / infeasible / error (the
-    solver itself failed; ``message`` says how). ``options`` are solver-specific settings passed to
-    HiGHS (e.g. ``{"presolve": "off"}``) or SCIP (e.g. ``{"presolving/maxrounds": 0}``); CBC ignores them.
-    Values of a :class:`MatrixMilp` are keyed by its ``names``.
-    """
-    if backend not in BACKENDS:
-        raise CepoptError(f"unknown MILP backend {backend!r} (use one of {', '.join(BACKENDS)})")
-    coefs = _objective_coefs(prob)
-    factor = milp_scale(coefficient_total(coefs))
-    if factor != 1:
-        prob = _scale_objective(prob, factor)
-    start = time.perf_counter()
-    if backend == "cbc":
-        result = _solve_cbc(prob.to_pulp() if isinstance(prob, MatrixMilp) else prob, time_limit, seed, rel_gap,
-                            threads)
-    else:
-        result = _solve_mathopt(prob, backend, time_limit, seed, rel_gap, feas_tol, threads, options or {})
-    result.wall_time = time.perf_counter() - start
-    result.backend = backend
-    if factor != 1:
-        result.objective, result.bound = (None if v is None else v / factor for v in (result.objective, result.bound))
-        if result.objective is not None:
-            # the solvers' tolerances (about 1e-6 per term) hold for the scaled objective
-            require_resolution(len(coefs) * 1e-6 / factor, result.objective, backend)
-    if result.status == "error" and options:  # the options are the usual suspects: name them
-        result.message += f" (solver options given: {', '.join(sorted(options))})"
-    return result
-
-
-def _objective_coefs(prob: pulp.LpProblem | MatrixMilp) -> list:
-    if isinstance(prob, MatrixMilp):
-        return [c for c in prob.objective if c]
-    return [] if prob.objective is None else [*prob.objective.values(), prob.objective.constant]
-
-
-def _scale_objective(prob: pulp.LpProblem | MatrixMilp, factor: float) -> pulp.LpProblem | MatrixMilp:
-    """A copy of ``prob`` whose objective is multiplied by ``factor`` (the caller's model is left alone)."""
-    if isinstance(prob, MatrixMilp):
-        return replace(prob, objective=[float(c) * factor for c in prob.objective])
-    scaled = prob.copy()
-    scaled.objective = prob.objective * factor
-    return scaled
-
-
-def _solve_cbc(prob, time_limit, seed, rel_gap, threads) -> MilpResult:
-    options = [f"randomSeed {int(seed) % 2**31}", f"randomCbcSeed {int(seed) % 2**31 + 1}"]
-    # Passing threads=1 makes this CBC build run to the time limit on trivial models: leave it unset.
-    solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=rel_gap,
-                               threads=threads if threads > 1 else None, options=options)
-    code = prob.solve(solver)
-    values = {v.name: (v.varValue if v.varValue is not None else 0.0) for v in prob.variables()}
-    sol_status = prob.sol_status
-    if code == pulp.LpStatusOptimal and sol_status == pulp.LpSolutionOptimal:
-        objective = pulp.value(prob.objective)
-        return MilpResult("optimal", _num(objective), _num(objective), values)
-    if sol_status == pulp.LpSolutionIntegerFeasible:
-        # CBC through PuLP does not report its best bound.
-        return MilpResult("feasible", _num(pulp.value(prob.objective)), None, values)
-    if code == pulp.LpStatusInfeasible:
-        return MilpResult("infeasible", None, None)
-    if sol_status == pulp.LpSolutionNoSolutionFound:
-        return MilpResult("timeout", None, None)
-    return MilpResult("error", None, None)
-
-
-def _num(x) -> float | None:
-    return None if x is None else float(x)
-
-
-def _matrix_model(prob: MatrixMilp):
-    """A MathOpt model filled from flat lists through its ModelProto (no per-term Python objects)."""
+# ------------------------------------------------------------------------------------ conversions
+def mathopt_proto(model, factor: float | None = None):
+    """(MathOpt ModelProto of ``model``, the objective factor used)."""
     from ortools.math_opt import model_pb2
-    from ortools.math_opt.python import mathopt
 
-    n = len(prob.names)
-    proto = model_pb2.ModelProto(name=prob.name)
-    proto.variables.ids.extend(range(n))
-    proto.variables.lower_bounds.extend(prob.lb or [0.0] * n)
-    proto.variables.upper_bounds.extend(prob.ub or [1.0] * n)
-    proto.variables.integers.extend(prob.integer or [True] * n)
-    proto.variables.names.extend(prob.names)
-    proto.objective.maximize = prob.maximize
-    nz = [(i, float(c)) for i, c in enumerate(prob.objective) if c]
+    if factor is None:
+        factor = milp_scale(coefficient_total([c for c in model.objective if c]))
+    n = len(model.names)
+    proto = model_pb2.ModelProto(name=model.name)
+    var = proto.variables
+    var.ids.extend(range(n))
+    var.lower_bounds.extend(-math.inf if v is None else float(v) for v in model.lb)
+    var.upper_bounds.extend(math.inf if v is None else float(v) for v in model.ub)
+    var.integers.extend(model.integer)
+    var.names.extend(model.names)
+    proto.objective.maximize = model.sense == "max"
+    proto.objective.offset = float(model.constant) * factor
+    nz = [(i, float(c) * factor) for i, c in enumerate(model.objective) if c]
     proto.objective.linear_coefficients.ids.extend(i for i, _ in nz)
     proto.objective.linear_coefficients.values.extend(c for _, c in nz)
     cons, mat = proto.linear_constraints, proto.linear_constraint_matrix
-    for r, (cols, coefs, lo, up) in enumerate(prob.rows):
-        cons.ids.append(r)
+    cons.ids.extend(range(len(model.rows)))
+    rows, cols, vals = mat.row_ids, mat.column_ids, mat.coefficients
+    for r, (cidx, coefs, lo, hi) in enumerate(model.rows):
         cons.lower_bounds.append(-math.inf if lo is None else float(lo))
-        cons.upper_bounds.append(math.inf if up is None else float(up))
-        order = sorted(range(len(cols)), key=cols.__getitem__)  # the matrix must be sorted by column
-        mat.row_ids.extend([r] * len(cols))
-        mat.column_ids.extend(cols[k] for k in order)
-        mat.coefficients.extend(float(coefs[k]) for k in order)
-    model = mathopt.Model.from_model_proto(proto)
-    return model, {nm: model.get_variable(i) for i, nm in enumerate(prob.names)}
+        cons.upper_bounds.append(math.inf if hi is None else float(hi))
+        order = sorted(range(len(cidx)), key=cidx.__getitem__) if len(cidx) > 1 else range(len(cidx))
+        rows.extend([r] * len(cidx))
+        cols.extend(cidx[k] for k in order)
+        vals.extend(float(coefs[k]) for k in order)
+    if model.row_names is not None:
+        cons.names.extend(model.row_names)
+    return proto, factor
 
 
-def _solve_mathopt(prob, backend, time_limit, seed, rel_gap, feas_tol, threads, options) -> MilpResult:
-    from datetime import timedelta
+def to_pulp(model, factor: float = 1):
+    """(a PuLP problem of ``model`` with its objective times ``factor``, its variables by index)."""
+    import pulp
 
-    from ortools.math_opt.python import mathopt
+    prob = pulp.LpProblem(model.name, pulp.LpMaximize if model.sense == "max" else pulp.LpMinimize)
+    xs = [pulp.LpVariable(nm, None if lb is None else lb, None if ub is None else ub,
+                          cat=pulp.LpInteger if integer else pulp.LpContinuous)
+          for nm, lb, ub, integer in zip(model.names, model.lb, model.ub, model.integer, strict=True)]
+    prob += pulp.LpAffineExpression([(xs[i], float(c) * factor) for i, c in enumerate(model.objective) if c],
+                                    constant=float(model.constant) * factor)
+    names = model.row_names or [f"r{k}" for k in range(len(model.rows))]
+    for k, (cols, coefs, lo, hi) in enumerate(model.rows):
+        expr = pulp.LpAffineExpression([(xs[j], float(c)) for j, c in zip(cols, coefs, strict=True)])
+        if lo is not None and lo == hi:
+            prob += expr == float(hi), names[k]
+            continue
+        if hi is not None:
+            prob += expr <= float(hi), names[k]
+        if lo is not None:
+            prob += expr >= float(lo), names[k] + ("_lo" if hi is not None else "")
+    return prob, xs
 
-    if isinstance(prob, MatrixMilp):
-        model, variables = _matrix_model(prob)
+
+def from_pulp(prob):
+    """A :class:`~cepopt.formulations.model.Model` of a PuLP problem (variables keep their names)."""
+    import pulp
+
+    from cepopt.formulations.model import Model
+
+    model = Model(prob.name or "cepopt", "max" if prob.sense == pulp.LpMaximize else "min")
+    index = {}
+    for v in prob.variables():
+        index[v.name] = model.add_var(v.name, v.lowBound, v.upBound, v.cat == pulp.LpInteger)
+    objective = prob.objective if prob.objective is not None else pulp.LpAffineExpression()
+    for v, c in objective.items():
+        model.objective[index[v.name]] += c
+    model.constant = objective.constant
+    for name, con in prob.constraints.items():
+        cols = [index[v.name] for v in con]
+        coefs = list(con.values())
+        rhs = -con.constant
+        lo = rhs if con.sense in (pulp.LpConstraintGE, pulp.LpConstraintEQ) else None
+        hi = rhs if con.sense in (pulp.LpConstraintLE, pulp.LpConstraintEQ) else None
+        model.add_row(cols, coefs, lo, hi, name=name)
+    return model
+
+
+# ------------------------------------------------------------------------------------ solving
+def solve_model_milp(model, *, backend: str, time_limit: float | None = None, seed: int = 0, rel_gap: float = 0.0,
+                     feas_tol: float | None = None, threads: int = 1, options: Mapping | None = None,
+                     hint: Sequence | None = None, log: bool = False, prove: bool = True):
+    """Solve a Model with a MILP backend (see the module doc); a :class:`~cepopt.formulations.model.ModelResult`.
+    ``prove=False`` keeps the solver's own "optimal" (for callers that judge its tolerances themselves)."""
+    from cepopt.formulations.native import check_seed
+
+    seed = check_seed(seed, solver=backend)
+    kind = _backend_kind(backend)
+    factor = milp_scale(coefficient_total([c for c in model.objective if c]))
+    start = time.perf_counter()
+    if kind == "mathopt":
+        out = _solve_mathopt(model, backend, factor, time_limit, seed, rel_gap, feas_tol, threads,
+                             dict(options or {}), hint, log)
     else:
-        model, variables = _pulp_model(prob)
-    params = mathopt.SolveParameters(random_seed=int(seed) % 2**31, relative_gap_tolerance=rel_gap,
-                                     absolute_gap_tolerance=1e-9 if rel_gap == 0 else None)
-    if backend == "scip":
-        params.threads = threads  # HiGHS rejects a thread count through MathOpt
-    if time_limit is not None:
-        params.time_limit = timedelta(seconds=float(time_limit))
-    if backend == "highs":
-        from ortools.math_opt.solvers import highs_pb2
-
-        hopts = highs_pb2.HighsOptionsProto()
-        if feas_tol is not None:
-            hopts.double_options["primal_feasibility_tolerance"] = feas_tol
-            hopts.double_options["mip_feasibility_tolerance"] = feas_tol
-        for key, value in options.items():
-            _set_option(hopts, key, value)
-        params.highs = hopts
-        solver_type = mathopt.SolverType.HIGHS
-    else:
-        if feas_tol is not None:
-            params.gscip.real_params["numerics/feastol"] = feas_tol
-        for key, value in options.items():
-            _set_option(params.gscip, key, value, scip=True)
-        solver_type = mathopt.SolverType.GSCIP
-    return _run_mathopt(model, variables, solver_type, params, backend)
+        out = _solve_pulp(model, backend, factor, time_limit, seed, rel_gap, threads, log)
+    out.backend = backend
+    out.stats.update(model.stats(), objective_factor=factor)
+    if out.status == "error" and options:  # the options are the usual suspects: name them
+        out.message += f" (solver options given: {', '.join(sorted(options))})"
+    _finish(model, out, prove)
+    out.wall_time = time.perf_counter() - start
+    return out
 
 
-def _set_option(target, key: str, value, scip: bool = False) -> None:
+def _backend_kind(backend: str) -> str:
+    if backend in ("highs", "scip"):
+        return "mathopt"
+    if backend == "cbc" or backend in PULP_ALIASES or backend.lower().startswith("pulp:"):
+        return "pulp"
+    raise CepoptError(f"unknown MILP backend {backend!r} (use one of {', '.join(BACKENDS)}, a PuLP solver "
+                      f"({', '.join(sorted(PULP_ALIASES))}) or pulp:NAME)")
+
+
+def _finish(model, out, prove: bool) -> None:
+    """Round integer variables, take the exact objective, widen the bound, and keep "optimal" only
+    when it is proven for the exact objective."""
+    from cepopt.formulations.model import certify, unit_of
+
+    if out.x is not None:
+        x = [round(v) if integer else v for v, integer in zip(out.x, model.integer, strict=True)]
+        if all(model.integer) and model.violation(x) > 1e-9:
+            out.status, out.x = "error", None
+            out.message = f"{out.backend}: the solution, rounded to integers, violates the model"
+            return
+        out.x = x
+        out.objective = model.value(x)
+    if out.status == "optimal":
+        if out.x is None or prove and not certify(out.objective, out.bound, unit_of(model), model.sense):
+            out.status = "feasible"
+            out.message = (out.message + "; " if out.message else "") + (
+                f"{out.backend} stopped as optimal within its floating-point tolerances; not proven for the "
+                "exact objective")
+
+
+def _param_value(key: str, value, target, scip: bool) -> None:
     """Typed HiGHS (``*_options``) / gSCIP (``*_params``) option maps."""
     kind = ("bool" if isinstance(value, bool) else "int" if isinstance(value, int)
             else ("real" if scip else "double") if isinstance(value, float) else "string")
     getattr(target, kind + ("_params" if scip else "_options"))[key] = value if kind != "string" else str(value)
 
 
-def _pulp_model(prob: pulp.LpProblem):
-    from ortools.math_opt.python import mathopt
+def _mathopt_parameters(backend, time_limit, seed, rel_gap, feas_tol, threads, options, log):
+    from datetime import timedelta
 
-    model = mathopt.Model(name=prob.name or "cepopt")
-    variables = {}
-    for v in prob.variables():
-        lb = -math.inf if v.lowBound is None else float(v.lowBound)
-        ub = math.inf if v.upBound is None else float(v.upBound)
-        variables[v.name] = model.add_variable(lb=lb, ub=ub, is_integer=v.cat == pulp.LpInteger, name=v.name)
-    for name, con in prob.constraints.items():
-        expr = sum(coef * variables[var.name] for var, coef in con.items())
-        rhs = -con.constant
-        if con.sense == pulp.LpConstraintLE:
-            model.add_linear_constraint(expr <= rhs, name=name)
-        elif con.sense == pulp.LpConstraintGE:
-            model.add_linear_constraint(expr >= rhs, name=name)
-        else:
-            model.add_linear_constraint(expr == rhs, name=name)
-    objective = prob.objective if prob.objective is not None else pulp.LpAffineExpression()
-    obj_expr = sum(coef * variables[var.name] for var, coef in objective.items()) + objective.constant
-    if prob.sense == pulp.LpMaximize:
-        model.maximize(obj_expr)
-    else:
-        model.minimize(obj_expr)
+    from ortools.math_opt import parameters_pb2
+    from ortools.math_opt.solvers import highs_pb2
+    from ortools.math_opt.solvers.gscip import gscip_pb2
 
-    return model, variables
+    params = parameters_pb2.SolveParametersProto(random_seed=seed, relative_gap_tolerance=rel_gap,
+                                                 enable_output=bool(log))
+    if rel_gap == 0:
+        params.absolute_gap_tolerance = 1e-9
+    if time_limit is not None:
+        params.time_limit.FromTimedelta(timedelta(seconds=float(time_limit)))
+    if backend == "highs":
+        hopts = highs_pb2.HighsOptionsProto()
+        if feas_tol is not None:
+            hopts.double_options["primal_feasibility_tolerance"] = feas_tol
+            hopts.double_options["mip_feasibility_tolerance"] = feas_tol
+        for key, value in options.items():
+            _param_value(key, value, hopts, scip=False)
+        params.highs.CopyFrom(hopts)
+        return params, parameters_pb2.SOLVER_TYPE_HIGHS
+    params.threads = threads  # HiGHS rejects a thread count through MathOpt
+    gscip = gscip_pb2.GScipParameters()
+    if feas_tol is not None:
+        gscip.real_params["numerics/feastol"] = feas_tol
+    for key, value in options.items():
+        _param_value(key, value, gscip, scip=True)
+    params.gscip.CopyFrom(gscip)
+    return params, parameters_pb2.SOLVER_TYPE_GSCIP
 
 
 def _solver_reason(exc: BaseException) -> str:
@@ -276,29 +263,158 @@ def _solver_reason(exc: BaseException) -> str:
     return str(exc)
 
 
-def _run_mathopt(model, variables, solver_type, params, backend) -> MilpResult:
-    from ortools.math_opt.python import mathopt
+def _solve_mathopt(model, backend, factor, time_limit, seed, rel_gap, feas_tol, threads, options, hint, log):
+    from ortools.math_opt import model_parameters_pb2, result_pb2
+    from ortools.math_opt.core.python import solver as core
+
+    from cepopt.formulations.model import ModelResult
+    from cepopt.formulations.native import native_output_to_stderr
+
+    proto, _ = mathopt_proto(model, factor)
+    try:
+        params, solver_type = _mathopt_parameters(backend, time_limit, seed, rel_gap, feas_tol, threads, options, log)
+    except (ValueError, TypeError) as exc:
+        return ModelResult("error", message=f"{backend} failed: bad option ({exc})"[:300])
+    model_params = model_parameters_pb2.ModelSolveParametersProto()
+    if hint is not None and backend == "scip":
+        h = model_params.solution_hints.add()
+        h.variable_values.ids.extend(range(len(hint)))
+        h.variable_values.values.extend(float(v) for v in hint)
+    from ortools.math_opt import callback_pb2, parameters_pb2
 
     try:
-        result = mathopt.solve(model, solver_type, params=params)
+        with native_output_to_stderr():
+            res = core.solve(proto, solver_type, parameters_pb2.SolverInitializerProto(), params, model_params,
+                             None, callback_pb2.CallbackRegistrationProto(), None, None)
     except Exception as exc:  # noqa: BLE001 - seen: HiGHS "kError [INTERNAL]", which OR-Tools re-raises badly
-        return MilpResult("error", None, None, message=f"{backend} failed: {_solver_reason(exc)}"[:300])
-    reason = result.termination.reason
-    has_solution = result.has_primal_feasible_solution()
-    values = {}
-    if has_solution:
-        found = result.variable_values()
-        values = {name: float(found[var]) for name, var in variables.items()}
-    bound = result.termination.objective_bounds.dual_bound
-    bound = None if bound is None or not math.isfinite(bound) else float(bound)
-    objective = float(result.objective_value()) if has_solution else None
-    T = mathopt.TerminationReason
-    if reason == T.OPTIMAL:
-        return MilpResult("optimal", objective, objective if bound is None else bound, values)
-    if reason in (T.INFEASIBLE,):
-        return MilpResult("infeasible", None, None)
-    if has_solution:
-        return MilpResult("feasible", objective, bound, values)
-    if reason in (T.NO_SOLUTION_FOUND, T.FEASIBLE):
-        return MilpResult("timeout", None, bound)
-    return MilpResult("error", None, None)
+        return ModelResult("error", message=f"{backend} failed: {_solver_reason(exc)}"[:300])
+    T = result_pb2
+    reason = res.termination.reason
+    out = ModelResult("error")
+    sol = next((s.primal_solution for s in res.solutions if s.HasField("primal_solution")
+                and s.primal_solution.feasibility_status == 2), None)  # SOLUTION_STATUS_FEASIBLE
+    if sol is not None:
+        x = [0.0] * len(model.names)
+        for i, v in zip(sol.variable_values.ids, sol.variable_values.values, strict=True):
+            x[i] = v
+        out.x = x
+        out.solver_objective = sol.objective_value / factor
+    dual = res.termination.objective_bounds.dual_bound
+    if math.isfinite(dual):
+        # the solver's tolerances hold in its (scaled) units: widen there, then scale back
+        margin = BOUND_TOLERANCE * max(1.0, abs(dual)) + (1e-9 if rel_gap == 0 else rel_gap * abs(dual))
+        out.bound_margin = margin / factor
+        out.bound = (dual + margin if model.sense == "max" else dual - margin) / factor
+    if reason == T.TERMINATION_REASON_OPTIMAL:
+        out.status = "optimal"
+    elif reason in (T.TERMINATION_REASON_INFEASIBLE, T.TERMINATION_REASON_INFEASIBLE_OR_UNBOUNDED):
+        out.status, out.bound = "infeasible", None
+    elif sol is not None:
+        out.status = "feasible"
+    elif reason in (T.TERMINATION_REASON_NO_SOLUTION_FOUND, T.TERMINATION_REASON_FEASIBLE):
+        out.status = "timeout"
+    else:
+        out.message = f"{backend}: {res.termination.detail or result_pb2.TerminationReasonProto.Name(reason)}"[:300]
+    if out.solver_objective is not None and factor != 1:
+        # the solvers' tolerances (about 1e-6 per term) hold for the scaled objective
+        out.stats["objective_resolution"] = len(model.objective) * 1e-6 / factor
+    return out
+
+
+def _pulp_solver(backend: str, *, msg: bool, time_limit, rel_gap, threads, seed):
+    import pulp
+
+    if backend == "cbc":
+        options = [f"randomSeed {seed % 2**31}", f"randomCbcSeed {seed % 2**31 + 1}"]
+        # Passing threads=1 makes this CBC build run to the time limit on trivial models: leave it unset.
+        return pulp.PULP_CBC_CMD(msg=msg, timeLimit=time_limit, gapRel=rel_gap,
+                                 threads=threads if threads > 1 else None, options=options)
+    if backend.lower().startswith("pulp:"):
+        wanted = backend.split(":", 1)[1]
+        names = tuple(n for n in pulp.listSolvers() if n.lower() == wanted.lower())
+        if not names:
+            raise CepoptError(f"unknown PuLP solver {wanted!r} (PuLP knows {', '.join(pulp.listSolvers())})")
+    else:
+        names = PULP_ALIASES[backend]
+    if any(n == "HiGHS" for n in names):
+        raise CepoptError("PuLP's in-process HiGHS loads highspy, which cannot sit beside OR-Tools' HiGHS "
+                          "(DESIGN.md): use backend=highs (MathOpt) or highs-cmd")
+    for name in names:
+        solver = pulp.getSolver(name, msg=msg, timeLimit=time_limit)
+        if solver.available():
+            return solver
+    available = ", ".join(pulp.listSolvers(onlyAvailable=True))
+    raise CepoptError(f"MILP backend {backend!r} (PuLP {' / '.join(names)}) is not installed or not licensed "
+                      f"here; PuLP finds: {available or 'none'}; in-process: highs, scip")
+
+
+def _solve_pulp(model, backend, factor, time_limit, seed, rel_gap, threads, log):
+    import pulp
+
+    from cepopt.formulations.model import ModelResult
+    from cepopt.formulations.native import native_output_to_stderr
+
+    solver = _pulp_solver(backend, msg=bool(log), time_limit=time_limit, rel_gap=rel_gap, threads=threads,
+                          seed=seed)
+    prob, xs = to_pulp(model, factor)
+    try:
+        with native_output_to_stderr():
+            code = prob.solve(solver)
+    except pulp.PulpSolverError as exc:
+        return ModelResult("error", message=f"{backend} failed: {exc}"[:300])
+    sol_status = prob.sol_status
+    out = ModelResult("error")
+    if sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        out.x = [v.varValue if v.varValue is not None else 0.0 for v in xs]
+        out.solver_objective = float(pulp.value(prob.objective) or 0.0) / factor
+    if code == pulp.LpStatusOptimal and sol_status == pulp.LpSolutionOptimal:
+        out.status = "optimal"  # CBC through PuLP does not report its bound: the optimum is its own,
+        scaled = out.solver_objective * factor  # widened by the tolerances, in the solver's units
+        margin = BOUND_TOLERANCE * max(1.0, abs(scaled)) + (1e-9 if rel_gap == 0 else rel_gap * abs(scaled))
+        out.bound_margin = margin / factor
+        out.bound = (scaled + margin if model.sense == "max" else scaled - margin) / factor
+    elif sol_status == pulp.LpSolutionIntegerFeasible:
+        out.status = "feasible"
+    elif code == pulp.LpStatusInfeasible:
+        out.status = "infeasible"
+    elif sol_status == pulp.LpSolutionNoSolutionFound:
+        out.status = "timeout"
+    return out
+
+
+# ------------------------------------------------------------------------------------ the PuLP entry point
+def solve_milp(prob, *, backend: str = "highs", time_limit: float | None = None, seed: int = 0,
+               rel_gap: float = 0.0, feas_tol: float | None = None, threads: int = 1,
+               options: dict | None = None) -> MilpResult:
+    """Solve ``prob`` (a PuLP problem or a :class:`~cepopt.formulations.model.Model`) with ``backend``.
+
+    ``rel_gap`` is the relative optimality gap at which the solver may stop (0: prove the optimum).
+    ``feas_tol`` tightens primal feasibility (HiGHS needs 1e-9 for tangent-cut loops). The status is
+    optimal / feasible (stopped with a solution) / timeout (no solution) / infeasible / error (the
+    solver itself failed; ``message`` says how). ``options`` are solver-specific settings passed to
+    HiGHS (e.g. ``{"presolve": "off"}``) or SCIP (e.g. ``{"presolving/maxrounds": 0}``); CBC ignores them.
+    Values are keyed by variable name. The status is the solver's: the model's objective may be
+    fractional, so the exact-unit proof of :func:`solve_model_milp` is left to the caller here; an
+    objective scaled down too far for the solver's tolerances is refused (CepoptError).
+    """
+    from cepopt.formulations import model as container
+    from cepopt.formulations import native
+
+    model = prob if isinstance(prob, container.Model) else from_pulp(prob)
+    native.check_time_limit(time_limit)
+    native.offer_export(model, backend)
+    factor = milp_scale(coefficient_total([c for c in model.objective if c]))
+    res = solve_model_milp(model, backend=backend, time_limit=time_limit, seed=seed, rel_gap=rel_gap,
+                           feas_tol=feas_tol, threads=threads, options=options, log=native.settings().log,
+                           prove=False)
+    bound = res.bound
+    if bound is not None:  # the raw solver bound, as before
+        bound = bound - res.bound_margin if model.sense == "max" else bound + res.bound_margin
+    status = res.status
+    objective = None if res.objective is None else float(res.objective)
+    if res.x is None:
+        objective = None
+    elif factor != 1 and objective is not None:
+        require_resolution(len(model.objective) * 1e-6 / factor, objective, backend)
+    values = {} if res.x is None else {n: float(v) for n, v in zip(model.names, res.x, strict=True)}
+    return MilpResult(status, objective, bound, values, res.wall_time, backend, res.message)

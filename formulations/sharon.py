@@ -1,7 +1,8 @@
 """CP-SAT and MILP models of Sharon's sharing-plan problem.
 
-Two models, each written once as a small linear 0-1 program (:class:`LinearModel`) and handed to
-CP-SAT (integer-scaled) or to a MILP backend (:func:`cepopt.formulations.milp.solve_milp`, matrix form).
+Two models, each built once as a :class:`~cepopt.formulations.model.Model` (build), solved block by block
+by CP-SAT (integer-scaled) or a MILP backend (:func:`solve_sharon_model`), and decoded into the chosen
+vertices or (pattern, queries) entries (:func:`decode_mwis`, :func:`decode_compact`).
 
 1. **MWIS** of a Sharon graph (Lemma 1, Def. 11): one binary x_v per vertex, maximise sum w_v x_v.
    Conflict edges are stated as *clique* constraints: every cell (query, position) is covered by a
@@ -27,7 +28,8 @@ CP-SAT (integer-scaled) or to a MILP backend (:func:`cepopt.formulations.milp.so
 
 CP-SAT needs integer coefficients: they are multiplied by ``scale`` (1 when they are already integers
 that fit; below 1 for weights beyond 64-bit integers, :func:`~cepopt.formulations.scaling.integer_scale`)
-and rounded; the scale and the resulting objective tolerance are reported.
+and rounded; the scale is reported, and a proof made on rounded weights counts only where it carries
+over to the exact ones (:func:`~cepopt.formulations.model.certify`).
 
 Solving (decisions measured on the sharon-optimizers instances, 200-1000 queries):
 
@@ -55,32 +57,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from cepopt.formulations.blocks import solve_by_blocks
+from cepopt.formulations.model import Model, ModelResult
 
-if TYPE_CHECKING:
-    from cepopt.formulations.scaling import IntScale
-
-__all__ = ["LinearModel", "mwis_model", "extended_cliques", "compact_model", "solve_cpsat_model", "solve_milp_model",
-           "COMPACT_HIGHS_OPTIONS", "MWIS_CPSAT_NO_CUTS", "MWIS_SCIP_NO_CUTS"]
-
-
-@dataclass
-class LinearModel:
-    """A 0-1 program: maximise sum obj[v] x_v subject to rows sum coef x <= rhs."""
-
-    names: list[str]
-    objective: list[float]
-    rows: list[tuple[dict[int, int], int]] = field(default_factory=list)  # (coefs, rhs) meaning <=
-    decode: object = None  # model-specific data for turning a 0-1 vector into a plan
-
-    def add_le(self, coefs: dict[int, int], rhs: int) -> None:
-        self.rows.append((coefs, rhs))
-
-    def value(self, x: Sequence[int]) -> float:
-        return sum(c for c, xi in zip(self.objective, x, strict=True) if xi)
+__all__ = ["COMPACT_HIGHS_OPTIONS", "MWIS_CPSAT_NO_CUTS", "MWIS_SCIP_NO_CUTS", "compact_model", "decode_compact",
+           "decode_mwis", "extended_cliques", "mwis_model", "solve_sharon_model"]
 
 
 def _maximal(sets: Iterable[frozenset[int]]) -> list[frozenset[int]]:
@@ -88,8 +70,8 @@ def _maximal(sets: Iterable[frozenset[int]]) -> list[frozenset[int]]:
     return [s for s in uniq if not any(s < t for t in uniq)]
 
 
-def mwis_model(graph, extend: bool = False) -> LinearModel:
-    """MWIS of a :class:`~cepopt.sharon.graph.SharonGraph` with cell-clique constraints.
+def mwis_model(graph, extend: bool = False) -> Model:
+    """MWIS of a :class:`~cepopt.sharon.graph.SharonGraph` with cell-clique constraints: x_i = vertex i.
 
     ``extend`` grows every cell clique greedily (heaviest vertex first) by vertices adjacent to all
     its members, which conflict with them in other queries: still valid cliques, a tighter LP
@@ -97,11 +79,17 @@ def mwis_model(graph, extend: bool = False) -> LinearModel:
     cliques = graph.cliques()
     if extend:
         cliques = extended_cliques(graph, cliques)
-    model = LinearModel([f"x{i}" for i in range(len(graph))], [v.weight for v in graph.vertices])
+    model = Model("sharon_mwis", "max")
+    model.add_vars([f"x{i}" for i in range(len(graph))], obj=[v.weight for v in graph.vertices])
     for clique in cliques:
-        model.add_le({i: 1 for i in clique}, 1)
+        model.add_row(list(clique), [1] * len(clique), None, 1)
     model.decode = ("mwis", None)
     return model
+
+
+def decode_mwis(x: Sequence) -> list[int]:
+    """The chosen vertices of an MWIS-model solution."""
+    return [i for i, xi in enumerate(x) if xi]
 
 
 def extended_cliques(graph, cliques: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
@@ -120,15 +108,12 @@ def extended_cliques(graph, cliques: Sequence[Sequence[int]]) -> list[tuple[int,
     return list(out)
 
 
-def compact_model(problem) -> LinearModel:
-    """The compact x[p,q] / y[p] model of a :class:`~cepopt.sharon.problem.SharonProblem` (see above).
-
-    Decode data: list of (pattern, cls, {query: variable index}) per pattern.
-    """
+def _compact_entries(problem) -> list:
+    """(vertex, the queries it may drop) per candidate the compact model gets."""
+    from cepopt.errors import CepoptError
     from cepopt.sharon.expansion import causing_queries
 
     original = problem.original
-    entries = []  # (vertex, free queries)
     if problem.expand and problem.subsets == "all":
         entries = [(v, v.queries) for v in list(original.vertices) + list(problem.non_beneficial)]
     elif problem.expand:
@@ -137,17 +122,22 @@ def compact_model(problem) -> LinearModel:
         entries = [(v, frozenset()) for v in original.vertices]
     for v, free in entries:
         if free and v.pattern in problem.injected:
-            from cepopt.errors import CepoptError
-
             raise CepoptError(f"params.weights: {','.join(v.pattern)} has an injected weight for its full "
                               "query set only; the compact model needs rates (build with expand=false)")
-    names: list[str] = []
-    objective: list[float] = []
-    rows: list[tuple[dict[int, int], int]] = []
+    return entries
+
+
+def compact_model(problem) -> Model:
+    """The compact x[p,q] / y[p] model of a :class:`~cepopt.sharon.problem.SharonProblem` (see above).
+
+    Decode data (``model.decode[1]``): (pattern, {query: variable index}, y index) per candidate.
+    """
+    model = Model("sharon_compact", "max")
+    names, objective, rows = model.names, model.objective, model.rows
     decode = []
     cover: dict[str, dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))  # q -> pos -> vars
     cost = problem.cost
-    for k, (v, free) in enumerate(entries):
+    for k, (v, free) in enumerate(_compact_entries(problem)):
         y = len(names)
         names.append(f"y{k}")
         fixed_qs = v.queries - free
@@ -163,7 +153,7 @@ def compact_model(problem) -> LinearModel:
                 x = len(names)
                 names.append(f"x{k}_{len(xs)}")
                 objective.append(cost.gain(q, problem.starts[q][v.pattern], len(v.pattern)))
-                rows.append(({x: 1, y: -1}, 0))  # x <= y
+                rows.append(([x, y], [1, -1], None, 0))  # x <= y
                 xs.append(x)
             else:
                 x = y
@@ -173,92 +163,65 @@ def compact_model(problem) -> LinearModel:
                 cover[q][pos].add(x)
         if xs:
             # sum_q x[p,q] >= 2 y[p]   <=>   (2 - |fixed|) y - sum x <= 0
-            coefs = {x: -1 for x in xs}
-            coefs[y] = 2 - len(fixed_qs)
-            rows.append((coefs, 0))
+            rows.append(([*xs, y], [-1] * len(xs) + [2 - len(fixed_qs)], None, 0))
         decode.append((v.pattern, var_of, y))
     for by_pos in cover.values():
         for s in _maximal(frozenset(vs) for vs in by_pos.values()):
-            rows.append(({i: 1 for i in s}, 1))
-    model = LinearModel(names, objective, rows)
+            rows.append((sorted(s), [1] * len(s), None, 1))
+    n = len(names)
+    model.lb, model.ub, model.integer = [0] * n, [1] * n, [True] * n
     model.decode = ("compact", decode)
     return model
 
 
-def solve_cpsat_model(model: LinearModel, *, time_limit, seed, hint: Sequence[int] | None = None,
-                      lp_heavy: bool = False, workers: int = 2, presolve: bool = True, split: bool = True,
-                      extra: dict | None = None):
-    """Solve with CP-SAT. Returns (0-1 vector or None, status, solver objective, bound, stats).
+def decode_compact(model: Model, x: Sequence[int]) -> list[tuple[tuple[str, ...], frozenset[str]]]:
+    """(pattern, queries) entries of a compact-model solution."""
+    out = []
+    for pattern, var_of, y in model.decode[1]:
+        if x[y]:
+            qs = frozenset(q for q, i in var_of.items() if x[i])
+            out.append((pattern, qs))
+    return out
 
-    ``presolve=False`` sets ``cp_model_presolve=false``: on these models CP-SAT's presolve spends
-    more time than the search (measured: 1.2 of 1.8 s at 200 queries, 13 of 30 s at 1000) and
-    removes little, so the Sharon methods turn it off. ``split`` solves independent blocks one by one
-    (:mod:`cepopt.formulations.blocks`). The model is written straight into CP-SAT's proto (flat
-    lists, no per-term Python expressions). ``extra`` are further CP-SAT parameters."""
+
+def solve_sharon_model(model: Model, backend: str, *, time_limit=None, seed: int = 0, split: bool = True,
+                       workers: int = 2, lp_heavy: bool = False, presolve: bool = True,
+                       options: dict | None = None, deadline: float | None = None) -> ModelResult:
+    """Solve a Sharon model (its hint as start) with ``backend`` ("cpsat" or a MILP backend), block by
+    block when ``split`` (:mod:`cepopt.formulations.blocks`); the whole model is what ``--export`` writes.
+
+    CP-SAT: ``presolve=False`` sets ``cp_model_presolve=false``: on these models CP-SAT's presolve spends
+    more time than the search (measured: 1.2 of 1.8 s at 200 queries, 13 of 30 s at 1000) and removes
+    little, so the Sharon methods turn it off; ``options`` are further CP-SAT parameters. MILP:
+    ``options`` are the solver's own (:func:`~cepopt.formulations.milp.solve_model_milp`)."""
+    import time
+
+    from cepopt.formulations import model as container
+    from cepopt.formulations.native import export_now
+
+    export_now(model, backend)
     if not model.names:
-        return [], "optimal", 0, 0, {"variables": 0, "constraints": 0, "weight_scale": 1}
-    from cepopt.formulations.scaling import integer_scale
+        return ModelResult("optimal", 0, 0, [], backend=backend, exact=True,
+                           stats={"variables": 0, "constraints": 0})
+    options = dict(options or {})
+    if backend == "cpsat" and not presolve:
+        options["cp_model_presolve"] = False
+    if deadline is None and time_limit is not None:
+        deadline = time.perf_counter() + time_limit
 
-    scale = integer_scale(model.objective)
-    params = dict(extra or {})
-    if not presolve:
-        params["cp_model_presolve"] = False
-
-    def one(sub: LinearModel, left, sub_hint):
-        return _cpsat_block(sub, scale, time_limit=left, seed=seed, hint=sub_hint, lp_heavy=lp_heavy,
-                            workers=workers, extra=params)
+    def one(sub: Model, left) -> ModelResult:
+        return container.solve(sub, backend, time_limit=left, seed=seed, workers=workers, lp_heavy=lp_heavy,
+                               threads=1, options=options)
 
     if split:
-        x, status, obj, bound, stats = solve_by_blocks(model, one, time_limit=time_limit, hint=hint)
+        res = solve_by_blocks(model, one, time_limit=None, deadline=deadline)
     else:
-        x, status, obj, bound, stats = one(model, time_limit, hint)
-    stats.update(variables=len(model.names), constraints=len(model.rows), weight_scale=scale.factor)
-    if x is None:
-        return None, status, None, None, stats
-    stats["objective_tolerance"] = scale.tolerance(len(model.objective), obj)
-    return x, status, obj, bound, stats
-
-
-def _cpsat_block(model: LinearModel, scale: IntScale, *, time_limit, seed, hint, lp_heavy, workers, extra):
-    from ortools.sat.python import cp_model
-
-    from cepopt.formulations.cpsat import cpsat_stats, solve_cpsat
-
-    m = cp_model.CpModel()
-    proto = m.Proto()
-    for name in model.names:
-        var = proto.variables.add()
-        var.name = name
-        var.domain.extend([0, 1])
-    for coefs, rhs in model.rows:
-        ct = proto.constraints.add()
-        # cliques as native at-most-one; x <= y stays LINEAR: as an implication (bool_and) it does not
-        # reach the LP relaxation when presolve is off, and the fixed-charge model then stalls
-        if rhs == 1 and all(c == 1 for c in coefs.values()):
-            ct.at_most_one.literals.extend(list(coefs))
-        else:
-            ct.linear.vars.extend(list(coefs))
-            ct.linear.coeffs.extend([int(c) for c in coefs.values()])
-            ct.linear.domain.extend([sum(min(int(c), 0) for c in coefs.values()), int(rhs)])
-    ints = [scale.to_int(c) for c in model.objective]
-    nz = [i for i, c in enumerate(ints) if c]
-    # maximise = minimise the negated objective with scaling factor -1 (as CpModel.maximize writes it)
-    proto.objective.vars.extend(nz)
-    proto.objective.coeffs.extend([-ints[i] for i in nz])
-    proto.objective.scaling_factor = -1.0
-    if hint is not None:
-        proto.solution_hint.vars.extend(list(range(len(hint))))
-        proto.solution_hint.values.extend([int(v) for v in hint])
-    res = solve_cpsat(m, time_limit=time_limit, seed=seed, workers=workers, lp_heavy=lp_heavy, extra=extra)
-    stats = cpsat_stats(m, res)
-    if res.objective is None:
-        return None, res.status, None, None, stats
-    x = list(res.solver.ResponseProto().solution)
-    obj = res.objective / scale.factor
-    bound = None
-    if res.bound is not None:
-        bound = (res.bound + (0 if scale.exact else 0.5 * len(ints))) / scale.factor
-    return x, res.status, obj, bound, stats
+        res = one(model, None if deadline is None else max(deadline - time.perf_counter(), 0.01))
+    res.backend = backend
+    res.stats.update(variables=len(model.names), constraints=len(model.rows), backend=backend)
+    if options:
+        res.stats["solver_options"] = options
+    return res
 
 
 #: CP-SAT cuts switched off on the MWIS model (the ``cuts`` option of the cpsat method turns them back on).
@@ -281,52 +244,3 @@ MWIS_SCIP_NO_CUTS = {"separating/maxrounds": 0, "separating/maxroundsroot": 0}
 #: 2.8 -> 2.0, 2.7 -> 1.1. On the MWIS model presolve pays (stress 500: 10.8 with, 19.6 without), so
 #: the MWIS methods keep HiGHS's defaults.
 COMPACT_HIGHS_OPTIONS = {"presolve": "off"}
-
-
-def solve_milp_model(model: LinearModel, *, backend: str, time_limit, seed, split: bool = True,
-                     options: dict | None = None):
-    """Solve with a MILP backend. Returns (0-1 vector or None, status, objective, bound, stats).
-
-    The model goes to :func:`~cepopt.formulations.milp.solve_milp` in matrix form
-    (:class:`~cepopt.formulations.milp.MatrixMilp`); ``split`` solves independent blocks one by one.
-    ``options`` are solver options (:func:`~cepopt.formulations.milp.solve_milp`)."""
-    if not model.names:
-        return [], "optimal", 0, 0, {"variables": 0, "constraints": 0, "backend": backend}
-    options = dict(options or {})
-
-    def one(sub: LinearModel, left, sub_hint):
-        return _milp_block(sub, backend=backend, time_limit=left, seed=seed, options=options)
-
-    if split:
-        x, status, obj, bound, stats = solve_by_blocks(model, one, time_limit=time_limit)
-    else:
-        x, status, obj, bound, stats = one(model, time_limit, None)
-    stats.update(variables=len(model.names), constraints=len(model.rows), backend=backend,
-                 solver_options=dict(options), objective_tolerance=1e-6)
-    return x, status, obj, bound, stats
-
-
-def _milp_block(model: LinearModel, *, backend, time_limit, seed, options):
-    from cepopt.formulations.milp import MatrixMilp, solve_milp
-
-    rows = [(list(coefs), list(coefs.values()), None, rhs) for coefs, rhs in model.rows]
-    prob = MatrixMilp(model.names, [float(c) for c in model.objective], rows, name="sharon")
-    res = solve_milp(prob, backend=backend, time_limit=time_limit, seed=seed, options=options)
-    stats = {"solver_wall_time": res.wall_time}
-    if res.message:
-        stats["solver_message"] = res.message
-    if res.status not in ("optimal", "feasible"):
-        return None, res.status, None, res.bound, stats
-    x = [1 if res.values.get(n, 0.0) > 0.5 else 0 for n in model.names]
-    obj = res.objective if res.objective is not None else model.value(x)
-    return x, res.status, obj, res.bound, stats
-
-
-def decode_compact(model: LinearModel, x: Sequence[int]) -> list[tuple[tuple[str, ...], frozenset[str]]]:
-    """(pattern, queries) entries of a compact-model solution."""
-    out = []
-    for pattern, var_of, y in model.decode[1]:
-        if x[y]:
-            qs = frozenset(q for q, i in var_of.items() if x[i])
-            out.append((pattern, qs))
-    return out

@@ -7,28 +7,20 @@ True
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
+
+from cepopt.errors import UnknownNameError
+from cepopt.instance import bundled_dir, bundled_path
+from cepopt.instance import bundled_names as names
+from cepopt.instance import load as load_instance
 
 __all__ = ["DATA_DIR", "bundled_path", "describe", "load", "names"]
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
-
-
-def names() -> list[str]:
-    """Names of the bundled instances."""
-    return sorted(p.stem for p in DATA_DIR.glob("*.json"))
-
-
-def bundled_path(name: str) -> Path | None:
-    path = DATA_DIR / f"{name}.json"
-    return path if path.is_file() else None
+DATA_DIR = bundled_dir()
 
 
 def load(name: str):
     """Load a bundled instance by name (``sharon-fig4``, ``gloria-fig7``, ``joinorder-e1``, ...)."""
-    from cepopt.errors import UnknownNameError
-    from cepopt.instance import load as load_instance
-
     if bundled_path(name) is None:
         raise UnknownNameError(f"unknown bundled instance {name!r} (known: {', '.join(names()) or 'none'})")
     return load_instance(bundled_path(name))
@@ -36,8 +28,6 @@ def load(name: str):
 
 def describe() -> list[tuple[str, str, str]]:
     """(name, problem, description) of every bundled instance, read without parsing the queries."""
-    import json
-
     rows = []
     for name in names():
         data = json.loads((DATA_DIR / f"{name}.json").read_text())

@@ -1,4 +1,4 @@
-"""Stream generators: name -> "module:function".
+"""Stream generators: the ``cepopt.streams`` entry-point group, name -> "module:function".
 
 A generator is ``fn(*, seed=0, **params) -> pandas.DataFrame`` with columns ``ts`` (int64, sorted),
 ``type`` (str) and attributes; all randomness comes from ``seed`` (NumPy ``default_rng``). The
@@ -9,38 +9,25 @@ A generator is ``fn(*, seed=0, **params) -> pandas.DataFrame`` with columns ``ts
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any
 
 import pandas as pd
 
-from cepopt.errors import CepoptError, NotBuiltError, UnknownNameError
+from cepopt import entry_points
+from cepopt.errors import CepoptError
 
-__all__ = ["GENERATORS", "generate", "generator"]
+__all__ = ["generate", "generator", "names"]
 
-GENERATORS: dict[str, str] = {
-    "ecommerce": "cepopt.instances.ecommerce_stream:generate",
-    "linear-road": "cepopt.instances.linear_road_stream:generate",
-    "bursty": "cepopt.instances.bursty_stream:generate",
-    "workload": "cepopt.instances.workload_stream:generate",
-    "hamlet": "cepopt.instances.hamlet_stream:generate",
-    "stock": "cepopt.instances.stock_stream:generate",
-}
+
+def names() -> tuple[str, ...]:
+    """The registered stream generators."""
+    return entry_points.names("streams")
 
 
 def generator(name: str):
     """The generator function registered as ``name``."""
-    if name not in GENERATORS:
-        raise UnknownNameError(f"unknown stream generator {name!r} (known: {', '.join(GENERATORS)})")
-    module, func = GENERATORS[name].split(":")
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name and module.startswith(exc.name):
-            raise NotBuiltError(f"stream generator {name!r} is not built yet") from None
-        raise
-    return getattr(mod, func)
+    return entry_points.load("streams", name, "stream generator")
 
 
 def generate(name: str, *, seed: int = 0, instance: Any = None, **params) -> pd.DataFrame:

@@ -5,8 +5,9 @@ import importlib
 
 import pytest
 
-MODULES = ["cepopt.model", "cepopt.plugins", "cepopt.instance", "cepopt.cli", "cepopt.syntax", "cepopt.predicates",
-           "cepopt.formulations.milp", "cepopt.experiments.framework", "cepopt.instances"]
+MODULES = ["cepopt.model", "cepopt.entry_points", "cepopt.instance", "cepopt.cli", "cepopt.syntax",
+           "cepopt.predicates", "cepopt.formulations.milp", "cepopt.formulations.model", "cepopt.experiments.framework",
+           "cepopt.instances", "cepopt.instances.generate"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -64,7 +64,7 @@ def test_structured_queries_and_pattern_ast():
 
 
 @pytest.mark.parametrize("changes,message", [
-    ({"problem": "nope"}, "problem: 'nope' is not one of"),
+    ({"problem": "nope"}, "problem: unknown problem family 'nope' (known: gloria, hamlet, joinorder, sharon)"),
     ({"queries": []}, "queries"),
     ({"queries": [3]}, "queries[0]: 3 is not of type 'string'"),
     ({"queries": ["PATTERN SEQ(A, B) WITHIN 10", "PATTERN SEQ(A, Foo) WITHIN 10"]},

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cepopt import solve as registry
-from cepopt.errors import CepoptError, NotBuiltError, UnknownNameError
+from cepopt.errors import CepoptError, UnknownNameError
 from cepopt.instance import Instance
 from cepopt.model import Query, Type, Window, Workload
 from cepopt.params import Bound, PositiveInt, read_options
@@ -65,6 +65,21 @@ def test_method_limit_is_reported_not_raised(toy):
     assert sol.status == "error" and "too large" in sol.message and sol.plan is None
 
 
+def test_a_method_without_a_plan_is_an_error_with_its_reason(toy):
+    sol = registry.solve(toy, "empty-handed")
+    assert (sol.status, sol.plan, sol.objective) == ("error", None, None)
+    assert sol.message == "the method returned no plan"
+
+
+def test_compare_reports_a_failing_method_beside_the_others(toy):
+    """A method that raises (a bug, an objective mismatch) does not take the other results down."""
+    sols = registry.compare(toy, ["bruteforce", "liar", "crash", "first"])
+    assert [s.status for s in sols] == ["optimal", "error", "error", "feasible"]
+    assert "ObjectiveMismatchError" in sols[1].message and "cost model gives" in sols[1].message
+    assert sols[2].message == "ZeroDivisionError: division by zero in the toy method"
+    assert "division by zero" in str(sols) and sols.best().method == "bruteforce"
+
+
 def test_compare_builds_once_and_tabulates(toy):
     sols = registry.compare(toy, ["bruteforce", "first", "limited"])
     assert [s.method for s in sols] == ["bruteforce", "first", "limited"]
@@ -76,11 +91,20 @@ def test_compare_builds_once_and_tabulates(toy):
     assert df.loc[0, "objective"] == 9.0
 
 
-def test_unknown_and_unbuilt_families(monkeypatch):
-    with pytest.raises(UnknownNameError):
+def test_unknown_families_and_entry_points_without_a_family(monkeypatch):
+    import importlib.metadata
+
+    from cepopt import entry_points
+
+    with pytest.raises(UnknownNameError, match="unknown problem family 'nope'"):
         registry.family("nope")
-    monkeypatch.setitem(registry.FAMILY_MODULES, "ghost", "cepopt.ghost.methods")
-    with pytest.raises(NotBuiltError, match="not built yet"):
+    ep = importlib.metadata.EntryPoint("ghost", "cepopt.model", "cepopt.families")
+    monkeypatch.setitem(entry_points.entries("families"), "ghost", ep)
+    with pytest.raises(CepoptError, match="declares no Family named 'ghost'"):
+        registry.family("ghost")
+    ep = importlib.metadata.EntryPoint("ghost", "cepopt.no_such_module", "cepopt.families")
+    monkeypatch.setitem(entry_points.entries("families"), "ghost", ep)
+    with pytest.raises(ModuleNotFoundError):  # a broken plug-in is an error, not a missing part
         registry.family("ghost")
 
 
@@ -93,10 +117,7 @@ def test_gap(obj, bound, sense, expected):
 
 def test_every_declared_family_has_methods_with_descriptions():
     for name in registry.families():
-        try:
-            table = registry.methods(name)
-        except NotBuiltError:
-            continue
+        table = registry.methods(name)
         fam = registry.family(name)
         assert fam.sense in ("min", "max")
         assert table, f"family {name} registers no method"

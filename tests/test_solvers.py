@@ -64,6 +64,8 @@ def test_infeasible_and_unknown_backend():
     from cepopt.errors import CepoptError
 
     with pytest.raises(CepoptError, match="unknown MILP backend"):
+        solve_milp(prob, backend="nosuch")
+    with pytest.raises(CepoptError, match="'gurobi' .* is not installed"):  # PuLP's backends by name
         solve_milp(prob, backend="gurobi")
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from cepopt import solve as registry
 from cepopt.errors import CepoptError
-from cepopt.solution import MethodResult
+from cepopt.solution import MethodResult, Objective
 
 
 @dataclass(frozen=True)
@@ -33,9 +34,12 @@ def evaluate(problem, plan):
     return float(sum(problem["v"][i] for i in plan.items))
 
 
+#: the family's cost module: evaluate, predict and the objective
+COST = SimpleNamespace(evaluate=evaluate, predict=lambda problem, plan: float(len(plan.items)),
+                       OBJECTIVE=Objective("value", "sum of the picked values", "max", "items picked"))
+
 FAMILY = registry.Family(
-    name="toy", description="0/1 knapsack for tests", sense="max", objective="value", build=build,
-    evaluate=evaluate, plan_to_json=lambda p: sorted(p.items),
+    name="toy", description="0/1 knapsack for tests", build=build, cost=COST, plan_to_json=lambda p: sorted(p.items),
     plan_from_json=lambda problem, data: Pick(frozenset(data)), problem_options=frozenset({"capacity"}),
     baseline_plan=lambda problem: Pick(frozenset()),
 )
@@ -70,6 +74,22 @@ def limited(problem, *, time_limit=None, seed=0):
     raise registry.MethodLimitError("too large for this method")
 
 
+@registry.register("toy", "empty-handed", "returns no plan")
+def empty_handed(problem, *, time_limit=None, seed=0):
+    return None
+
+
+@registry.register("toy", "crash", "raises a bug")
+def crash(problem, *, time_limit=None, seed=0):
+    raise ZeroDivisionError("division by zero in the toy method")
+
+
 def install(monkeypatch):
-    monkeypatch.setitem(registry.FAMILY_MODULES, "toy", "tests.toy_family")
-    registry.declare(FAMILY)
+    """Register the toy family as a plug-in would: an entry point of ``cepopt.families``."""
+    import importlib.metadata
+
+    from cepopt import entry_points
+
+    ep = importlib.metadata.EntryPoint("toy", "tests.toy_family:FAMILY", "cepopt.families")
+    monkeypatch.setitem(entry_points.entries("families"), "toy", ep)
+    monkeypatch.delitem(registry._FAMILIES, "toy", raising=False)

@@ -72,11 +72,16 @@ from collections.abc import Sequence
 from cepopt.errors import CepoptError
 from cepopt.gloria.plan import Block, GloriaPlan, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, PairTerm, Pool
+from cepopt.solution import Objective
 
-__all__ = ["evaluate", "pair_cost", "pair_derivable", "unary_cost", "option_problem", "plan_options",
-           "plan_from_options", "start_cost", "baseline_options", "total_cost", "edge_cost", "edge_derivable"]
+__all__ = ["OBJECTIVE", "evaluate", "predict", "pair_cost", "pair_derivable", "unary_cost", "option_problem",
+           "plan_options", "plan_from_options", "start_cost", "baseline_options", "total_cost", "edge_cost",
+           "edge_derivable"]
 
 Option = tuple[Block, ...]
+
+OBJECTIVE = Objective("Cost", "Gloria cost model, Eqs. 2-4 and §3.2 edge weights, in operations", "min",
+                      "operations: propagations + evaluations")
 
 
 def flen(problem: GloriaProblem, x: str, ei: str) -> float:
@@ -299,5 +304,13 @@ def baseline_options(problem: GloriaProblem) -> list[Option]:
 
 
 def evaluate(problem: GloriaProblem, plan: GloriaPlan) -> float:
-    """The Gloria cost of ``plan`` (the family's single cost model)."""
-    return total_cost(problem, plan_options(problem, plan))
+    """The family objective: the Gloria cost of ``plan`` after checking it is valid (the exact value is
+    :func:`total_cost` of :func:`plan_options`)."""
+    return float(total_cost(problem, plan_options(problem, plan)))
+
+
+def predict(problem: GloriaProblem, plan: GloriaPlan) -> float:
+    """What the executor should measure: the plan's Gloria cost (Eqs. 2-4), which counts the
+    propagations and evaluations the Gloria kernel counts. The unshared plan is
+    ``plan_from_options(problem, baseline_options(problem))``."""
+    return evaluate(problem, plan)

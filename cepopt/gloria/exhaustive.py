@@ -4,7 +4,7 @@
 Eq. 1), every block of at least two queries labelled with every admissible snapshot type (the
 transition's source or an upstream type common to the block's queries), unshared singletons; Kleene
 super-pools keep their |types|+1 options. Pairs of adjacent options are allowed when derivable
-(cost.py). Small workloads only: :class:`~cepopt.solve.MethodLimitError` beyond ``max_options``,
+(cost.py). Small workloads only: :class:`~cepopt.errors.MethodLimitError` beyond ``max_options``,
 :class:`~cepopt.gloria.graph.BuildTimeout` past ``deadline``.
 
 :func:`brute_force`: depth-first search over one node per pool in topological order, with the
@@ -18,12 +18,12 @@ import itertools
 import math
 import time
 
+from cepopt.errors import MethodLimitError
 from cepopt.gloria.cost import Option, option_problem
 from cepopt.gloria.graph import CandidateGraph, check_deadline, complete_edges
 from cepopt.gloria.nodes import kleene_options
 from cepopt.gloria.plan import Block, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, Pool
-from cepopt.solve import MethodLimitError
 
 __all__ = ["brute_force", "exhaustive_graph", "set_partitions"]
 

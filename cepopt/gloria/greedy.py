@@ -16,11 +16,11 @@ weight, so the tie rule decides: on Fig. 7, "share" gives the optimum 307 and "n
 
 from __future__ import annotations
 
+from cepopt.errors import MethodLimitError
 from cepopt.gloria.cost import Option, edge_cost, unary_cost
 from cepopt.gloria.nodes import kleene_options
 from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import GloriaProblem
-from cepopt.solve import MethodLimitError
 
 __all__ = ["greedy"]
 

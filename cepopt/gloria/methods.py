@@ -42,10 +42,6 @@ __all__ = ["FAMILY", "candidate_graph"]
 CANDIDATES = ("noprune", "safe", "gloria", "exhaustive")
 
 
-def _evaluate(problem: GloriaProblem, plan) -> float:
-    return float(cost.evaluate(problem, plan))
-
-
 def _baseline(problem: GloriaProblem):
     return cost.plan_from_options(problem, cost.baseline_options(problem))
 
@@ -53,10 +49,8 @@ def _baseline(problem: GloriaProblem):
 FAMILY = declare(Family(
     name="gloria",
     description="Gloria shared trend aggregation: one annotated partition of the queries per transition",
-    sense="min",
-    objective="cost (Gloria cost model, Eqs 2-4 and §3.2 edge weights)",
     build=build,
-    evaluate=_evaluate,
+    cost=cost,
     plan_to_json=plan_to_json,
     plan_from_json=plan_from_json,
     problem_options=PROBLEM_OPTIONS,

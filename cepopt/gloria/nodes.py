@@ -26,12 +26,12 @@ from __future__ import annotations
 import itertools
 import math
 
+from cepopt.errors import MethodLimitError
 from cepopt.gloria.cost import Option, unary_cost
 from cepopt.gloria.graph import CandidateGraph, edge_table
 from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, Pool
 from cepopt.gloria.pruning import distances, prune_nodes
-from cepopt.solve import MethodLimitError
 
 __all__ = ["MODES", "generate", "kleene_options", "seq_nodes"]
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from cepopt.hamlet.cost import GroupState, price
 from cepopt.hamlet.graphlets import Burst
-from cepopt.hamlet.policy import Decision, GroupState, Policy, ReplayPolicy, get_policy, option_cost
+from cepopt.hamlet.policy import Decision, Policy, ReplayPolicy, get_policy
 
 __all__ = ["decide", "run_policy"]
 
@@ -36,16 +37,4 @@ def run_policy(bursts: Iterable[Burst], policy: str | Policy,
     bursts = list(bursts)
     if decisions is not None:
         policy = ReplayPolicy(bursts, [d.queries for d in decisions])
-    pol = get_policy(policy) if isinstance(policy, str) else policy
-    tf = _t_fn(t)
-    states: dict[tuple[str, str], GroupState] = {}
-    out: list[Decision] = []
-    total = 0.0
-    for burst in bursts:
-        state = states.setdefault((burst.scope, burst.type), GroupState())
-        d = pol.decide(burst, state, tf)
-        total += option_cost(burst, state, d.queries, tf)
-        state.after(burst, d.queries)
-        out.append(d)
-    pol.finished(len(out))
-    return out, total
+    return price(bursts, get_policy(policy) if isinstance(policy, str) else policy, _t_fn(t))

@@ -20,24 +20,20 @@ import itertools
 import time
 from collections import Counter
 
+from cepopt.errors import MethodLimitError
+from cepopt.hamlet import cost
+from cepopt.hamlet.cost import sequence_cost
 from cepopt.hamlet.decide import run_policy
 from cepopt.hamlet.plan import HamletPlan, plan_from_json, plan_to_json
-from cepopt.hamlet.policy import REPLAY, GroupState, ReplayPolicy, option_cost
+from cepopt.hamlet.policy import REPLAY, ReplayPolicy
 from cepopt.hamlet.problem import HamletProblem, build
 from cepopt.solution import MethodResult
-from cepopt.solve import Family, MethodLimitError, declare, register
+from cepopt.solve import Family, declare, register
 
-__all__ = ["evaluate"]
+__all__ = ["FAMILY"]
 
 #: the optimal method enumerates at most this many decision sequences per scope
 OPTIMAL_MAX_SEQUENCES = 200_000
-
-
-def evaluate(problem: HamletProblem, plan: HamletPlan) -> float:
-    """Eq. 7 cost of the plan's decisions (replayed) or of its policy run on the bursts."""
-    replay = bool(plan.decisions) or plan.policy == REPLAY
-    _, total = run_policy(problem.bursts, plan.policy, problem.t_of, plan.decisions if replay else None)
-    return float(total)
 
 
 def _build(instance, eq7_n: str | None = None, eq7_t: str | None = None) -> HamletProblem:
@@ -47,10 +43,8 @@ def _build(instance, eq7_n: str | None = None, eq7_t: str | None = None) -> Haml
 FAMILY = declare(Family(
     name="hamlet",
     description="Hamlet: share a Kleene burst or not, per burst, at run time (SIGMOD'21)",
-    sense="min",
-    objective="Eq. 7 cost of the per-burst decisions: b*n*s_p + s_c*k*g*t shared, k*b*n not",
     build=_build,
-    evaluate=evaluate,
+    cost=cost,
     plan_to_json=plan_to_json,
     plan_from_json=plan_from_json,
     problem_options=frozenset({"eq7_n", "eq7_t"}),
@@ -93,15 +87,6 @@ def _options(burst) -> list[tuple[str, ...]]:
     return opts
 
 
-def _sequence_cost(bursts, seq, t) -> float:
-    state = GroupState()
-    total = 0.0
-    for b, qs in zip(bursts, seq, strict=True):
-        total += option_cost(b, state, qs, t)
-        state.after(b, qs)
-    return total
-
-
 @register("hamlet", "optimal", "the cheapest sequence of per-burst decisions, by enumeration (small)",
           exact=True)
 def optimal(problem: HamletProblem, *, time_limit=None, seed=0) -> MethodResult:
@@ -125,7 +110,7 @@ def optimal(problem: HamletProblem, *, time_limit=None, seed=0) -> MethodResult:
         incumbent, best_cost = run_policy(bursts, "dynamic", problem.t_of)
         best = [d.queries for d in incumbent]
         for seq in () if timed_out else itertools.product(*(_options(b) for b in bursts)):
-            cost = _sequence_cost(bursts, seq, problem.t_of)
+            cost = sequence_cost(bursts, seq, problem.t_of)
             if cost < best_cost:
                 best, best_cost = list(seq), cost
             if deadline is not None and time.perf_counter() > deadline:

@@ -33,6 +33,13 @@ class HamletPlan:
             get_policy(self.policy)  # raises CepoptError for an unknown name
         object.__setattr__(self, "decisions", tuple(self.decisions))
 
+    def priced_policy(self, problem: Any) -> Policy:
+        """The policy whose decisions on ``problem``'s bursts the cost model prices: the recorded
+        decisions when there are any (or a replay plan), else the plan's policy."""
+        if self.decisions or self.policy == REPLAY:
+            return ReplayPolicy(problem.bursts, [d.queries for d in self.decisions])
+        return get_policy(self.policy)
+
     def describe(self) -> str:
         lines = [f"policy {self.policy}"]
         for i, d in enumerate(self.decisions):

@@ -1,17 +1,15 @@
 """Per-burst sharing policies (hamlet.md §4.2, §4.3): what the executor asks once per complete burst.
 
-A policy is stateless; the caller keeps one :class:`GroupState` per (scope, Kleene type) and passes
-it with each burst. :func:`option_cost` prices one option with Eq. 7 under the executor's state
-machine (§4.2): *extend* the active shared graphlet (same query set, graphlet still open), start a
-*new* shared graphlet (share / merge: one new graphlet-level snapshot), or process the burst
-per query (split / stay non-shared).
+A policy is stateless; the caller keeps one :class:`~cepopt.hamlet.cost.GroupState` per (scope, Kleene
+type) and passes it with each burst. Every option is priced by :func:`cepopt.hamlet.cost.option_cost`
+(Eq. 7 under the executor's state machine, §4.2).
 
 Policies: ``dynamic`` (the paper: §4.3 choice of the query set, then the Benefit > 0 check),
 ``static`` (always share all candidates), ``nonshared`` (never share, GRETA), ``exhaustive``
 (the cheapest option of the burst over every query subset: 2^k - k options), and
 ``random-SEED[-PCT]`` (:class:`RandomPolicy`: a seeded random valid plan, for ranking experiments);
 :class:`ReplayPolicy` replays recorded decisions on the bursts they were made for (the plan of the
-``optimal`` method). Every policy's decisions are priced by the same :func:`option_cost` (Eq. 7).
+``optimal`` method).
 """
 
 from __future__ import annotations
@@ -24,39 +22,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from cepopt.errors import CepoptError
-from cepopt.hamlet.benefit import nonshared_cost, shared_cost
+from cepopt.hamlet.cost import GroupState, extends, nonshared_cost, option_cost
 from cepopt.hamlet.graphlets import Burst
 
-__all__ = ["POLICIES", "REPLAY", "Decision", "GroupState", "Policy", "RandomPolicy", "ReplayPolicy",
-           "choose_query_set", "get_policy", "option_cost", "plan_space"]
+__all__ = ["POLICIES", "REPLAY", "Decision", "Policy", "RandomPolicy", "ReplayPolicy", "choose_query_set",
+           "get_policy", "plan_space"]
 
 #: the exhaustive policy enumerates 2^k subsets: refuse larger candidate sets
 EXHAUSTIVE_MAX_K = 16
-
-
-@dataclass
-class GroupState:
-    """State of one Kleene type in one scope (§4.2): the shared set of the open shared graphlet
-    (None when the last burst was not shared), its size g and its number of snapshots s, and the
-    number of bursts decided so far."""
-
-    shared: tuple[str, ...] | None = None
-    g: int = 0
-    s: int = 0
-    decided: int = 0
-
-    def after(self, burst: Burst, queries: Sequence[str]) -> None:
-        """Apply the decision to share ``queries`` (empty: not shared) for ``burst``."""
-        self.decided += 1
-        if len(queries) < 2:
-            self.shared, self.g, self.s = None, 0, 0
-            return
-        ev = burst.snapshot_events(queries)
-        if _extends(burst, self, queries):
-            self.g += burst.b
-            self.s += ev
-        else:
-            self.shared, self.g, self.s = tuple(sorted(queries)), burst.b, 1 + ev
 
 
 @dataclass(frozen=True)
@@ -85,28 +58,9 @@ class Decision:
                    float(data.get("cost", 0.0)), float(data.get("benefit", 0.0)))
 
 
-def _extends(burst: Burst, state: GroupState, queries: Iterable[str]) -> bool:
-    return burst.continues and state.shared is not None and set(state.shared) == set(queries)
-
-
-def option_cost(burst: Burst, state: GroupState, queries: Iterable[str], t: Callable[[Sequence[str]], float]) -> float:
-    """Eq. 7 cost of the burst when ``queries`` share it and the other candidates do not (§4.3)."""
-    queries = tuple(sorted(queries))
-    k_all = len(burst.queries)
-    if len(queries) < 2:
-        return nonshared_cost(k_all, burst.b, burst.n_eq7)
-    ev = burst.snapshot_events(queries)
-    if _extends(burst, state, queries):
-        s_c, s_p, g = ev, state.s + ev, state.g + burst.b
-    else:
-        s_c, s_p, g = 1 + ev, 1 + ev, burst.b
-    return (shared_cost(burst.b, burst.n_eq7, s_p, s_c, len(queries), g, t(queries))
-            + nonshared_cost(k_all - len(queries), burst.b, burst.n_eq7))
-
-
 def _action(burst: Burst, state: GroupState, queries: Sequence[str]) -> str:
     if len(queries) >= 2:
-        if _extends(burst, state, queries):
+        if extends(burst, state, queries):
             return "extend"
         if burst.continues and state.decided:
             return "merge"

@@ -1,9 +1,8 @@
 """The join-order cost model: the single evaluator of every plan (Kolchinsky & Schuster §4, §6).
 
-Two layers:
-
-1. **Log space, on a** :class:`~cepopt.joinorder.problem.Conjunct` (what the library uses). Every
-   quantity is a natural log, summed with ``logaddexp``, so ``2^{rW}`` (Kleene, §5.2) never overflows.
+Every quantity is a natural log on a :class:`~cepopt.joinorder.problem.Conjunct`, summed with
+``logaddexp``, so ``2^{rW}`` (Kleene, §5.2) never overflows. (A plain-arithmetic copy over Fractions,
+for exact checks of the spec's worked examples, lives in the tests: ``tests/joinorder/plain_cost.py``.)
 
    - ``PM(S) = exp(Σ_{i∈S} ln(W r_i sel_ii) + Σ_{i<j∈S} ln sel_ij + ln P(S))``: the expected partial
      matches of the events S in a window (§4.1); it depends only on the set S. ``P(S)`` is the
@@ -20,24 +19,15 @@ Two layers:
      nodes P containing ``last`` of PM(child of P without ``last``) [R-LAT]. Cost = trpt + α lat.
    - Next-match (§6.2): PM replaced by ``m(S) = W min_{i∈S} r_i ∏ sel`` [R-NEXT].
 
-2. **Plain arithmetic** (``cost_ord``, ``cost_tree``, ``cost_ldj``, ``cost_bj``, ``lat_ord``,
-   ``lat_tree``, ``next_ord``, ``next_tree``) over ints, floats or :class:`fractions.Fraction`, for
-   exact tests of the spec's worked examples. Trees there are nested pairs of indices.
-
 A disjunction's cost is the sum of its conjuncts' throughput costs plus α times the *max* of their
-latencies (§6.1, §5.4). The family objective is ``log_cost = ln(Cost)``.
-
->>> from fractions import Fraction as F
->>> r, sel = [10, 20, 5], [[1, F(1, 10), 1], [F(1, 10), 1, F(1, 2)], [1, F(1, 2), 1]]
->>> cost_ord(1, r, sel, [0, 1, 2]), cost_tree(1, r, sel, ((0, 1), 2))
-(Fraction(80, 1), Fraction(105, 1))
+latencies (§6.1, §5.4). The family objective is :func:`evaluate` = ``ln(Cost)``; :func:`predict` is
+``Cost`` itself, the partial matches the executor counts.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -45,21 +35,28 @@ import numpy as np
 from cepopt.errors import CepoptError
 from cepopt.joinorder.plans import Disjunction, Order, Tree, left_deep
 from cepopt.joinorder.problem import Conjunct, JoinOrderProblem
+from cepopt.solution import Objective
 
 __all__ = [
-    "all_node_logs", "cost_bj", "cost_ldj", "cost_ord", "cost_tree", "lat_ord", "lat_tree", "leaf_log",
-    "order_term",
-    "log_order_objective", "log_trpt_lat_tree",
-    "log_cost", "log_cost_bj", "log_cost_ldj", "log_cost_ord", "log_cost_tree", "log_lat_ord",
-    "log_lat_tree", "log_node", "logsumexp", "next_ord", "next_tree", "order_logs", "plan_indices",
-    "to_jqpg", "from_jqpg", "combine",
+    "OBJECTIVE", "all_node_logs", "combine", "evaluate", "leaf_log", "log_cost", "log_cost_bj",
+    "log_cost_ldj", "log_cost_ord", "log_cost_tree", "log_lat_ord", "log_lat_tree", "log_node",
+    "log_order_objective", "log_trpt_lat_tree", "logsumexp", "objective_name", "order_logs", "order_term",
+    "plan_indices", "predict", "to_jqpg",
 ]
 
 NEG_INF = -math.inf
+
+OBJECTIVE = Objective("ln Cost", "natural log of the expected partial matches per window", "min",
+                      "partial matches (exp of the objective)")
 IdxTree = Any  # int | tuple[IdxTree, IdxTree]
 
 
 def logsumexp(values: Sequence[float] | np.ndarray) -> float:
+    """ln Σ exp(v), -inf for no values.
+
+    >>> round(logsumexp([math.log(80), math.log(25)]), 9) == round(math.log(105), 9)
+    True
+    """
     v = np.asarray(values, dtype=float)
     if v.size == 0:
         return NEG_INF
@@ -261,17 +258,6 @@ def to_jqpg(conj: Conjunct) -> tuple[np.ndarray, np.ndarray]:
     return conj.lc.copy(), f
 
 
-def from_jqpg(cards: Sequence[float], f: Sequence[Sequence[float]]) -> tuple[float, list[float]]:
-    """The CEP side of a JQPG instance (spec §3.2): ``W = max |R_i|``, ``r_i = |R_i| / W``; sel = f."""
-    cards = list(cards)
-    if not cards or min(cards) <= 0:
-        raise CepoptError("cardinalities must be > 0")
-    w = max(cards)
-    if all(isinstance(c, int | Fraction) for c in cards):
-        return w, [Fraction(c) / w for c in cards]  # exact
-    return w, [c / w for c in cards]
-
-
 def log_cost_ldj(log_cards: np.ndarray, log_f: np.ndarray, order: Sequence[int]) -> float:
     """ln Cost_LDJ(L) = ln(C_1 + Σ_k C(P_{k-1}, R_{i_k})) (§4.1), C(S,T) = |S||T| f_{S,T}."""
     order = list(order)
@@ -385,125 +371,6 @@ def log_cost(problem: JoinOrderProblem, plan: Order | Tree | Disjunction) -> flo
     return combine(trpt, lat, problem.alpha)
 
 
-# ---------------------------------------------------------------------------------------------
-# Plain arithmetic (exact with Fractions)
-# ---------------------------------------------------------------------------------------------
-
-
-def _pm(w, r, sel, members, filters=True):
-    v = 1
-    for i in members:
-        v *= w * r[i] * (sel[i][i] if filters else 1)
-    for x, i in enumerate(members):
-        for j in members[x + 1:]:
-            v *= sel[i][j]
-    return v
-
-
-def cost_ord(w, r, sel, order):
-    """Cost_ord(O) = Σ_k W^k ∏ r ∏_{i<=j<=k} sel (§4.1)."""
-    order = list(order)
-    return sum(_pm(w, r, sel, order[:k]) for k in range(1, len(order) + 1))
-
-
-def _leafs(t):
-    return [t] if isinstance(t, int) else _leafs(t[0]) + _leafs(t[1])
-
-
-def cost_tree(w, r, sel, t, leaf_filter=True):
-    """Cost_tree(T) = Σ_N PM(N), PM(leaf) = W r_i sel_ii, PM(in) = PM(l) PM(r) SEL_LR (§4.2)."""
-    if isinstance(t, int):
-        return w * r[t] * (sel[t][t] if leaf_filter else 1)
-    return cost_tree(w, r, sel, t[0], leaf_filter) + cost_tree(w, r, sel, t[1], leaf_filter) + _pm(
-        w, r, sel, _leafs(t), leaf_filter)
-
-
-def cost_ldj(card, f, order):
-    """Cost_LDJ(L) = C_1 + Σ_k C(P_{k-1}, R_{i_k}) (§4.1)."""
-    order = list(order)
-    size = card[order[0]] * f[order[0]][order[0]]
-    total = size
-    for k in range(1, len(order)):
-        new = order[k]
-        fs = f[new][new]
-        for j in range(k):
-            fs *= f[order[j]][new]
-        size = size * card[new] * fs
-        total += size
-    return total
-
-
-def cost_bj(card, f, t, leaf_filter=True):
-    """Cost_BJ(T) = Σ_N C(N) (§4.2)."""
-    total = 0
-
-    def walk(node):
-        nonlocal total
-        if isinstance(node, int):
-            c = card[node] * (f[node][node] if leaf_filter else 1)
-            total += c
-            return [node], c
-        lm, lc = walk(node[0])
-        rm, rc = walk(node[1])
-        c = lc * rc
-        for i in lm:
-            for j in rm:
-                c *= f[i][j]
-        total += c
-        return lm + rm, c
-
-    walk(t)
-    return total
-
-
-def lat_ord(w, r, order, last):
-    """Cost_ord^lat(O) = Σ_{T_i ∈ Succ_O(last)} W r_i (§6.1)."""
-    order = list(order)
-    return sum(w * r[i] for i in order[order.index(last) + 1:])
-
-
-def lat_tree(w, r, sel, t, last, leaf_filter=True):
-    """Cost_tree^lat(T) = Σ_{N ∈ Anc_T(last)} PM(sibling(N)), leaf included [R-LAT]."""
-    def pm(node):
-        if isinstance(node, int):
-            return w * r[node] * (sel[node][node] if leaf_filter else 1)
-        return _pm(w, r, sel, _leafs(node), leaf_filter)
-
-    def walk(node):
-        if isinstance(node, int):
-            return 0
-        left, right = node
-        if last in _leafs(left):
-            return pm(right) + walk(left)
-        if last in _leafs(right):
-            return pm(left) + walk(right)
-        return 0
-
-    return walk(t)
-
-
-def _m(w, r, sel, members):
-    v = w * min(r[i] for i in members)
-    for x, i in enumerate(members):
-        for j in members[x:]:
-            v *= sel[i][j]
-    return v
-
-
-def next_ord(w, r, sel, order, paper_literal=False):
-    """Cost_ord^next(O) = Σ_k m[k] (× W when ``paper_literal``), §6.2 [R-NEXT]."""
-    order = list(order)
-    total = sum(_m(w, r, sel, order[:k]) for k in range(1, len(order) + 1))
-    return total * w if paper_literal else total
-
-
-def next_tree(w, r, sel, t):
-    """Cost_tree^next(T) = Σ_N W min r ∏_{i<=j in N} sel (§6.2)."""
-    if isinstance(t, int):
-        return _m(w, r, sel, [t])
-    return next_tree(w, r, sel, t[0]) + next_tree(w, r, sel, t[1]) + _m(w, r, sel, _leafs(t))
-
-
 def log_order_objective(conj: Conjunct, order: Sequence[int], tree_ld: bool = False) -> float:
     """What order algorithms minimise: ln(Cost_ord + α lat), or with ``tree_ld`` the tree cost of the
     order's left-deep tree (``--param cost=tree`` on an order method)."""
@@ -513,3 +380,26 @@ def log_order_objective(conj: Conjunct, order: Sequence[int], tree_ld: bool = Fa
             t = (t, int(i))
         return log_cost_tree(conj, t)
     return log_cost_ord(conj, order)
+
+
+def evaluate(problem: JoinOrderProblem, plan: Order | Tree | Disjunction) -> float:
+    """The family objective: :func:`log_cost`, ``ln Cost(plan)``."""
+    return log_cost(problem, plan)
+
+
+def predict(problem: JoinOrderProblem, plan: Order | Tree | Disjunction) -> float:
+    """What the executor should measure: ``Cost(plan)``, the partial matches of the nodes the plan's
+    cost counts (``inf`` when it exceeds a float)."""
+    try:
+        return math.exp(log_cost(problem, plan))
+    except OverflowError:
+        return math.inf
+
+
+def objective_name(problem: JoinOrderProblem, plan: Order | Tree | Disjunction) -> str:
+    """``ln Cost_ord`` or ``ln Cost_tree``: the cost function that scores ``plan`` under the problem's
+    ``cost`` parameter (an order scored by its left-deep tree under ``cost=tree``). Order and tree costs
+    are different functions: their values are not comparable."""
+    branches = plan.branches if isinstance(plan, Disjunction) else (plan,)
+    kinds = {"tree" if problem.tree_cost("order" if isinstance(b, Order) else "tree") else "ord" for b in branches}
+    return "ln Cost_" + "+".join(sorted(kinds))

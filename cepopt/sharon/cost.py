@@ -33,10 +33,14 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from cepopt.errors import CepoptError
+from cepopt.solution import Objective
 
-__all__ = ["CostModel", "COMB_RULES", "score", "predicted_cost"]
+__all__ = ["COMB_RULES", "OBJECTIVE", "CostModel", "evaluate", "predict"]
 
 COMB_RULES = ("both_required", "missing_as_one")
+
+OBJECTIVE = Objective("Score", "sum of BValue over the shared candidates, Eq. 9, in rate products", "max",
+                      "operations: A-Seq updates + combines (Non-Shared cost minus Score)")
 
 
 class CostModel:
@@ -117,13 +121,17 @@ class CostModel:
         return sum(self.gain(q, s, len(pattern)) for q, s in placed) - self.fixed(pattern)
 
 
-def score(problem, plan) -> float:
-    """Eq. 9 for a plan of ``problem`` (a :class:`~cepopt.sharon.problem.SharonProblem`): the sum of the
-    BValues of its entries, after checking that the plan is valid (the family's evaluator)."""
-    return problem.score(plan)
+def evaluate(problem, plan) -> float:
+    """Eq. 9, the family objective: Score(plan) = the sum of the BValues of the plan's entries, after
+    checking that ``plan`` is a valid sharing plan of ``problem`` (a
+    :class:`~cepopt.sharon.problem.SharonProblem`)."""
+    problem.check(plan)
+    return sum((problem.bvalue(p, qs) for p, qs in plan.shared), 0)
 
 
-def predicted_cost(problem, plan) -> float:
-    """Total Non-Shared cost of the workload minus Score(plan): the cost the executor's operation
-    counts are compared against (additive model, spec A5)."""
-    return problem.predicted_cost(plan)
+def predict(problem, plan) -> float:
+    """What the executor should measure: the Non-Shared cost of the workload minus Score(plan) (Eq. 2,
+    Eq. 9; the additive model of spec A5), compared with the A-Seq updates plus combines it counts.
+    The model is additive, not a count: a plan whose entries overlap in the queries they save on can
+    score more than the workload's Non-Shared cost, and the prediction is then negative."""
+    return float(problem.cost.total_nonshared() - evaluate(problem, plan))

@@ -18,7 +18,7 @@ __all__ = ["undominated"]
 
 def undominated(graph: SharonGraph, budget: int = 20_000_000) -> list[int]:
     """Vertices kept by the dominance reduction (all of them when the graph is too dense to test)."""
-    from cepopt.solve import MethodLimitError
+    from cepopt.errors import MethodLimitError
 
     n = len(graph)
     try:

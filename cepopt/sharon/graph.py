@@ -117,7 +117,7 @@ class SharonGraph:
     def adj(self) -> list[set[int]]:
         """Adjacency sets (built once from the cell cliques)."""
         if self._adj is None:
-            from cepopt.solve import MethodLimitError
+            from cepopt.errors import MethodLimitError
 
             cliques = self.cliques()
             pairs = sum(len(c) * (len(c) - 1) for c in cliques)
@@ -144,7 +144,22 @@ class SharonGraph:
         return all(not (self.adj[i] & chosen) for i in chosen)
 
     def weight_of(self, indices: Iterable[int]) -> float:
-        return sum(self.vertices[i].weight for i in indices)
+        return sum((self.vertices[i].weight for i in indices), 0)
+
+    def cover_bound(self):
+        """An upper bound on the MWIS weight, in the weights' own arithmetic: the cell cliques, largest
+        first, each take the vertices no earlier clique took; an independent set holds at most one vertex
+        of each such group, so the sum of the groups' largest positive weights bounds it."""
+        w = [v.weight for v in self.vertices]
+        taken = [False] * len(w)
+        total = 0
+        for clique in sorted(self.cliques(), key=len, reverse=True):
+            members = [i for i in clique if not taken[i]]
+            if members:
+                total += max(max(w[i] for i in members), 0)
+                for i in members:
+                    taken[i] = True
+        return total + sum((x for x, t in zip(w, taken, strict=True) if not t and x > 0), 0)
 
     def components(self, indices: Iterable[int] | None = None) -> list[list[int]]:
         """Connected components of the subgraph induced by ``indices`` (all vertices by default)."""

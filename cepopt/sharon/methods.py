@@ -20,28 +20,40 @@ Methods:
   hinted with GWMIN; milp uses SCIP by default; the solvers' generic cuts are off (``cuts=true``
   turns them on).
 * ``cpsat-compact`` / ``milp-compact`` - the compact x[p,q]/y[p] model (also honours subsets=all).
+
+Time limits (issue 21): a method's clock starts when it is called and covers the expanded graph, the
+models and the solves. Every exact method keeps the best plan it has seen - GWMIN's, the LP tree's
+incumbent, the solver's, the plan finder's - and, when the time runs out, returns it with status
+``feasible``, the best proven bound (the solver's, the tree's, or the graph's clique-cover bound) and a
+message that says so. Proofs hold for the weights' own arithmetic: with integer weights a proof made in
+floating point or on rounded weights counts only where it carries over (one unit of the weights' gcd,
+:func:`~cepopt.formulations.model.certify`); else a small graph is settled by exact enumeration, or the
+status stays ``feasible``. Plans are returned without zero-benefit entries and are checked against the
+candidate definition (spec §2.1: BValue > 0).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
+from cepopt.errors import CepoptError
+from cepopt.formulations.model import certify
 from cepopt.formulations.sharon import (
     COMPACT_HIGHS_OPTIONS,
     MWIS_CPSAT_NO_CUTS,
     MWIS_SCIP_NO_CUTS,
     compact_model,
     decode_compact,
+    decode_mwis,
     mwis_model,
-    solve_cpsat_model,
-    solve_milp_model,
+    solve_sharon_model,
 )
 from cepopt.params import NonNegativeInt, PositiveInt, Workers
+from cepopt.sharon import cost
 from cepopt.sharon.dominance import undominated
-from cepopt.sharon.exhaustive import MAX_EXHAUSTIVE_VERTICES
-from cepopt.sharon.exhaustive import bruteforce as _bruteforce
+from cepopt.sharon.exhaustive import MAX_EXHAUSTIVE_VERTICES, enumerate_sets
 from cepopt.sharon.exhaustive import exhaustive as _exhaustive
 from cepopt.sharon.gwmin import guaranteed_weight, gwmin
 from cepopt.sharon.plan import SharonPlan
@@ -49,7 +61,7 @@ from cepopt.sharon.plan_finder import find_plan
 from cepopt.sharon.problem import PROBLEM_OPTIONS, SharonProblem, build
 from cepopt.sharon.reduction import reduce_graph
 from cepopt.solution import MethodResult
-from cepopt.solve import Family, declare, register
+from cepopt.solve import Family, MethodLimitError, declare, register
 
 __all__ = ["FAMILY"]
 
@@ -68,13 +80,16 @@ MILP_EXTEND_CLIQUES = True
 LP_NODES = 64
 LP_TREE_ROOT_MULTIPLE = 10.0
 
+#: graphs of at most this many vertices are settled by exact enumeration when a floating-point or
+#: rounded proof cannot carry over to exact integer weights (at most VERIFY_SETS independent sets)
+VERIFY_VERTICES = 400
+VERIFY_SETS = 1_000_000
+
 FAMILY = declare(Family(
     name="sharon",
     description="Sharon: which queries share which sub-pattern (MWIS of the Sharon graph)",
-    sense="max",
-    objective="Score = sum of BValue over shared candidates (Eq. 9)",
     build=build,
-    evaluate=lambda problem, plan: problem.score(plan),
+    cost=cost,
     plan_to_json=lambda plan: plan.to_json(),
     plan_from_json=lambda problem, value: SharonPlan.from_json(value),
     problem_options=PROBLEM_OPTIONS,
@@ -83,8 +98,118 @@ FAMILY = declare(Family(
 ))
 
 
+# ------------------------------------------------------------------------------------------ shared parts
+class _Clock:
+    """The method's time limit as a deadline (``time.perf_counter()``), from the call on."""
+
+    def __init__(self, time_limit: float | None):
+        self.start = time.perf_counter()
+        self.deadline = None if time_limit is None else self.start + time_limit
+
+    def left(self, share: float = 1.0, floor: float = 0.01) -> float | None:
+        if self.deadline is None:
+            return None
+        return max((self.deadline - time.perf_counter()) * share, floor)
+
+    def over(self) -> bool:
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
+
+@dataclass
+class _Best:
+    """The best plan a method has seen, its exact score, where it came from, and the best proven bound."""
+
+    plan: SharonPlan
+    value: object = 0
+    source: str = "empty plan"
+    bound: object = None
+
+    def offer(self, plan: SharonPlan | None, value, source: str) -> None:
+        if plan is not None and value > self.value:
+            self.plan, self.value, self.source = plan, value, source
+
+    def tighten(self, bound) -> None:
+        if bound is not None and (self.bound is None or bound < self.bound):
+            self.bound = bound
+
+
 def _stats(problem: SharonProblem, **more) -> dict:
     return {**problem.summary(), **more}
+
+
+def _clean(problem: SharonProblem, plan: SharonPlan) -> tuple[SharonPlan, int, object]:
+    """``plan`` without its entries of BValue <= 0 (spec §2.1: a candidate has BValue > 0; the compact
+    models may switch on a pattern whose queries' gains only pay its fixed charge, and a solution found
+    before the time limit may even hold a losing one), checked valid. Returns (plan, entries removed,
+    their BValue sum)."""
+    problem.check(plan)
+    kept, removed = [], 0
+    for pattern, queries in plan.shared:
+        value = problem.bvalue(pattern, queries)
+        if value > 0:
+            kept.append((pattern, queries))
+        else:
+            removed += value
+    dropped = len(plan.shared) - len(kept)
+    return (SharonPlan.of(kept) if dropped else plan), dropped, removed
+
+
+def _unit(weights) -> object:
+    """The gcd of exact integer weights (0 for floats): a better plan beats a plan by at least this."""
+    from cepopt.formulations.model import Model, unit_of
+
+    m = Model()
+    m.add_vars([""] * len(weights), obj=list(weights))
+    return unit_of(m)
+
+
+def _float_exact(weights) -> bool:
+    """Do floating-point sums decide for these weights as exact arithmetic would? Not for exact integers
+    whose sums pass 2^52 (floats take them as measured values, proven to tolerance)."""
+    return not (weights and all(isinstance(w, int) for w in weights) and sum(abs(w) for w in weights) >= 2**52)
+
+
+def _exact_settle(problem: SharonProblem, best: _Best, clock: _Clock, graph=None) -> bool:
+    """Settle the optimum by exact enumeration on a small graph (the full option set, never a capped
+    one); True when it did (``best`` then holds the optimum and its bound)."""
+    if problem.expansion_stats.get("options_cut"):
+        return False
+    try:
+        g = graph if graph is not None else problem.graph
+    except MethodLimitError:
+        return False
+    if len(g) > VERIFY_VERTICES:
+        return False
+    found = enumerate_sets(g, max_sets=VERIFY_SETS, deadline=clock.deadline)
+    if not found.complete:
+        return False
+    best.offer(problem.plan_of(found.chosen, g), found.weight, "exact enumeration")
+    best.bound = best.value
+    return True
+
+
+def _finish(problem: SharonProblem, best: _Best, *, proven: bool, unit, stats: dict, message: str = "",
+            clock: _Clock | None = None, graph=None) -> MethodResult:
+    """The method's answer: ``best``'s plan (cleaned), "optimal" when ``proven`` or when the bound proves
+    it for the exact weights (else, on a small graph, after exact enumeration), else "feasible" with the
+    bound and a message naming the plan's source."""
+    if not proven and best.bound is not None:
+        proven = certify(best.value, best.bound, unit, "max")
+    if not proven and clock is not None and _exact_settle(problem, best, clock, graph):
+        proven = True
+        stats["verified_by"] = "exact enumeration"
+    plan, dropped, removed = _clean(problem, best.plan)
+    if dropped:
+        stats["non_beneficial_entries_removed"] = dropped
+    stats["plan_source"] = best.source
+    stats["objective_tolerance"] = 1e-9
+    value = best.value - removed  # the model's value of the plan, less the entries dropped
+    if proven:
+        return MethodResult(plan, "optimal", bound=value, solver_objective=value, stats=stats, message=message)
+    if clock is not None and clock.over():
+        note = f"time limit reached: best plan seen ({best.source})"
+        message = "; ".join(m for m in (note, message) if m)
+    return MethodResult(plan, "feasible", bound=best.bound, solver_objective=value, stats=stats, message=message)
 
 
 def _on_graph(problem: SharonProblem, result: MethodResult) -> MethodResult:
@@ -93,7 +218,7 @@ def _on_graph(problem: SharonProblem, result: MethodResult) -> MethodResult:
     for it and no bound is proven (measured: 60 default queries, subsets=all: 5434 against the compact
     models' 5774)."""
     cut = problem.expansion_stats.get("options_cut", 0)
-    if result.status != "optimal" or not cut:
+    if not cut or (result.status != "optimal" and result.bound is None):
         return result
     note = (f"the option cap (max_options={problem.max_options}) cut the options of {cut} candidates: "
             "optimal over the capped graph only (raise max_options, or use cpsat-compact / milp-compact)")
@@ -101,95 +226,123 @@ def _on_graph(problem: SharonProblem, result: MethodResult) -> MethodResult:
                    message="; ".join(m for m in (result.message, note) if m))
 
 
+def _gwmin_best(problem: SharonProblem, graph, best: _Best) -> list[int] | None:
+    """Offer GWMIN's plan on ``graph`` to ``best``; its vertices (None when the graph is too dense)."""
+    try:
+        chosen = gwmin(graph)
+    except MethodLimitError:
+        return None
+    best.offer(problem.plan_of(chosen, graph), graph.weight_of(chosen), "GWMIN")
+    return chosen
+
+
+def _graph_bound(graph, best: _Best) -> None:
+    try:
+        best.tighten(graph.cover_bound())
+    except MethodLimitError:
+        pass
+
+
+# ------------------------------------------------------------------------------------------ heuristics
 @register("sharon", "greedy", "GWMIN greedy MWIS (Alg. 8); reports its guaranteed weight (Eq. 10)")
 def greedy(problem: SharonProblem, *, time_limit=None, seed=0) -> MethodResult:
     g = problem.graph
     chosen = gwmin(g)
-    return MethodResult(problem.plan_of(chosen), "feasible", stats=_stats(
+    plan = _clean(problem, problem.plan_of(chosen))[0]
+    return MethodResult(plan, "feasible", stats=_stats(
         problem, guaranteed_weight=float(guaranteed_weight(g)), greedy_weight=float(g.weight_of(chosen))))
 
 
+# ------------------------------------------------------------------------------------------ the paper's
 @register("sharon", "sharon", "the paper's optimizer: sound reduction (Alg. 2) + level-wise plan finder "
           "(Alg. 3-4)", exact=True)
 def sharon(problem: SharonProblem, *, time_limit=None, seed=0,
            reduction: Literal["paper", "recompute", "literal"] = "paper",
            per_component: bool = False, max_level: PositiveInt = 1_000_000) -> MethodResult:
+    clock = _Clock(time_limit)
     g = problem.graph
-    start = time.perf_counter()
-    remaining, free, pruned, rstats = reduce_graph(g, mode=reduction, per_component=per_component)
-    left = None if time_limit is None else max(time_limit - (time.perf_counter() - start), 0.0)
+    remaining, free, pruned, rstats = reduce_graph(g, mode=reduction, per_component=per_component,
+                                                   deadline=clock.deadline)
     if per_component:
-        best, fstats = [], {"levels": [], "plans": 0, "complete": True}
+        chosen, fstats = [], {"levels": [], "plans": 0, "complete": "stopped" not in rstats}
         for comp in g.components(remaining):
-            if time_limit is not None:
-                left = max(time_limit - (time.perf_counter() - start), 1e-3)
-            part, st = find_plan(g, comp, time_limit=left, max_level=max_level)
-            best += part
+            part, st = find_plan(g, comp, time_limit=clock.left(floor=1e-3), max_level=max_level)
+            chosen += part
             fstats["plans"] += st["plans"]
             fstats["complete"] &= st["complete"]
             fstats["levels"].append(st["levels"])
             if "stopped" in st:
                 fstats["stopped"] = st["stopped"]
     else:
-        best, fstats = find_plan(g, remaining, time_limit=left, max_level=max_level)
-    chosen = list(best) + list(free)
+        chosen, fstats = find_plan(g, remaining, time_limit=clock.left(floor=0.0), max_level=max_level)
+        fstats["complete"] &= "stopped" not in rstats
+    chosen = list(chosen) + list(free)
     stats = _stats(problem, reduction=reduction, pruned=len(pruned), conflict_free=len(free),
                    reduced_vertices=len(remaining), guaranteed_weight=rstats["bound"],
                    levels=fstats["levels"], plans_enumerated=fstats["plans"])
+    best = _Best(SharonPlan.empty())
+    best.offer(problem.plan_of(chosen), g.weight_of(chosen), "plan finder")
     if fstats["complete"] and reduction == "literal":
-        return MethodResult(problem.plan_of(chosen), "feasible", stats=stats,
+        return MethodResult(_clean(problem, best.plan)[0], "feasible", stats=stats,
                             message="the literal Alg. 2 reduction is unsound (spec §4): no proof of optimality")
     if fstats["complete"]:
-        return _on_graph(problem, MethodResult(problem.plan_of(chosen), "optimal", stats=stats))
-    greedy_pick = gwmin(g)
-    if g.weight_of(greedy_pick) > g.weight_of(chosen):
-        chosen = greedy_pick
+        return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=stats))
+    _gwmin_best(problem, g, best)
+    if best.source == "GWMIN":
         stats["fallback"] = "gwmin"
-    return MethodResult(problem.plan_of(chosen), "feasible", stats=stats,
-                        message=f"plan finder stopped ({fstats.get('stopped')}); best plan so far or GWMIN")
+    _graph_bound(g, best)
+    stopped = fstats.get("stopped") or rstats.get("stopped")
+    return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights), stats=stats,
+                                      message=f"plan finder stopped ({stopped}); best plan so far or GWMIN"))
 
 
 @register("sharon", "exhaustive", "EO: score every subset of the (expanded) graph; small graphs only",
           exact=True)
 def exhaustive(problem: SharonProblem, *, time_limit=None, seed=0,
                max_subset_vertices: PositiveInt = MAX_EXHAUSTIVE_VERTICES) -> MethodResult:
-    """``max_subset_vertices``: refuse graphs with more vertices (2^n plans); not ``max_vertices``,
-    which is the problem option capping the expanded graph."""
-    chosen = _exhaustive(problem.graph, max_vertices=max_subset_vertices)
-    return _on_graph(problem, MethodResult(problem.plan_of(chosen), "optimal",
-                                           stats=_stats(problem, plans=2 ** len(problem.graph))))
+    """``max_subset_vertices``: beyond it (2^n plans) the method does not search; it returns GWMIN's plan
+    as ``feasible`` with the clique-cover bound. Not ``max_vertices``, which is the problem option capping
+    the expanded graph."""
+    g = problem.graph
+    best = _Best(SharonPlan.empty())
+    if len(g) > max_subset_vertices:
+        _gwmin_best(problem, g, best)
+        _graph_bound(g, best)
+        msg = (f"exhaustive search over 2^{len(g)} plans refused (max_subset_vertices={max_subset_vertices}): "
+               "GWMIN's plan with the clique-cover bound")
+        return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights),
+                                          stats=_stats(problem, plans=0), message=msg))
+    chosen = _exhaustive(g, max_vertices=max_subset_vertices)
+    best.offer(problem.plan_of(chosen), g.weight_of(chosen), "exhaustive search")
+    return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=_stats(problem, plans=2 ** len(g))))
 
 
 @register("sharon", "bruteforce", "enumerate every independent set (test oracle)", exact=True)
 def bruteforce(problem: SharonProblem, *, time_limit=None, seed=0, max_sets: PositiveInt = 2_000_000) -> MethodResult:
-    chosen = _bruteforce(problem.graph, max_sets=max_sets)
-    return _on_graph(problem, MethodResult(problem.plan_of(chosen), "optimal", stats=_stats(problem)))
+    """Stops after ``max_sets`` independent sets or at the time limit, then returns the better of the
+    best set seen and GWMIN's plan as ``feasible``, with the clique-cover bound."""
+    clock = _Clock(time_limit)
+    g = problem.graph
+    found = enumerate_sets(g, max_sets=max_sets, deadline=clock.deadline)
+    best = _Best(SharonPlan.empty())
+    best.offer(problem.plan_of(found.chosen), found.weight, "enumeration")
+    stats = _stats(problem, independent_sets=found.visited)
+    if found.complete:
+        return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=stats))
+    _gwmin_best(problem, g, best)
+    _graph_bound(g, best)
+    return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights), stats=stats,
+                                      message=f"enumeration stopped ({found.stopped})", clock=clock))
 
 
-def _result(problem, x, status, obj, bound, stats, plan_fn) -> MethodResult:
-    if x is None:
-        return MethodResult(None, status if status != "optimal" else "error", bound=bound, stats=stats,
-                            message=f"solver status {status}")
-    return MethodResult(plan_fn(x), status, bound=bound, solver_objective=obj, stats=stats)
-
-
-def _mwis_hint(problem: SharonProblem, keep: list[int]) -> list[int]:
-    """GWMIN on the original graph, mapped to the full-candidate options (always in the expanded
-    graph, and independent there too): cheap even when the expanded graph is large. Hinted vertices
-    removed by the dominance reduction are left out (the hint stays feasible)."""
-    where = problem.index_of(problem.graph)
-    picked = {where[problem.original.vertices[i].key] for i in gwmin(problem.original)}
-    return [1 if i in picked else 0 for i in keep]
-
-
-def _lp_tree(sub, lp_nodes: int, time_limit, workers: int):
+# ------------------------------------------------------------------------------------------ MWIS models
+def _lp_tree(sub, lp_nodes: int, clock: _Clock, workers: int, incumbent):
     """The LP branch-and-bound on the MWIS graph ``sub`` (None when off, when the graph is too dense for
-    maximal cliques, or when its root LP failed). It gets at most half the time limit. Its
-    incumbent comes from rounding its LPs (the root's rounding alone beats GWMIN on the stress
-    instances), so GWMIN runs only for a solver without a tree."""
+    maximal cliques, or when its root LP failed). It gets at most half the time left and starts from
+    ``incumbent`` (a 0-1 vector). Its incumbent comes from rounding its LPs (the root's rounding alone
+    beats GWMIN on the stress instances)."""
     from cepopt.formulations.clique_bnb import clique_branch_and_bound
     from cepopt.formulations.sharon import extended_cliques
-    from cepopt.solve import MethodLimitError
 
     if not lp_nodes or not len(sub):
         return None
@@ -197,37 +350,10 @@ def _lp_tree(sub, lp_nodes: int, time_limit, workers: int):
         cliques = extended_cliques(sub, sub.cliques())
     except MethodLimitError:
         return None  # too dense for maximal cliques; over cell cliques the tree rarely closes
-    deadline = None if time_limit is None else time.perf_counter() + time_limit / 2
-    return clique_branch_and_bound(sub.weights, cliques, node_limit=lp_nodes, deadline=deadline,
-                                   threads=min(workers, 2), root_multiple=LP_TREE_ROOT_MULTIPLE)
-
-
-def _mwis_result(problem: SharonProblem, keep: list[int], tree, x, status, obj, bound, stats: dict
-                 ) -> MethodResult:
-    """The MWIS methods' result over the vertices ``keep``. An unclosed LP tree's incumbent replaces a
-    solver's worse one (a time-out), with the tighter of the two bounds."""
-    if tree is not None and status in ("timeout", "feasible") and (x is None or obj < tree.objective - 1e-9):
-        x, obj, status = tree.x, tree.objective, "feasible"
-        bound = tree.bound if bound is None else min(bound, tree.bound)
-    return _on_graph(problem, _result(problem, x, status, obj, bound, stats,
-                                      lambda x: problem.plan_of(keep[i] for i, xi in enumerate(x) if xi)))
-
-
-def _mwis_tree_first(problem: SharonProblem, reduce: bool, lp_nodes: int, time_limit, workers: int):
-    """The common start of cpsat and milp: the reduced graph, then the LP tree. Returns (keep, sub,
-    stats so far, tree, the result when the tree closed else None, the solver's time left)."""
-    start = time.perf_counter()
-    keep, sub, extra = _mwis_graph(problem, reduce)
-    tree = _lp_tree(sub, lp_nodes, time_limit, workers)
-    proof = None
-    if tree is not None:
-        extra["lp_tree"] = {"lps": tree.nodes, "closed": tree.closed, "root_bound": tree.root_bound,
-                            "objective": tree.objective}
-        if tree.closed:
-            proof = _mwis_result(problem, keep, tree, tree.x, "optimal", tree.objective, tree.objective,
-                                 _stats(problem, variables=len(keep), **extra))
-    left = None if time_limit is None else max(time_limit - (time.perf_counter() - start), 0.01)
-    return keep, sub, extra, tree, proof, left
+    deadline = None if clock.deadline is None else time.perf_counter() + clock.left(0.5)
+    return clique_branch_and_bound(sub.weights, cliques, incumbent=incumbent, node_limit=lp_nodes,
+                                   deadline=deadline, threads=min(workers, 2), root_multiple=LP_TREE_ROOT_MULTIPLE,
+                                   float_exact=_float_exact(sub.weights))
 
 
 def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict]:
@@ -238,64 +364,156 @@ def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict
     return keep, sub, {"dominated_removed": len(g) - len(keep)}
 
 
+def _mwis_start(problem: SharonProblem, sub, keep: list[int], best: _Best) -> list[int]:
+    """GWMIN's plan as the first incumbent, as a 0-1 vector over ``keep``: GWMIN on the original graph
+    mapped to the full-candidate options (always in the expanded graph, and independent there too),
+    cheap even when the expanded graph is large. Vertices the dominance reduction removed are left out
+    (the vector stays feasible)."""
+    try:
+        picked_original = gwmin(problem.original)
+    except MethodLimitError:
+        return [0] * len(keep)
+    where = {v.key: i for i, v in enumerate(sub.vertices)}
+    picked = {where[k] for k in (problem.original.vertices[i].key for i in picked_original) if k in where}
+    x = [1 if i in picked else 0 for i in range(len(keep))]
+    chosen = sorted(picked)
+    best.offer(problem.plan_of(chosen, sub), sub.weight_of(chosen), "GWMIN")
+    return x
+
+
+def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: bool, split: bool, extend: bool,
+          lp_nodes: int, workers: int, solver_options: dict, **solve_options) -> MethodResult:
+    """cpsat and milp: reduced graph, GWMIN start, LP tree, then the solver with the best start as hint,
+    each within the time left; the best plan seen and the best bound at the end."""
+    clock = _Clock(time_limit)
+    keep, sub, extra = _mwis_graph(problem, reduce)
+    best = _Best(SharonPlan.empty())
+    start = _mwis_start(problem, sub, keep, best)
+    unit = _unit(sub.weights)
+    tree = None if clock.over() else _lp_tree(sub, lp_nodes, clock, workers, start)
+    if tree is not None:
+        extra["lp_tree"] = {"lps": tree.nodes, "closed": tree.closed, "root_bound": tree.root_bound,
+                            "objective": tree.objective}
+        chosen = decode_mwis(tree.x)
+        best.offer(problem.plan_of(chosen, sub), sub.weight_of(chosen), "LP tree")
+        best.tighten(tree.bound)
+        if tree.proven or certify(best.value, best.bound, unit, "max"):
+            return _on_graph(problem, _finish(problem, best, proven=True, unit=unit,
+                                              stats=_stats(problem, variables=len(keep), **extra)))
+        start = tree.x if sub.weight_of(chosen) >= sub.weight_of(decode_mwis(start)) else start
+    stats = _stats(problem, variables=len(keep), **extra)
+    message = ""
+    if not clock.over():
+        model = mwis_model(sub, extend=extend)
+        model.hint = start
+        res = solve_sharon_model(model, backend, seed=seed, split=split, workers=workers, deadline=clock.deadline,
+                                 options=solver_options, **solve_options)
+        stats.update(res.stats)
+        if res.x is not None:
+            chosen = decode_mwis(res.x)
+            best.offer(problem.plan_of(chosen, sub), sub.weight_of(chosen), backend)
+        best.tighten(res.bound)
+        if res.status in ("error", "infeasible"):
+            message = f"{backend}: {res.status} ({res.message}); best plan seen before"
+        elif res.status == "optimal" and best.source == backend:
+            return _on_graph(problem, _finish(problem, best, proven=True, unit=unit, stats=stats))
+        elif res.message:
+            message = res.message
+    return _on_graph(problem, _finish(problem, best, proven=False, unit=unit, stats=stats, message=message,
+                                      clock=clock, graph=sub))
+
+
 @register("sharon", "cpsat", "MWIS: LP branch-and-bound on maximal cliques (lp_nodes), then CP-SAT with "
           "cell-clique constraints and the tree's (or GWMIN's) plan as hint, generic cuts off", exact=True)
 def cpsat(problem: SharonProblem, *, time_limit=None, seed=0, workers: Workers = 2, lp_heavy: bool = True,
           presolve: bool = False, reduce: bool = True, split: bool = True, extend: bool = CPSAT_EXTEND_CLIQUES,
           cuts: bool = False, lp_nodes: NonNegativeInt = LP_NODES) -> MethodResult:
     """CP-SAT parameters: ``workers`` (2), ``seed``, LP-heavy search (linearization_level=2 + max_lp),
-    CP-SAT presolve off (it costs more than it saves here), the LP tree's (or GWMIN's) plan as hint, CG/MIR/zero-half
-    cuts off unless ``cuts`` (:data:`~cepopt.formulations.sharon.MWIS_CPSAT_NO_CUTS`). ``reduce``: drop
-    dominated vertices first (exact, :mod:`cepopt.sharon.dominance`); ``split``: solve independent
-    blocks one by one (:mod:`cepopt.formulations.blocks`); ``extend``: grow the cell cliques to
-    maximal cliques (:func:`cepopt.formulations.sharon.mwis_model`); ``lp_nodes``: LPs of the
+    CP-SAT presolve off (it costs more than it saves here), the best plan so far (LP tree or GWMIN) as
+    hint, CG/MIR/zero-half cuts off unless ``cuts`` (:data:`~cepopt.formulations.sharon.MWIS_CPSAT_NO_CUTS`).
+    ``reduce``: drop dominated vertices first (exact, :mod:`cepopt.sharon.dominance`); ``split``: solve
+    independent blocks one by one (:mod:`cepopt.formulations.blocks`); ``extend``: grow the cell cliques
+    to maximal cliques (:func:`cepopt.formulations.sharon.mwis_model`); ``lp_nodes``: LPs of the
     branch-and-bound run first (0: none; :data:`LP_NODES`)."""
-    keep, sub, extra, tree, proof, left = _mwis_tree_first(problem, reduce, lp_nodes, time_limit, workers)
-    if proof is not None:
-        return proof
-    hint = tree.x if tree is not None else _mwis_hint(problem, keep)
-    model = mwis_model(sub, extend=extend)
-    x, status, obj, bound, st = solve_cpsat_model(model, time_limit=left, seed=seed,
-                                                  hint=hint, workers=workers,
-                                                  lp_heavy=lp_heavy, presolve=presolve, split=split,
-                                                  extra=None if cuts else MWIS_CPSAT_NO_CUTS)
-    return _mwis_result(problem, keep, tree, x, status, obj, bound, _stats(problem, **st, **extra))
+    return _mwis(problem, "cpsat", time_limit=time_limit, seed=seed, reduce=reduce, split=split, extend=extend,
+                 lp_nodes=lp_nodes, workers=workers, solver_options={} if cuts else dict(MWIS_CPSAT_NO_CUTS),
+                 lp_heavy=lp_heavy, presolve=presolve)
 
 
 @register("sharon", "milp", "MWIS: LP branch-and-bound on maximal cliques (lp_nodes), then a MILP with "
-          "maximal-clique constraints (backend scip|highs|cbc; SCIP without cut rounds)", exact=True)
+          "maximal-clique constraints (backend scip|highs|cbc or a PuLP solver; SCIP without cut rounds)",
+          exact=True)
 def milp(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "scip",
          reduce: bool = True, split: bool = True, extend: bool = MILP_EXTEND_CLIQUES, cuts: bool = False,
          lp_nodes: NonNegativeInt = LP_NODES, workers: Workers = 2) -> MethodResult:
-    """``backend`` scip (default) | highs | cbc; ``reduce``, ``split``, ``extend`` as for ``cpsat``
-    (``extend`` defaults to true here: :data:`MILP_EXTEND_CLIQUES`). With SCIP, no cutting-plane
-    rounds unless ``cuts`` (:data:`~cepopt.formulations.sharon.MWIS_SCIP_NO_CUTS`); HiGHS and CBC
-    keep their defaults.
+    """``backend`` scip (default) | highs | cbc | a PuLP solver by name (gurobi, cplex, ...);
+    ``reduce``, ``split``, ``extend`` as for ``cpsat`` (``extend`` defaults to true here:
+    :data:`MILP_EXTEND_CLIQUES`). With SCIP, no cutting-plane rounds unless ``cuts``
+    (:data:`~cepopt.formulations.sharon.MWIS_SCIP_NO_CUTS`); the others keep their defaults.
 
     SCIP is the default on this model: measured CPU seconds at 500 queries (stress seeds 0-2, default
     seeds 0-2), both with their default cuts, SCIP 23.7 / 8.5 / 1.0 / 0.3 / 0.2 / 3.6, HiGHS 29.2 /
     10.8 / 1.6 / 0.3 / 0.3 / 8.3 (HiGHS without presolve 26.7 / 19.6 / 0.4 / 0.2 / 0.2 / 5.3).
     ``lp_nodes``: LPs of the branch-and-bound run first, as for ``cpsat`` (``workers``: its threads)."""
-    keep, sub, extra, tree, proof, left = _mwis_tree_first(problem, reduce, lp_nodes, time_limit, workers)
-    if proof is not None:
-        return proof
-    model = mwis_model(sub, extend=extend)
+    _check_backend(backend)
     no_cuts = not cuts and backend == "scip"
-    x, status, obj, bound, st = solve_milp_model(model, backend=backend, time_limit=left, seed=seed,
-                                                 split=split,
-                                                 options=MWIS_SCIP_NO_CUTS if no_cuts else None)
-    return _mwis_result(problem, keep, tree, x, status, obj, bound, _stats(problem, **st, **extra))
+    return _mwis(problem, backend, time_limit=time_limit, seed=seed, reduce=reduce, split=split, extend=extend,
+                 lp_nodes=lp_nodes, workers=workers, solver_options=dict(MWIS_SCIP_NO_CUTS) if no_cuts else {})
 
 
-def _compact_hint(problem: SharonProblem, model) -> list[int]:
-    picked = set(gwmin(problem.original))
+def _check_backend(backend: str) -> None:
+    """A MILP backend name, checked before any work (an unknown or missing one is a CepoptError)."""
+    from cepopt.formulations.milp import _backend_kind, _pulp_solver
+
+    if backend == "cpsat":
+        raise CepoptError("backend cpsat: use the cpsat / cpsat-compact methods")
+    if _backend_kind(backend) == "pulp" and backend != "cbc":
+        _pulp_solver(backend, msg=False, time_limit=None, rel_gap=0.0, threads=1, seed=0)
+
+
+# ------------------------------------------------------------------------------------------ compact models
+def _compact_start(problem: SharonProblem, model, best: _Best) -> list[int]:
+    """GWMIN on the original graph as the first incumbent and as a 0-1 start of the compact model."""
     x = [0] * len(model.names)
+    try:
+        picked = gwmin(problem.original)
+    except MethodLimitError:
+        return x
+    chosen = set(picked)
     for k, (_, var_of, y) in enumerate(model.decode[1]):
-        if k in picked:
+        if k in chosen:
             x[y] = 1
             for i in var_of.values():
                 x[i] = 1
+    best.offer(problem.plan_of(picked, problem.original), problem.original.weight_of(picked), "GWMIN")
     return x
+
+
+def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bool, split: bool,
+             **solve_options) -> MethodResult:
+    clock = _Clock(time_limit)
+    model = compact_model(problem)
+    best = _Best(SharonPlan.empty())
+    start = _compact_start(problem, model, best)
+    if hint:
+        model.hint = start
+    unit = _unit(model.objective)
+    stats = _stats(problem)
+    message = ""
+    if not clock.over():
+        res = solve_sharon_model(model, backend, seed=seed, split=split, deadline=clock.deadline, **solve_options)
+        stats.update(res.stats)
+        if res.x is not None:
+            best.offer(SharonPlan.of(decode_compact(model, res.x)), res.objective, backend)
+        best.tighten(res.bound)
+        if res.status in ("error", "infeasible"):
+            message = f"{backend}: {res.status} ({res.message}); best plan seen before"
+        elif res.status == "optimal" and best.source == backend:
+            return _finish(problem, best, proven=True, unit=unit, stats=stats)
+        elif res.message:
+            message = res.message
+    graph = problem.original if not problem.expand else None
+    return _finish(problem, best, proven=False, unit=unit, stats=stats, message=message, clock=clock, graph=graph)
 
 
 @register("sharon", "cpsat-compact", "compact x[p,q]/y[p] model in CP-SAT (LP-heavy: linearization 2 + "
@@ -305,29 +523,20 @@ def cpsat_compact(problem: SharonProblem, *, time_limit=None, seed=0, workers: W
                   ) -> MethodResult:
     """CP-SAT parameters: ``workers`` (2), ``seed``, LP-heavy search (linearization_level=2 plus the
     max_lp subsolver; without it the fixed-charge model stalls at a 1-25 % gap), CP-SAT presolve off
-    (measured: it takes more time than the search and halves the speed). A GWMIN hint is optional
-    (``hint=true``): measured, it slows the proof down on this model. ``split`` as for ``cpsat``."""
-    model = compact_model(problem)
-    start = _compact_hint(problem, model) if hint else None
-    x, status, obj, bound, st = solve_cpsat_model(model, time_limit=time_limit, seed=seed, hint=start,
-                                                  workers=workers, lp_heavy=lp_heavy, presolve=presolve,
-                                                  split=split)
-    return _result(problem, x, status, obj, bound, _stats(problem, **st),
-                   lambda x: SharonPlan.of(decode_compact(model, x)))
+    (measured: it takes more time than the search and halves the speed). GWMIN's plan is kept as the
+    fallback; as a hint it is optional (``hint=true``): measured, it slows the proof down on this
+    model. ``split`` as for ``cpsat``."""
+    return _compact(problem, "cpsat", time_limit=time_limit, seed=seed, hint=hint, split=split, workers=workers,
+                    lp_heavy=lp_heavy, presolve=presolve)
 
 
-@register("sharon", "milp-compact", "compact x[p,q]/y[p] model as a MILP (backend highs|scip|cbc)",
-          exact=True)
+@register("sharon", "milp-compact", "compact x[p,q]/y[p] model as a MILP (backend highs|scip|cbc or a PuLP "
+          "solver)", exact=True)
 def milp_compact(problem: SharonProblem, *, time_limit=None, seed=0, backend: str = "highs",
                  split: bool = True) -> MethodResult:
     """``backend`` highs (presolve off when expanded: :data:`cepopt.formulations.sharon.COMPACT_HIGHS_OPTIONS`)
-    | scip | cbc; ``split`` as for ``cpsat``."""
-    model = compact_model(problem)
-    x, status, obj, bound, st = solve_milp_model(model, backend=backend, time_limit=time_limit, seed=seed,
-                                                 split=split,
-                                                 # expand=false leaves no free x: the model is the MWIS,
-                                                 # on which HiGHS's presolve pays
-                                                 options=COMPACT_HIGHS_OPTIONS if backend == "highs"
-                                                 and problem.expand else None)
-    return _result(problem, x, status, obj, bound, _stats(problem, **st),
-                   lambda x: SharonPlan.of(decode_compact(model, x)))
+    | scip | cbc | a PuLP solver by name; ``split`` as for ``cpsat``."""
+    _check_backend(backend)
+    # expand=false leaves no free x: the model is the MWIS, on which HiGHS's presolve pays
+    options = COMPACT_HIGHS_OPTIONS if backend == "highs" and problem.expand else None
+    return _compact(problem, backend, time_limit=time_limit, seed=seed, hint=False, split=split, options=options)

@@ -33,7 +33,7 @@ from typing import Any
 from cepopt.errors import CepoptError
 from cepopt.model import Statistics, Workload
 from cepopt.params import check_keys, parse_bool
-from cepopt.sharon.cost import COMB_RULES, CostModel
+from cepopt.sharon.cost import COMB_RULES, CostModel, evaluate, predict
 from cepopt.sharon.expansion import expand as expand_graph
 from cepopt.sharon.graph import SharonGraph, Vertex
 from cepopt.sharon.patterns import detect, query_types, sharing_classes
@@ -140,8 +140,8 @@ class SharonProblem:
         first use; the compact models never need it). Raises MethodLimitError when the expansion
         would exceed ``max_vertices`` options."""
         if self._graph is None:
+            from cepopt.errors import MethodLimitError
             from cepopt.sharon.expansion import expanded_size
-            from cepopt.solve import MethodLimitError
 
             all_subsets = self.subsets == "all"
             size = expanded_size(self.original, self.max_options, self.non_beneficial, all_subsets)
@@ -197,15 +197,15 @@ class SharonProblem:
                 raise CepoptError(f"plan: pattern {label} is shared by queries with different windows, "
                                   "predicates or grouping")
 
+    # The two methods below are kept for executor/sharon_driver.py until it calls cost.predict: the cost
+    # model lives in cepopt.sharon.cost (evaluate, predict).
     def score(self, plan: SharonPlan) -> float:
-        """Eq. 9: Score(plan) = sum of BValue of its entries (validity checked first)."""
-        self.check(plan)
-        return sum((self.bvalue(p, qs) for p, qs in plan.shared), 0)
+        """Eq. 9: :func:`cepopt.sharon.cost.evaluate`."""
+        return evaluate(self, plan)
 
     def predicted_cost(self, plan: SharonPlan) -> float:
-        """Predicted cost of executing ``plan``: total Non-Shared cost minus Score (the additive model;
-        spec A5). The executor compares its measured operation counts with it."""
-        return self.cost.total_nonshared() - self.score(plan)
+        """:func:`cepopt.sharon.cost.predict`."""
+        return predict(self, plan)
 
     # ------------------------------------------------------------------ helpers for methods
     def plan_of(self, indices, graph: SharonGraph | None = None) -> SharonPlan:

@@ -19,6 +19,7 @@ Modes:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from cepopt.errors import CepoptError
@@ -37,8 +38,12 @@ def score_max(graph: SharonGraph, i: int, alive: set[int], extra: float = 0):
 
 
 def reduce_graph(graph: SharonGraph, indices: Iterable[int] | None = None, *, mode: str = "paper",
-                 per_component: bool = False) -> tuple[set[int], list[int], list[int], dict]:
-    """Alg. 2: returns (remaining vertices, F in the order found, pruned vertices, stats)."""
+                 per_component: bool = False, deadline: float | None = None
+                 ) -> tuple[set[int], list[int], list[int], dict]:
+    """Alg. 2: returns (remaining vertices, F in the order found, pruned vertices, stats).
+
+    Every prefix of the reduction is sound (each removal is justified on its own), so at ``deadline``
+    (a ``time.perf_counter()`` value) it stops where it is and says so (stats ``stopped``)."""
     if mode not in MODES:
         raise CepoptError(f"reduction mode must be one of {', '.join(MODES)}, got {mode!r}")
     alive = set(range(len(graph)) if indices is None else indices)
@@ -47,44 +52,90 @@ def reduce_graph(graph: SharonGraph, indices: Iterable[int] | None = None, *, mo
         free: list[int] = []
         pruned: list[int] = []
         passes = 0
+        stopped = None
         for comp in graph.components(alive):
-            r, f, p, st = reduce_graph(graph, comp, mode=mode)
+            if stopped:
+                remaining |= set(comp)
+                continue
+            r, f, p, st = reduce_graph(graph, comp, mode=mode, deadline=deadline)
             remaining |= r
             free += f
             pruned += p
             passes = max(passes, st["passes"])
-        return remaining, free, pruned, {"passes": passes, "bound": None}
-    free = []
-    pruned = []
+            stopped = st.get("stopped")
+        out = {"passes": passes, "bound": None}
+        if stopped:
+            out["stopped"] = stopped
+        return remaining, free, pruned, out
+    if mode == "recompute":
+        return _recompute(graph, alive, deadline)
+    return _single_bound(graph, alive, mode, deadline)
+
+
+def _over(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() > deadline
+
+
+def _single_bound(graph: SharonGraph, alive: set[int], mode: str, deadline):
+    """"paper" and "literal": one bound (GWMIN's guarantee on the input graph); Score_max kept from running
+    totals (the alive weight, and F's for "paper"), so a pass costs the sum of the degrees."""
+    w = [v.weight for v in graph.vertices]
+    adj = graph.adj
+    free: list[int] = []
+    pruned: list[int] = []
     bound = guaranteed_weight(graph, alive)
-    first_bound = bound
+    alive_total = sum((w[i] for i in alive), 0)
+    free_total = 0
     passes = 0
     changed = True
+    stats: dict = {}
     while changed:
         changed = False
         passes += 1
-        if mode == "recompute":
-            bound = guaranteed_weight(graph, alive)
-            # classify every vertex with this pass's bound and Score_max, then remove
-            f_now = [i for i in sorted(alive) if not (graph.adj[i] & alive)]
-            ridden = [i for i in sorted(alive) if graph.adj[i] & alive and score_max(graph, i, alive) < bound]
-            for i in f_now + ridden:
-                alive.discard(i)
-            free += f_now
-            pruned += ridden
-            changed = bool(f_now or ridden)
-            continue
         for i in sorted(alive):
+            if _over(deadline):
+                stats["stopped"] = "time limit"
+                changed = False
+                break
             if i not in alive:
                 continue
-            if not (graph.adj[i] & alive):
+            near = adj[i] & alive
+            if not near:
                 alive.discard(i)
+                alive_total -= w[i]
                 free.append(i)
+                free_total += w[i]
                 changed = True
                 continue
-            extra = graph.weight_of(free) if mode == "paper" else 0
-            if score_max(graph, i, alive, extra) < bound:
+            extra = free_total if mode == "paper" else 0
+            if alive_total - sum((w[j] for j in near), 0) + extra < bound:
                 alive.discard(i)
+                alive_total -= w[i]
                 pruned.append(i)
                 changed = True
-    return alive, free, pruned, {"passes": passes, "bound": float(first_bound)}
+    return alive, free, pruned, {"passes": passes, "bound": float(bound), **stats}
+
+
+def _recompute(graph: SharonGraph, alive: set[int], deadline):
+    """"recompute": every pass recomputes min and Score_max on the current graph without F (sound, since
+    the current graph's optimum plus F is the optimum); classify every vertex, then remove."""
+    free: list[int] = []
+    pruned: list[int] = []
+    first_bound = bound = guaranteed_weight(graph, alive)
+    passes = 0
+    changed = True
+    stats: dict = {}
+    while changed:
+        if _over(deadline):
+            stats["stopped"] = "time limit"
+            break
+        passes += 1
+        bound = guaranteed_weight(graph, alive)
+        f_now = [i for i in sorted(alive) if not (graph.adj[i] & alive)]
+        ridden = [i for i in sorted(alive) if graph.adj[i] & alive and score_max(graph, i, alive) < bound]
+        for i in f_now + ridden:
+            alive.discard(i)
+        free += f_now
+        pruned += ridden
+        changed = bool(f_now or ridden)
+    return alive, free, pruned, {"passes": passes, "bound": float(first_bound), **stats}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cepopt.errors import CepoptError, NotBuiltError
+from cepopt.errors import CepoptError, UnknownNameError
 from cepopt.executor.api import ExecutionResult, driver_module, execute_command, load_plan, write_results
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results, results_frame
@@ -43,8 +43,8 @@ def test_execution_result_digest_and_summary():
     assert "operations (measured): 10" in r.summary() and "mode: local" in r.summary()
 
 
-def test_missing_driver_is_not_built():
-    with pytest.raises(NotBuiltError, match="executor for family nosuch is not built yet"):
+def test_missing_driver_is_a_user_error():
+    with pytest.raises(UnknownNameError, match="no executor for family 'nosuch'"):
         driver_module("nosuch")
 
 

@@ -13,7 +13,7 @@ from cepopt.executor.streams import (
     read_stream_pandas,
     resolve_stream_pandas,
 )
-from cepopt.instances.streams import GENERATORS, generate
+from cepopt.instances.streams import generate, names
 
 SMALL = {"ecommerce": {"events": 500}, "linear-road": {"events": 500}, "bursty": {"events": 500}}
 
@@ -61,11 +61,11 @@ def test_workload_generator_uses_the_instance():
 
 
 def test_unknown_generator_and_parameter():
-    with pytest.raises(UnknownNameError, match="known: ecommerce"):
+    with pytest.raises(UnknownNameError, match="known: .*ecommerce"):
         generate("nope")
     with pytest.raises(CepoptError, match="no parameter 'bogus'"):
         generate("bursty", bogus=1)
-    assert "stock" in GENERATORS
+    assert "stock" in names()
 
 
 def test_embedded_stream_missing():

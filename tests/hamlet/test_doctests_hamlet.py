@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["cepopt.hamlet.benefit", "cepopt.hamlet.decide"])
+@pytest.mark.parametrize("name", ["cepopt.hamlet.cost", "cepopt.hamlet.decide"])
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

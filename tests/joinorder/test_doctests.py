@@ -7,7 +7,7 @@ import pytest
 
 MODULES = ["cepopt.joinorder." + m for m in (
     "plans", "reduce", "cost", "negation", "trivial", "efreq", "greedy", "ii", "dp", "zstream", "bruteforce",
-)] + ["cepopt.instances.joinorder_generator"]
+)] + ["cepopt.instances.joinorder_generator", "tests.joinorder.plain_cost"]
 
 
 @pytest.mark.parametrize("name", MODULES)

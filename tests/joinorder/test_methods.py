@@ -30,7 +30,7 @@ MIXED = instance("PATTERN SEQ(A a, NOT(B b), C c, KL(D d), E e) WHERE a.x < c.x 
 def test_registry():
     table = methods("joinorder")
     assert set(ALL) <= set(table)
-    assert FAMILY.sense == "min" and FAMILY.objective == "log_cost"
+    assert FAMILY.sense == "min" and FAMILY.objective.name == "ln Cost"
     assert {m for m in table if table[m].exact} == EXACT
     assert "plan" in table["bruteforce"].options
     assert "backend" in table["milp-order"].options

@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepopt.formulations.blocks import ENUMERATE, blocks
-from cepopt.formulations.sharon import LinearModel, extended_cliques, solve_cpsat_model, solve_milp_model
+from cepopt.formulations.model import Model
+from cepopt.formulations.sharon import extended_cliques, solve_sharon_model
 from cepopt.sharon import gwmin as gw
 from cepopt.sharon.graph import SharonGraph, Vertex
 
@@ -34,10 +35,11 @@ def graphs(draw):
     return n, edges, weights
 
 
-def _model(n, edges, weights) -> LinearModel:
-    model = LinearModel([f"x{i}" for i in range(n)], list(weights))
-    for i, j in edges:
-        model.add_le({i: 1, j: 1}, 1)
+def _model(n, edges, weights, cliques=None) -> Model:
+    model = Model("mwis", "max")
+    model.add_vars([f"x{i}" for i in range(n)], obj=list(weights))
+    for c in cliques if cliques is not None else edges:
+        model.add_row(list(c), [1] * len(c), None, 1)
     return model
 
 
@@ -76,16 +78,16 @@ def test_block_solve_equals_whole_solve_and_brute_force(g):
     model = _model(n, edges, weights)
     best = _brute(n, edges, weights)
     assert sorted(map(set, blocks(n, model.rows)), key=min) == sorted(_components(n, edges), key=min)
-    runs = [solve_cpsat_model(model, time_limit=10, seed=0, split=split) for split in (True, False)]
-    runs += [solve_milp_model(model, backend=b, time_limit=10, seed=0, split=split)
-             for b in ("highs", "scip") for split in (True, False)]
-    runs.append(solve_milp_model(model, backend="highs", time_limit=10, seed=0, options={"presolve": "off"}))
-    for x, status, obj, bound, _ in runs:
-        assert status == "optimal"
-        assert obj == pytest.approx(best) and bound == pytest.approx(best)
-        assert all(not (x[i] and x[j]) for i, j in edges)
-        assert sum(w for w, xi in zip(weights, x, strict=True) if xi) == pytest.approx(best)
-    stats = runs[0][4]
+    runs = [solve_sharon_model(model, b, time_limit=10, seed=0, split=split)
+            for b in ("cpsat", "highs", "scip") for split in (True, False)]
+    runs.append(solve_sharon_model(model, "highs", time_limit=10, seed=0, options={"presolve": "off"}))
+    for r in runs:
+        assert r.status == "optimal", r.backend
+        assert r.objective == best and r.bound == pytest.approx(best)
+        assert all(not (r.x[i] and r.x[j]) for i, j in edges)
+        assert sum(w for w, xi in zip(weights, r.x, strict=True) if xi) == best
+    assert runs[0].exact and runs[0].bound == best  # CP-SAT on integer weights: an exact proof
+    stats = runs[0].stats
     comps = _components(n, edges)
     assert stats["blocks"] == len(comps) and stats["largest_block"] == max(map(len, comps))
     assert stats["enumerated_variables"] == sum(len(c) for c in comps if len(c) <= ENUMERATE)
@@ -113,9 +115,8 @@ def test_extended_cliques_are_cliques_and_keep_the_optimum(g):
     cliques = extended_cliques(graph, graph.cliques())
     for c in cliques:
         assert all(frozenset(p) in edge_set for p in combinations(c, 2))
-    model = LinearModel([f"x{i}" for i in range(n)], list(weights), [({i: 1 for i in c}, 1) for c in cliques])
-    x, status, obj, _, _ = solve_cpsat_model(model, time_limit=10, seed=0)
-    assert status == "optimal" and obj == _brute(n, edges, weights)
+    res = solve_sharon_model(_model(n, edges, weights, cliques), "cpsat", time_limit=10, seed=0)
+    assert res.status == "optimal" and res.objective == _brute(n, edges, weights)
 
 
 @settings(max_examples=60, derandomize=True, deadline=None)
@@ -133,18 +134,22 @@ def test_gwmin_float_ratio_matches_fractions(g, factor):
         gw._ratio_of = exact
 
 
-@pytest.mark.parametrize("backend", ["highs", "scip", "cbc"])
-def test_matrix_milp_backends(backend):
-    """MatrixMilp (the Sharon models' MILP form) on every backend: <=, >= and = rows, bounds, minimise."""
-    from cepopt.formulations.milp import MatrixMilp, solve_milp
+@pytest.mark.parametrize("backend", ["highs", "scip", "cbc", "cpsat"])
+def test_model_container_backends(backend):
+    """The model container on every backend: <=, >= and = rows, bounds, minimise, a constant."""
+    from cepopt.formulations.model import solve
 
-    # min 3a + 2b + 4c  s.t.  a + b + c >= 2,  b - c = 0,  a + c <= 1.5 ; a, b, c in {0, 1}, c continuous
-    prob = MatrixMilp(["a", "b", "c"], [3, 2, 4], [([0, 1, 2], [1, 1, 1], 2, None), ([2, 1], [-1, 1], 0, 0),
-                                                    ([0, 2], [1, 1], None, 1.5)],
-                      maximize=False, integer=[True, True, False])
-    res = solve_milp(prob, backend=backend, time_limit=10)
-    assert res.status == "optimal" and res.objective == pytest.approx(6.0)
-    assert res.values["b"] == pytest.approx(1) and res.values["c"] == pytest.approx(1)
+    # min 3a + 2b + 4c + 1  s.t.  a + b + c >= 2,  b - c = 0,  a + c <= 1.5 ; a, b, c in {0, 1} (c continuous
+    # for the MILPs)
+    m = Model("rows", "min")
+    a, b, c = m.var("a"), m.var("b"), m.var("c", integer=backend == "cpsat")
+    m.minimize(3 * a + 2 * b + 4 * c + 1)
+    m.add(a + b + c >= 2)
+    m.add(b - c == 0)
+    m.add_row([0, 2], [1, 1], None, 1.5)
+    res = solve(m, backend, time_limit=10)
+    assert res.status == "optimal" and res.objective == pytest.approx(7.0)
+    assert res.value(b) == pytest.approx(1) and res.value(c) == pytest.approx(1)
 
 
 @pytest.mark.parametrize("split", [True, False])
@@ -154,7 +159,6 @@ def test_a_failing_solver_is_an_error_not_an_empty_plan(backend, split):
     error with the solver's message; before, the failed block counted as an all-zero timeout and
     the model came back "feasible" with objective 0."""
     model = _model(5, [(0, 1), (1, 2), (2, 3), (3, 4)], [3, 4, 5, 6, 7])
-    x, status, obj, bound, stats = solve_milp_model(model, backend=backend, time_limit=10, seed=0, split=split,
-                                                    options={"no_such/option": 1})
-    assert (x, status, obj, bound) == (None, "error", None, None)
-    assert "no_such/option" in stats["solver_message"]
+    res = solve_sharon_model(model, backend, time_limit=10, seed=0, split=split, options={"no_such/option": 1})
+    assert (res.x, res.status, res.objective, res.bound) == (None, "error", None, None)
+    assert "no_such/option" in res.message
