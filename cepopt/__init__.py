@@ -39,8 +39,7 @@ _LAZY = {
     "load": ("cepopt.instance", "load"),
     "compare": ("cepopt.solve", "compare"),
     "generate": ("cepopt.instances.generate", "generate"),
-    # the spark helper's cepopt/pipeline.py takes this over: ("cepopt.pipeline", "execute")
-    "execute": ("cepopt.executor.api", "execute"),
+    "execute": ("cepopt.pipeline", "execute"),
 }
 
 __all__ = [

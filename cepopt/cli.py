@@ -1,20 +1,25 @@
 """The ``cepopt`` command.
 
 User errors (bad files, unknown names, bad options) print one line, ``cepopt: error: ...``, and exit
-with status 2; never a traceback.
+with status 2; never a traceback. Under ``--json`` standard output is exactly one JSON document: while
+the command runs, Python's and the native solvers' output (file descriptor 1) go to stderr
+(:func:`cepopt.formulations.native.native_output_to_stderr`), and the document is printed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
+import os
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from cepopt.errors import CepoptError
-from cepopt.params import OneLineParser
+from cepopt.params import OneLineParser, seed_argument, time_limit_argument
 
 __all__ = ["OneLineParser", "main"]
 
@@ -45,10 +50,12 @@ def _params(items: Sequence[str] | None) -> dict[str, Any]:
 
 
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds per method call")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--time-limit", type=time_limit_argument, default=None, metavar="S",
+                   help="seconds per method call")
+    p.add_argument("--seed", type=seed_argument, default=0, help="random seed (default 0)")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
-                   help="a method or problem option, repeatable (e.g. --param expand=false)")
+                   help="a method or problem option, repeatable (e.g. --param expand=false); log=true shows "
+                        "the solvers' own log on stderr")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -63,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("instance", metavar="INSTANCE")
     p.add_argument("--method", "-m", required=True, metavar="M", help="method name (see `cepopt methods`)")
     _add_solver_options(p)
+    p.add_argument("--export", metavar="FILE", help="write the model the method solves: FILE.mps or FILE.lp "
+                   "(MILP), FILE.pbtxt (the CP-SAT model proto, or MathOpt's, as text)")
 
     p = sub.add_parser("compare", help="solve an instance with several methods and tabulate them",
                        description="Solve INSTANCE with several methods (default: the family's list).")
@@ -74,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Generate a random instance: cepopt generate FAMILY --seed N -o FILE "
                                    "[family options]; `cepopt generate FAMILY --help` lists them.",
                        add_help=False)
+    p.add_argument("-h", "--help", action="store_true", help="this help")
+    p.add_argument("--list", action="store_true",
+                   help="list the instance generators and the stream generators with their parameters")
     p.add_argument("family", metavar="FAMILY", nargs="?")
     p.add_argument("rest", nargs=argparse.REMAINDER)
 
@@ -85,51 +97,117 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frequencies", required=True, metavar="FREQ.csv")
     p.add_argument("--dataset", required=True, choices=["stock", "bus", "taxi"])
     p.add_argument("-o", "--output", required=True, metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
 
-    p = sub.add_parser("execute", help="execute a plan on Spark and measure its cost",
-                       description="Execute INSTANCE's plan on Spark over a stream; print the results "
-                                   "summary and the measured cost.")
+    p = sub.add_parser("execute", help="execute a plan on a stream (Spark or in process) and measure its cost",
+                       description="Execute INSTANCE's plan over a stream with Spark (default) or the local "
+                                   "engine; print the results summary and the measured cost.")
     p.add_argument("instance", metavar="INSTANCE")
     p.add_argument("--plan", default="nonshared", metavar="METHOD|PLAN.json|nonshared",
                    help="a method to solve with, a saved plan, or nonshared (default)")
-    p.add_argument("--stream", default=None, metavar="FILE|gen:NAME[:k=v,...]",
-                   help="CSV/Parquet file or generator spec; default: the instance's embedded stream")
-    p.add_argument("--output", metavar="FILE", help="write the results (CSV or Parquet)")
+    p.add_argument("--stream", default=None, metavar="FILE|URI|gen:NAME[:k=v,...]",
+                   help="CSV/Parquet path or URI (file://, hdfs://, s3a://) or generator spec; "
+                        "default: the instance's embedded stream")
+    p.add_argument("--schema", metavar="DDL", help="the stream's Spark schema, e.g. 'ts long, type string, v double' "
+                                                   "(default: the CSV header and first rows, or the Parquet footer)")
+    p.add_argument("--engine", choices=["spark", "local"], default="spark",
+                   help="spark (default; --master) or local (in process, no JVM: small streams)")
+    p.add_argument("--output", metavar="PATH", help="write the results (.csv or .parquet; Spark writes a folder)")
     p.add_argument("--master", metavar="URL", help="Spark master (default local[*] or $CEPOPT_SPARK_MASTER)")
     p.add_argument("--estimate-stats", action="store_true",
-                   help="estimate rates and selectivities from the stream before planning (join plans)")
+                   help="measure rates (and join selectivities) on the stream and plan with them")
+    p.add_argument("--save-stats", metavar="FILE", help="with --estimate-stats: write the statistics as JSON")
+    p.add_argument("--max-work", type=float, metavar="N",
+                   help="refuse plans whose predicted work is above N operations (default: the memory in bytes)")
     _add_solver_options(p)
 
     p = sub.add_parser("experiment", help="run an experiment (writes CSV, PNG and markdown)",
-                       description="Run experiment NAME; results go to experiments/results/NAME/.")
+                       description="Run experiment NAME; results go to ./cepopt-results/NAME/ "
+                                   "(NAME-quick with --quick) unless --out says otherwise; an interrupted "
+                                   "run resumes where it stopped.")
     p.add_argument("name", metavar="NAME", nargs="?", help="experiment name; omit to list them")
     p.add_argument("--quick", action="store_true", help="the small grid used in CI")
-    p.add_argument("--out", metavar="DIR", help="output folder")
+    p.add_argument("--out", metavar="DIR", help="output folder (default ./cepopt-results/NAME)")
     p.add_argument("--no-resume", action="store_true", help="start over instead of resuming")
     p.add_argument("--master", metavar="URL", help="run grid points as Spark tasks on this cluster")
 
     p = sub.add_parser("demo", help="solve the papers' examples with every method and execute plans on Spark")
     p.add_argument("--quick", action="store_true", help="smaller generated workloads and streams")
     p.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
-    p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="seconds per method call")
+    p.add_argument("--time-limit", type=time_limit_argument, default=10.0, metavar="S",
+                   help="seconds per method call")
 
-    sub.add_parser("methods", help="list every family and method")
-    sub.add_parser("instances", help="list the bundled instances")
+    p = sub.add_parser("methods", help="list every family and method")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a list")
+    p = sub.add_parser("instances", help="list the bundled instances")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a list")
     return parser
+
+
+#: the JSON documents a command produced under --json (printed by main() once the command is done)
+_JSON_DOCS: list | None = None
 
 
 def _print_json(obj: Any) -> None:
     from cepopt.solution import dumps
 
-    print(dumps(obj))
+    if _JSON_DOCS is not None:
+        _JSON_DOCS.append(obj)
+    else:
+        print(dumps(obj))
+
+
+def _run_json(command, args) -> int:
+    """Run ``command`` with every other output on stderr; then print its one JSON document."""
+    global _JSON_DOCS
+    from cepopt.formulations.native import native_output_to_stderr
+    from cepopt.solution import dumps
+
+    saved, _JSON_DOCS = sys.stdout, []
+    try:
+        sys.stdout = sys.stderr
+        with native_output_to_stderr():
+            code = command(args)
+    finally:
+        sys.stdout, docs, _JSON_DOCS = saved, _JSON_DOCS, None
+    if len(docs) == 1:
+        print(dumps(docs[0]))
+    elif docs:
+        print(dumps(docs))
+    return code
+
+
+def _solver_params(items: Sequence[str] | None) -> tuple[dict[str, Any], bool]:
+    """``--param`` values, and the ``log`` switch (a solver setting, not a method option)."""
+    from cepopt.params import parse_bool
+
+    params = _params(items)
+    log = parse_bool(params.pop("log", False), "log")
+    return params, log
 
 
 def cmd_solve(args) -> int:
+    from cepopt.formulations.native import check_export_path, solver_settings
     from cepopt.solve import solve
 
-    sol = solve(args.instance, args.method, time_limit=args.time_limit, seed=args.seed, params=_params(args.param))
+    params, log = _solver_params(args.param)
+    if args.export:
+        check_export_path(args.export)
+    with solver_settings(log=log, export=args.export) as settings:
+        sol = solve(args.instance, args.method, time_limit=args.time_limit, seed=args.seed, params=params)
+    export = None
+    if args.export:
+        exp = settings.export
+        if not exp.written:
+            raise CepoptError(exp.error or f"--export {args.export}: method {args.method!r} solved no model "
+                              "(it is not a CP-SAT or MILP method, or it proved its answer before building one)")
+        export = {"path": exp.path, "format": exp.formats[-1], "models_written": exp.written}
+        print(f"cepopt: wrote the {exp.formats[-1]} model to {exp.path}", file=sys.stderr)
     if args.json:
-        _print_json(sol.to_json())
+        doc = sol.to_json()
+        if export:
+            doc["export"] = export
+        _print_json(doc)
         return 0
     from cepopt.solution import Solutions
 
@@ -141,10 +219,13 @@ def cmd_solve(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    from cepopt.formulations.native import solver_settings
     from cepopt.solve import compare
 
     names = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
-    sols = compare(args.instance, names, time_limit=args.time_limit, seed=args.seed, params=_params(args.param))
+    params, log = _solver_params(args.param)
+    with solver_settings(log=log):
+        sols = compare(args.instance, names, time_limit=args.time_limit, seed=args.seed, params=params)
     if args.json:
         _print_json(sols.to_json())
     else:
@@ -157,15 +238,27 @@ def cmd_generate(args) -> int:
     from cepopt.instance import save
     from cepopt.instances.generate import generator_parser
 
-    if not args.family or args.family in ("-h", "--help"):
+    if args.list:
+        from cepopt.instances.generate import describe
+
+        print("\n".join(describe()))
+        return 0
+    if not args.family or args.help:
         print("usage: cepopt generate FAMILY --seed N -o FILE [family options]\n"
-              f"FAMILY: {', '.join(names('generators'))}; `cepopt generate FAMILY --help` lists its options.")
+              "       cepopt generate --list\n"
+              f"FAMILY: {', '.join(names('generators'))}; `cepopt generate FAMILY --help` lists its options;\n"
+              "--list shows every instance generator and stream generator (--stream gen:NAME:k=v) with its "
+              "parameters.")
         return 0
     parser, module = generator_parser(args.family)
     options = parser.parse_args(args.rest)
     instance = module.generate(options)
     path = save(instance, options.output)
-    print(f"wrote {path} ({instance.problem}, {len(instance.workload)} queries)")
+    if getattr(args, "json", False):
+        _print_json({"wrote": str(path), "problem": instance.problem, "name": instance.name,
+                     "queries": len(instance.workload)})
+    else:
+        print(f"wrote {path} ({instance.problem}, {len(instance.workload)} queries)")
     return 0
 
 
@@ -175,27 +268,53 @@ def cmd_import(args) -> int:
 
     instance = gloria_reader.import_workload(args.workload, args.frequencies, args.dataset)
     path = save(instance, args.output)
-    print(f"wrote {path} ({len(instance.workload)} queries)")
+    if args.json:
+        _print_json({"wrote": str(path), "problem": instance.problem, "name": instance.name,
+                     "queries": len(instance.workload)})
+    else:
+        print(f"wrote {path} ({len(instance.workload)} queries)")
     return 0
 
 
-def cmd_execute(args) -> int:
-    from cepopt.executor import api
-    from cepopt.instance import load
+@contextlib.contextmanager
+def _stdout_to_stderr(active: bool):
+    """Under --json, everything written to file descriptor 1 (the JVM's and solvers' chatter included)
+    goes to stderr until the JSON document is printed."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
-    summary = api.execute_command(
-        load(args.instance), args.plan, args.stream, master=args.master, output=args.output,
-        params=_params(args.param), estimate_stats=args.estimate_stats, time_limit=args.time_limit,
-        seed=args.seed)
+
+def cmd_execute(args) -> int:
+    from cepopt.pipeline import execute_command
+
+    if args.save_stats and not args.estimate_stats:
+        raise CepoptError("--save-stats needs --estimate-stats")
+    with _stdout_to_stderr(args.json):
+        summary = execute_command(
+            args.instance, args.plan, args.stream, engine=args.engine, master=args.master, output=args.output,
+            params=_params(args.param), estimate_stats=args.estimate_stats, save_stats=args.save_stats,
+            max_work=args.max_work, time_limit=args.time_limit, seed=args.seed, schema=args.schema)
     if args.json:
         _print_json(summary)
-    else:
-        for key, value in summary.items():
-            if key in ("plan", "preview"):
-                continue
-            print(f"{key}: {value}")
-        if summary.get("preview"):
-            print(summary["preview"])
+        return 0
+    for key, value in summary.items():
+        if key in ("plan", "preview", "estimated_statistics"):
+            continue
+        print(f"{key}: {value}")
+    if "estimated_statistics" in summary:
+        print(f"estimated_statistics: {json.dumps(summary['estimated_statistics'])}")
+    if summary.get("preview"):
+        print(summary["preview"])
     return 0
 
 
@@ -208,8 +327,10 @@ def cmd_experiment(args) -> int:
             print(f"{name:24s} {get_experiment(name).description}")
         return 0
     exp = get_experiment(args.name)
-    out = run_experiment(exp, quick=args.quick, out_dir=args.out, resume=not args.no_resume, master=args.master)
-    print(f"{exp.name}: {out.ran} rows run, {out.skipped} resumed; {out.csv_path}")
+    out = run_experiment(exp, quick=args.quick, out_dir=args.out, resume=not args.no_resume, master=args.master,
+                         command=shlex.join(["cepopt", *args.argv]))
+    print(f"{exp.name}: {out.complete} of {out.total} grid points complete ({out.ran} run now, "
+          f"{out.skipped} resumed); {out.csv_path}")
     if out.markdown_path:
         print(f"report: {out.markdown_path}")
     return 0
@@ -226,9 +347,30 @@ def _shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def _methods_json() -> list[dict]:
+    from cepopt.solve import families, family, methods
+
+    out = []
+    for fam in families():
+        table, info = methods(fam), family(fam)
+        rows = []
+        for name, meth in table.items():
+            defaults = inspect.signature(meth.fn).parameters
+            rows.append({"name": name, "exact": meth.exact, "description": meth.description,
+                         "options": {o: defaults[o].default for o in meth.options}})
+        obj = info.objective
+        out.append({"family": fam, "description": info.description, "sense": obj.sense,
+                    "objective": {"name": obj.name, "unit": obj.unit, "sense": obj.sense,
+                                  "predict_unit": obj.predict_unit}, "methods": rows})
+    return out
+
+
 def cmd_methods(args) -> int:
     from cepopt.solve import families, family, methods
 
+    if getattr(args, "json", False):
+        _print_json(_methods_json())
+        return 0
     for fam in families():
         table = methods(fam)
         info = family(fam).objective
@@ -247,6 +389,10 @@ def cmd_instances(args) -> int:
     from cepopt.instances import describe
 
     rows = describe()
+    if getattr(args, "json", False):
+        _print_json([{"name": name, "problem": problem, "description": description}
+                     for name, problem, description in rows])
+        return 0
     if not rows:
         print("(no bundled instances)")
     for name, problem, description in rows:
@@ -264,15 +410,23 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
         args = parser.parse_args(argv)
+        args.argv = argv
         if args.command is None:
             parser.print_help()
             return 0
+        if args.command == "generate" and "--json" in args.rest:  # the family's own options follow FAMILY
+            args.rest, args.json = [a for a in args.rest if a != "--json"], True
+        if getattr(args, "json", False):
+            return _run_json(COMMANDS[args.command], args)
         return COMMANDS[args.command](args)
     except CepoptError as exc:
         message = " ".join(str(exc).split())
         print(f"cepopt: error: {message}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except SystemExit as exc:  # --help of a subcommand or of a generator: printed, then exit 0
+        return exc.code if isinstance(exc.code, int) else 0
     except KeyboardInterrupt:
         print("cepopt: interrupted", file=sys.stderr)
         return 130

@@ -32,7 +32,7 @@ from cepopt.model import And, Kleene, Not, Or, Pattern, Query, Seq, Statistics, 
 from cepopt.textio import read_json
 
 __all__ = ["Instance", "bundled_dir", "bundled_names", "bundled_path", "from_json", "load", "save", "to_json", "schema",
-           "pattern_from_json", "pattern_to_json"]
+           "pattern_from_json", "pattern_to_json", "shown_path"]
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "instance.schema.json"
 # jsonschema spends 6-8 stack frames per level of a pattern AST, so JSON cannot have the text
@@ -115,7 +115,9 @@ def _validate_schema(data: Any) -> None:
     message = error.message
     found = {dict: "an object", list: "an array", str: "a string"}.get(type(error.instance))
     if error.validator == "type" and found:  # name the type rather than echo a value of any length
-        message = f"must be a JSON {error.validator_value}, not {found}"
+        wanted = error.validator_value
+        wanted = " or ".join(wanted) if isinstance(wanted, list) else wanted
+        message = f"must be a JSON {wanted}, not {found}"
     raise InstanceError(f"{_json_path(error.absolute_path)}: {message}")
 
 
@@ -227,9 +229,12 @@ def from_json(data: Any) -> Instance:
                 Type(name)  # an event type must be a name the query language can write
             except ModelError as exc:
                 raise InstanceError(f"event_types: {exc}") from None
-        twice = sorted({name for name in declared if declared.count(name) > 1})
+        once: set[str] = set()
+        twice: set[str] = set()
+        for name in declared:  # a set, not declared.count(name) per name: loading stays linear
+            (twice if name in once else once).add(name)
         if twice:
-            raise InstanceError(f"event_types: {twice[0]!r} is declared twice")
+            raise InstanceError(f"event_types: {sorted(twice)[0]!r} is declared twice")
         known, source = set(declared), "event_types"
         # The declaration is the whole vocabulary: the statistics may not name other types either.
         for key in ("rates", "events_per_window"):
@@ -296,15 +301,42 @@ def bundled_path(name: str) -> Path | None:
     return path if path.is_file() else None
 
 
+def shown_path(source: str | Path, limit: int = 200) -> str:
+    """``source`` as an error message shows it: at most ``limit`` characters, on one line.
+
+    >>> shown_path("x" * 300, 20)
+    'xxxxxxxx...xxxxxxxxx (300 characters)'
+    """
+    text = str(source)
+    if len(text) <= limit and text.isprintable():
+        return text
+    text = repr(text)[1:-1] if not text.isprintable() else text
+    if len(text) <= limit:
+        return text
+    half = (limit - 3) // 2
+    return f"{text[:half]}...{text[-(limit - 3 - half):]} ({len(str(source))} characters)"
+
+
+def _exists(path: Path, source: str | Path) -> bool:
+    """Whether ``path`` exists; a name the system refuses (too long, a NUL byte) is an InstanceError."""
+    try:
+        return path.exists()
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or "not a valid file name"
+        raise InstanceError(f"{shown_path(source)}: cannot read: {reason}") from None
+
+
 def load(source: str | Path) -> Instance:
     """Load an instance from a JSON file path, or a bundled instance by name."""
+    if not isinstance(source, str | Path):
+        raise InstanceError(f"instance: expected a file name or a bundled instance name, got {type(source).__name__}")
     path = Path(source)
-    if not path.exists():
-        bundled = bundled_path(str(source))
+    if not _exists(path, source):
+        bundled = bundled_path(str(source)) if len(str(source)) < 200 and "/" not in str(source) else None
         if bundled is None:
-            raise InstanceError(f"{source}: no such file or bundled instance (see `cepopt instances`)")
+            raise InstanceError(f"{shown_path(source)}: no such file or bundled instance (see `cepopt instances`)")
         path = bundled
-    data = read_json(path, str(source), error=InstanceError)
+    data = read_json(path, shown_path(source), error=InstanceError)
     try:
         return from_json(data)
     except InstanceError as exc:

@@ -22,6 +22,7 @@ Pattern AST::
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -44,9 +45,14 @@ _KEYWORDS = frozenset({
 })
 
 
+_ASCII_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _check_identifier(name: object, what: str) -> None:
-    if not isinstance(name, str) or not name or not (name[0].isalpha() or name[0] == "_") or not all(
-        c.isalnum() or c == "_" for c in name
+    if not isinstance(name, str):
+        raise ModelError(f"{what} must be an identifier, got {name!r}")
+    if _ASCII_IDENTIFIER.fullmatch(name) is None and (  # the common case first: loading is a hot path
+        not name or not (name[0].isalpha() or name[0] == "_") or not all(c.isalnum() or c == "_" for c in name)
     ):
         raise ModelError(f"{what} must be an identifier, got {name!r}")
     if name.upper() in _KEYWORDS:
@@ -141,13 +147,16 @@ def _set_height(node: _Nary | _Unary, children: tuple[Pattern, ...]) -> None:
 
 def iter_types(pattern: Pattern) -> Iterator[Type]:
     """Every Type leaf of ``pattern``, left to right (repeats included)."""
-    if isinstance(pattern, Type):
-        yield pattern
-    elif isinstance(pattern, _Nary):
-        for item in pattern.items:
-            yield from iter_types(item)
-    else:
-        yield from iter_types(pattern.inner)
+    stack = [pattern]  # a stack, not nested generators: one frame whatever the depth, and faster
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        if isinstance(node, Type):
+            yield node
+        elif isinstance(node, _Nary):
+            extend(reversed(node.items))
+        else:
+            stack.append(node.inner)
 
 
 def _event_types(pattern: Pattern) -> tuple[str, ...]:
@@ -371,12 +380,13 @@ class Query:
             _check_identifier(self.name, "query name")
         if not self.returns:
             raise ModelError("RETURN needs at least one item")
-        refs = self.refs()
-        bound = [leaf for leaf in iter_types(self.pattern) if leaf.var is not None]
-        variables = [leaf.var for leaf in bound]
-        if len(variables) != len(set(variables)):
+        leaves = tuple(iter_types(self.pattern))  # one walk of the pattern for every check below
+        bound = [leaf for leaf in leaves if leaf.var is not None]
+        variables = {leaf.var for leaf in bound}
+        if len(variables) != len(bound):
             raise ModelError("a variable is bound twice in the pattern")
-        types = set(self.pattern.event_types())
+        types = {leaf.name for leaf in leaves}
+        refs = types | variables
         for leaf in bound:
             if leaf.var in types and leaf.var != leaf.name:
                 raise ModelError(f"variable {leaf.var!r} is also an event type of the pattern")
@@ -447,10 +457,12 @@ class Workload:
                 query = Query(query.pattern, query.window, query.returns, query.where, query.group_by,
                               f"q{i}")
             queries.append(query)
-        names = [q.name for q in queries]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        seen: set[str] = set()
+        dupes: set[str] = set()
+        for query in queries:  # a set, not names.count(n) per name: loading stays linear in the queries
+            (dupes if query.name in seen else seen).add(query.name)
         if dupes:
-            raise ModelError(f"query name {dupes[0]!r} is used twice")
+            raise ModelError(f"query name {sorted(dupes)[0]!r} is used twice")
         object.__setattr__(self, "queries", tuple(queries))
 
     def __iter__(self) -> Iterator[Query]:
@@ -535,6 +547,11 @@ class Statistics:
         object.__setattr__(self, "rates", rates)
         object.__setattr__(self, "selectivities", tuple(sorted(sels)))
         object.__setattr__(self, "events_per_window", per_window)
+        # Lookup tables (attributes, not fields: equality and hashing see the tuples only), so that
+        # rate() and friends take constant time however many types there are.
+        object.__setattr__(self, "_rates", dict(rates))
+        object.__setattr__(self, "_sels", dict(self.selectivities))
+        object.__setattr__(self, "_per_window", dict(per_window))
 
     @property
     def rate_map(self) -> dict[str, float]:
@@ -546,33 +563,28 @@ class Statistics:
 
     def rate(self, event_type: str) -> float:
         """The rate of ``event_type``; a type without a stated rate is an error."""
-        for name, rate in self.rates:
-            if name == event_type:
-                return rate
+        rate = self._rates.get(event_type)
+        if rate is not None:
+            return rate
         raise ModelError(f"unknown event type {event_type!r}: no rate in the statistics")
 
     def selectivity(self, a: str, b: str) -> float:
         """Selectivity of the conditions between ``a`` and ``b`` (a filter when a == b); 1 if none."""
-        key = tuple(sorted((a, b)))
-        for k, value in self.selectivities:
-            if k == key:
-                return value
-        return 1.0
+        return self._sels.get((a, b) if a <= b else (b, a), 1.0)
 
     def per_window(self, event_type: str, window: float | None = None) -> float:
         """Expected events of ``event_type`` in a window: the stated count, else rate * window."""
-        for name, count in self.events_per_window:
-            if name == event_type:
-                return count
+        count = self._per_window.get(event_type)
+        if count is not None:
+            return count
         if window is None:
             raise ModelError(f"no events-per-window count for {event_type!r} and no window given")
         return self.rate(event_type) * window
 
     def require_rates(self, event_types: Iterable[str]) -> None:
         """Raise a ModelError naming the first type without a rate."""
-        known = {name for name, _ in self.rates} | {name for name, _ in self.events_per_window}
         for name in event_types:
-            if name not in known:
+            if name not in self._rates and name not in self._per_window:
                 raise ModelError(f"unknown event type {name!r}: no rate in the statistics")
 
     def to_json(self) -> dict:

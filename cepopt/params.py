@@ -24,8 +24,9 @@ from typing import Annotated, Any, Literal, NoReturn
 
 from cepopt.errors import CepoptError
 
-__all__ = ["Bound", "NonNegativeInt", "OneLineParser", "PositiveFloat", "PositiveInt", "Workers", "check_keys",
-           "number_from_text", "parse_bool", "parse_choice", "read_options"]
+__all__ = ["MAX_SEED", "MAX_TIME_LIMIT", "Bound", "NonNegativeInt", "OneLineParser", "PositiveFloat", "PositiveInt",
+           "Workers", "check_keys", "check_seed", "check_time_limit", "number_from_text", "parse_bool", "parse_choice",
+           "read_options", "read_values", "seed_argument", "short_repr", "time_limit_argument"]
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error as a one-line CepoptError (the CLI exits 2)."""
@@ -66,7 +67,7 @@ def _bool(value: Any) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
         return _BOOL_WORDS[value.strip().lower()]
-    raise ValueError(f"expected true or false, got {value!r}")
+    raise ValueError(f"expected true or false, got {short_repr(value)}")
 
 
 def number_from_text(value: Any) -> Any:
@@ -87,25 +88,37 @@ def _int(value: Any) -> int:
             return int(x)
         if isinstance(x, numbers.Real) and float(x).is_integer():  # 2e6 reads as a float
             return int(x)
-    raise ValueError(f"expected an integer, got {value!r}")
+    raise ValueError(f"expected an integer, got {short_repr(value)}")
 
 
 def _float(value: Any) -> float:
     x = number_from_text(value)
-    if isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x):
-        return float(x)
-    raise ValueError(f"expected a finite number, got {value!r}")
+    if isinstance(x, numbers.Real) and not isinstance(x, bool):
+        try:
+            if math.isfinite(x):
+                return float(x)
+        except OverflowError:  # an integer beyond the float range (400 digits)
+            pass
+    raise ValueError(f"expected a finite number, got {short_repr(value)}")
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a 400-digit number stays one readable line)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**limit:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 3]}... ({len(text)} characters)"
 
 
 def _str(value: Any) -> str:
     if isinstance(value, str):
         return value
-    raise ValueError(f"expected text, got {value!r}")
+    raise ValueError(f"expected text, got {short_repr(value)}")
 
 
 def _choice(value: Any, table: Mapping[str, str]) -> str:
     if not isinstance(value, str) or value.strip().lower() not in table:
-        raise ValueError(f"expected one of {', '.join(table)}, got {value!r}")
+        raise ValueError(f"expected one of {', '.join(table)}, got {short_repr(value)}")
     return table[value.strip().lower()]
 
 
@@ -125,7 +138,7 @@ def _reader(annotation: Any) -> Callable[[Any], Any] | None:
             x = read(value)
             for b in bounds:
                 if not b.holds(x):
-                    raise ValueError(f"must be {b.op} {b.limit:g}, got {value!r}")
+                    raise ValueError(f"must be {b.op} {b.limit:g}, got {short_repr(value)}")
             return x
 
         return bounded
@@ -166,6 +179,35 @@ def read_options(fn: Callable[..., Any], names: tuple[str, ...], options: Mappin
     return out
 
 
+def read_values(fn: Callable[..., Any], options: Mapping[str, Any], where: str,
+                names: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """``options`` converted and checked as the keyword-only parameters ``names`` of ``fn`` declare
+    them (default: all of them); an unknown key or a bad value raises a CepoptError ``WHERE: KEY: ...``.
+
+    >>> def gen(*, events: int = 10, rate: float = 1.0): ...
+    >>> read_values(gen, {"events": "20"}, "gen:x")
+    {'events': 20}
+    >>> read_values(gen, {"events": 1.5}, "gen:x")
+    Traceback (most recent call last):
+    ...
+    cepopt.errors.CepoptError: gen:x: events: expected an integer, got 1.5
+    """
+    if names is None:
+        params = inspect.signature(fn).parameters
+        names = tuple(p for p, spec in params.items() if spec.kind == spec.KEYWORD_ONLY)
+    unknown = sorted(set(options) - set(names), key=str)
+    if unknown:
+        raise CepoptError(f"{where}: unknown parameter {short_repr(unknown[0])} (parameters: {', '.join(names)})")
+    readers = _readers(fn, tuple(names))
+    out = {}
+    for key, value in options.items():
+        try:
+            out[key] = readers[key](value)
+        except ValueError as exc:
+            raise CepoptError(f"{where}: {key}: {exc}") from None
+    return out
+
+
 def check_keys(params: Mapping[str, Any], known: Iterable[str], what: str = "parameter") -> None:
     """A CepoptError naming the first (sorted) key of ``params`` not in ``known``: ``params.KEY: unknown WHAT``."""
     unknown = sorted(set(params) - set(known))
@@ -190,3 +232,69 @@ def parse_choice(key: str, value: Any, choices: Mapping[str, str] | tuple) -> st
         return _choice(value, table)
     except ValueError as exc:
         raise CepoptError(f"params.{key}: {exc}") from None
+
+
+#: the largest time limit a method accepts (about 116 days): solvers convert it to their own types
+#: (MathOpt: a timedelta, CP-SAT: a double, CBC: an int), and 1e308 or inf overflowed them.
+MAX_TIME_LIMIT = 1e7
+#: seeds are 32-bit non-negative integers: CP-SAT takes an int32, NumPy and ii-random refuse negatives.
+MAX_SEED = 2**31 - 1
+
+
+def check_time_limit(value: Any, where: str = "time limit") -> float | None:
+    """``value`` as a time limit in seconds: None (no limit) or a number in (0, MAX_TIME_LIMIT].
+
+    >>> check_time_limit("2.5"), check_time_limit(None)
+    (2.5, None)
+    >>> check_time_limit(float("inf"))
+    Traceback (most recent call last):
+    ...
+    cepopt.errors.CepoptError: time limit: must be a number of seconds in (0, 1e+07], got inf (omit it for no limit)
+    """
+    if value is None:
+        return None
+    try:
+        x = _float(value)
+    except ValueError:
+        x = math.nan
+    if not 0 < x <= MAX_TIME_LIMIT:
+        raise CepoptError(f"{where}: must be a number of seconds in (0, {MAX_TIME_LIMIT:g}], got {short_repr(value)} "
+                          "(omit it for no limit)")
+    return x
+
+
+def check_seed(value: Any, where: str = "seed") -> int:
+    """``value`` as a random seed: an integer in [0, MAX_SEED].
+
+    >>> check_seed("7")
+    7
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    cepopt.errors.CepoptError: seed: must be an integer in [0, 2147483647], got -1
+    """
+    try:
+        x = _int(value)
+    except ValueError:
+        x = -1
+    if not 0 <= x <= MAX_SEED:
+        raise CepoptError(f"{where}: must be an integer in [0, {MAX_SEED}], got {short_repr(value)}")
+    return x
+
+
+def _argument(check: Callable[[Any], Any]) -> Callable[[str], Any]:
+    """An argparse ``type=`` from a checker: its CepoptError becomes argparse's one-line usage error."""
+
+    def convert(text: str) -> Any:
+        try:
+            return check(text)
+        except CepoptError as exc:
+            raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+
+    convert.__name__ = check.__name__.removeprefix("check_")
+    return convert
+
+
+#: ``--time-limit`` and ``--seed`` as argparse types
+time_limit_argument = _argument(check_time_limit)
+seed_argument = _argument(check_seed)

@@ -23,7 +23,7 @@ from typing import Any
 
 from cepopt import entry_points
 from cepopt.errors import CepoptError, MethodLimitError, ObjectiveMismatchError, UnknownNameError
-from cepopt.params import read_options
+from cepopt.params import check_seed, check_time_limit, read_options
 from cepopt.solution import MethodResult, Objective, Solution, Solutions, gap
 
 __all__ = [
@@ -195,13 +195,18 @@ def solve(instance: Any, method: str, time_limit: float | None = None, seed: int
     ``params`` are method (and problem) options such as ``{"expand": False}``. A prebuilt ``problem``
     (from :func:`build_problem`) skips the build.
     """
+    time_limit, seed = check_time_limit(time_limit), check_seed(seed)  # before any work
     inst = _load(instance)
     fam = family(inst.problem)
     problem_params, method_params = _split_params(fam, params)
     meth = _method_entry(fam.name, method)
     options = _method_options(meth, method_params)
     if problem is None:
+        started = time.perf_counter()
         problem = fam.build(inst, **problem_params)
+        if time_limit is not None and isinstance(time_limit, int | float) and time_limit > 0:
+            # building the problem counts against the limit: the method gets what is left
+            time_limit = max(time_limit - (time.perf_counter() - started), min(time_limit, 0.01))
     return _run(fam, problem, meth, time_limit, seed, options, inst.name)
 
 
@@ -223,8 +228,6 @@ def _failed(fam: Family, meth: Method, elapsed: float, instance_name: str | None
 
 def _run(fam: Family, problem: Any, meth: Method, time_limit: float | None, seed: int,
          options: dict, instance_name: str | None) -> Solution:
-    if time_limit is not None and not (isinstance(time_limit, int | float) and time_limit > 0):
-        raise CepoptError(f"time limit must be > 0 seconds, got {time_limit!r}")
     start = time.perf_counter()
     try:
         result = meth.fn(problem, time_limit=time_limit, seed=seed, **options)
@@ -264,6 +267,7 @@ def compare(instance: Any, methods: Iterable[str] | None = None, time_limit: flo
     The problem is built once. A method that fails (a limit, no plan, or any exception such as
     :class:`ObjectiveMismatchError`) is reported with status "error" and its reason beside the others.
     """
+    time_limit, seed = check_time_limit(time_limit), check_seed(seed)  # before any work
     inst = _load(instance)
     fam = family(inst.problem)
     table = _method_table(fam.name)

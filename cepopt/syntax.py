@@ -83,7 +83,7 @@ _TOKEN_RE = re.compile(
     r"""
     (?:\s+|\#[^\n]*)*
     (?:
-     (?P<ident>[^\W\d]\w*)
+     (?P<ident>(?i:GROUP)-(?i:BY)(?!\w)|[^\W\d]\w*)
     |(?P<op><=|>=|!=|<>|==|[=<>()\[\],.*+\-:;])
     |(?P<number>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)
     |(?P<string>'(?:[^'\\\n]|\\[^\n])*'|"(?:[^"\\\n]|\\[^\n])*")
@@ -93,7 +93,6 @@ _TOKEN_RE = re.compile(
     """,
     re.VERBOSE | re.DOTALL,
 )
-_GROUP_BY_RE = re.compile(r"-(?i:BY)(?!\w)")
 _OP_ALIASES = {"==": "=", "<>": "!="}
 _COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
@@ -132,23 +131,11 @@ def _tokenize(text: str) -> list[_Token]:
     tokens: list[_Token] = []
     append = tokens.append
     new = tuple.__new__  # _Token(...) without the Python-level __new__: tokenizing is the hot loop
-    match = _TOKEN_RE.match
-    pos = 0
-    while True:
-        m = match(text, pos)
-        pos = m.end()
+    for m in _TOKEN_RE.finditer(text):  # every position matches (a token, the end, or a bad character)
         group = m.lastindex
-        if group == 1:  # identifier
+        if group == 1:  # identifier (GROUP-BY is one token)
             tok_text = m.group(1)
-            start = m.start(1)
-            key = tok_text.upper()
-            if key == "GROUP" and text.startswith("-", pos):  # GROUP-BY is one token
-                by = _GROUP_BY_RE.match(text, pos)
-                if by is not None:
-                    pos = by.end()
-                    append(new(_Token, (_IDENT, text[start:pos], "GROUP-BY", start)))
-                    continue
-            append(new(_Token, (_IDENT, tok_text, key, start)))
+            append(new(_Token, (_IDENT, tok_text, tok_text.upper(), m.start(1))))
         elif group == 2:
             tok_text = m.group(2)
             append(new(_Token, (_OP, tok_text, _OP_ALIASES.get(tok_text, tok_text), m.start(2))))
@@ -317,13 +304,24 @@ class _Parser:
             tok = self.peek()
             if tok.key == "NOT" and tok.kind == _IDENT:
                 self.advance()
+                paren = self.peek()
+                if paren.kind == _OP and paren.key == "(":
+                    # NOT(p) spends one nesting level, as SEQ(p) does: the printer writes NOT(p), and
+                    # whatever the model holds must parse back (NOT(p)+ still means NOT((p)+)).
+                    self.advance()
+                    items = self.pattern_list()
+                    inner = items[0] if len(items) == 1 else self.build(paren, Seq, items)
+                    return self.build(tok, Not, self.postfix(inner))
                 return self.build(tok, Not, self.pattern())
-            result = self.primary()
-            while self.peek().key == "+" and self.peek().kind == _OP:
-                result = self.build(self.advance(), Kleene, result)
-            return result
+            return self.postfix(self.primary())
         finally:
             self.depth -= 1
+
+    def postfix(self, result: Pattern) -> Pattern:
+        """``result`` followed by any number of ``+`` (Kleene plus)."""
+        while self.peek().key == "+" and self.peek().kind == _OP:
+            result = self.build(self.advance(), Kleene, result)
+        return result
 
     def pattern_list(self) -> tuple[Pattern, ...]:
         items = [self.pattern()]

@@ -1,14 +1,22 @@
-"""Execute a plan on a stream and measure it: :func:`execute`, :func:`execute_command` (the CLI's
-``cepopt execute``) and :class:`ExecutionResult`.
+"""Execute a plan on a stream with an engine and measure it: :func:`execute` and :class:`ExecutionResult`.
 
-Each family provides ``cepopt.executor.<family>_driver.execute(problem, plan, events, spark)
--> ExecutionResult`` (``events`` a Spark DataFrame). Results use THE results format of
-:mod:`cepopt.executor.results` (query, group, window, aggregate, value).
+Each family has a driver, ``cepopt.executor.<family>_driver``. A driver of the partition-kernel protocol
+(Sharon, Hamlet, Gloria) gives ``compile(problem, plan, **options) -> CompiledPlan`` and
+``finish(compiled, metrics) -> metrics`` (with ``operations``); :func:`execute` runs the compiled plan on
+the Spark engine or the local engine (executor/engines.py). A driver without ``compile`` (join order) runs plans itself:
+``execute(problem, plan, events, spark, **options) -> ExecutionResult``, on Spark.
+
+The predicted cost is the family's ``cepopt.<family>.cost.predict(problem, plan)``, in the unit of the
+measured operations (``cost.OBJECTIVE.predict_unit``).
+
+The instance -> statistics -> plan -> execution chain around this is :mod:`cepopt.pipeline`; this module
+knows problems and plans, never the method registry or the formulations.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,28 +26,70 @@ import pandas as pd
 
 from cepopt.errors import CepoptError, UnknownNameError
 from cepopt.executor import results as res
-from cepopt.textio import read_json
 
-__all__ = ["ExecutionResult", "driver_module", "execute", "execute_command", "load_plan", "write_results"]
+__all__ = ["ExecutionResult", "driver_module", "execute", "results_format", "spark_digest", "write_results"]
 
 
 @dataclass
 class ExecutionResult:
-    """What executing a plan gave: the results table, the measured operations (the quantity the
-    family's cost model predicts), the predicted cost, wall time and further metrics."""
+    """What executing a plan gave: the results (a pandas results frame, or with the Spark engine a Spark
+    DataFrame of :data:`~cepopt.executor.results.RESULT_SCHEMA`, values as exact text, persisted), the
+    measured operations (the quantity the family's cost model predicts), the predicted cost, wall time
+    and further metrics; ``digest_value`` and ``rows`` when the engine computed them."""
 
-    results: pd.DataFrame
+    results: Any
     operations: int
     predicted_cost: float | None
     time_s: float
     metrics: dict = field(default_factory=dict)
+    digest_value: str | None = None
+    rows: int | None = None
+    engine: str = "local"
+    first_rows: pd.DataFrame | None = None
+
+    @property
+    def on_spark(self) -> bool:
+        return not isinstance(self.results, pd.DataFrame)
 
     def digest(self) -> str:
-        """Stable sha256 of the sorted results (ints exact, floats to 12 significant digits)."""
-        return res.digest(self.results)
+        """The order-independent digest of the results (:func:`cepopt.executor.results.digest`)."""
+        if self.digest_value is None:
+            if self.on_spark:
+                self.digest_value, self.rows = spark_digest(self.results)
+            else:
+                self.digest_value = res.digest(self.results)
+        return self.digest_value
+
+    def row_count(self) -> int:
+        if self.rows is None:
+            self.rows = int(self.results.count()) if self.on_spark else len(self.results)
+        return self.rows
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The results as a pandas results frame (Python ints and floats; collects a Spark DataFrame)."""
+        if not self.on_spark:
+            return self.results
+        frame = self.results.toPandas()
+        return res.results_frame(zip(frame["query"], frame["group"], frame["window"], frame["aggregate"],
+                                     map(res.parse_value, frame["value"]), strict=True))
+
+    def preview(self, n: int = 10) -> pd.DataFrame:
+        """The first ``n`` result rows by (query, group, window, aggregate)."""
+        if not self.on_spark:
+            return self.results.head(n)
+        if self.first_rows is not None and (n <= len(self.first_rows) or len(self.first_rows) == self.rows):
+            frame = self.first_rows.head(n)
+            return frame.assign(value=[res.parse_value(v) for v in frame["value"]])
+        frame = self.results.orderBy(*res.RESULT_KEYS).limit(n).toPandas()
+        return frame.assign(value=[res.parse_value(v) for v in frame["value"]])
+
+    def release(self) -> None:
+        """Drop the cached results of the Spark engine (nothing to do for pandas results)."""
+        if self.on_spark and hasattr(self.results, "unpersist"):
+            self.results.unpersist()
 
     def summary(self) -> str:
-        lines = [f"results: {len(self.results)} rows, digest {self.digest()[:16]}",
+        lines = [f"results: {self.row_count()} rows, digest {self.digest()[:16]}",
                  f"operations (measured): {self.operations}",
                  f"predicted cost: {'-' if self.predicted_cost is None else f'{self.predicted_cost:.6g}'}",
                  f"time: {self.time_s:.3f} s"]
@@ -47,6 +97,21 @@ class ExecutionResult:
             if isinstance(v, int | float | str):
                 lines.append(f"{k}: {v}")
         return "\n".join(lines)
+
+
+def spark_digest(results) -> tuple[str, int]:
+    """(digest, rows) of a Spark results DataFrame, computed where its partitions are: only one sum per
+    partition reaches the driver."""
+    def partial(batches):
+        total, rows = 0, 0
+        for batch in batches:
+            t, n = res.digest_sum(batch)
+            total, rows = (total + t) % res.DIGEST_MODULUS, rows + n
+        yield pd.DataFrame({"total": [f"{total:x}"], "rows": [rows]})
+
+    sums = results.select(*res.RESULT_COLUMNS).mapInPandas(partial, "total string, rows long").collect()
+    total = sum(int(r["total"], 16) for r in sums) % res.DIGEST_MODULUS
+    return res.digest_hex(total), int(sum(r["rows"] for r in sums))
 
 
 def driver_module(family_name: str):
@@ -59,95 +124,145 @@ def driver_module(family_name: str):
     return importlib.import_module(name)
 
 
-def _as_instance(instance: Any):
-    from cepopt.instance import Instance, load
-
-    return instance if isinstance(instance, Instance) else load(instance)
-
-
-def _local_stream(stream: Any, instance: Any):
-    """Do what needs no Spark before starting it, so that a bad stream fails fast: the embedded and
-    ``gen:`` streams become pandas frames; a stream file must exist and be CSV or Parquet (read_stream
-    reads it with Spark)."""
-    from cepopt.executor.streams import resolve_stream_pandas, stream_format
-
-    if stream is None or isinstance(stream, str) and stream.startswith("gen:"):
-        return resolve_stream_pandas(stream, instance)
-    if isinstance(stream, str | Path):
-        stream_format(stream)
-    return stream
+def family_of(problem: Any) -> str:
+    """The family a problem object belongs to (its package: ``cepopt.<family>.problem``)."""
+    parts = type(problem).__module__.split(".")
+    if len(parts) >= 2 and parts[0] == "cepopt":
+        return parts[1]
+    raise CepoptError(f"cannot tell the family of a {type(problem).__name__}: pass family=")
 
 
-def _events(stream: Any, spark):
-    from cepopt.executor.streams import nan_to_null, read_stream, to_spark
+def predicted(family_name: str, problem: Any, plan: Any) -> float:
+    """The family's ``cost.predict(problem, plan)``: the operations the executor should measure."""
+    import importlib
 
-    if isinstance(stream, str | Path):
-        return read_stream(stream, spark)
-    if isinstance(stream, pd.DataFrame):
-        return to_spark(stream, spark)
-    if isinstance(stream, list | tuple):
-        return to_spark(pd.DataFrame(list(stream)), spark)
-    return nan_to_null(stream)  # a Spark DataFrame: NaN is missing, as from the readers
+    return float(importlib.import_module(f"cepopt.{family_name}.cost").predict(problem, plan))
 
 
-def execute(instance: Any, plan: Any, stream: Any = None, *, spark=None, problem: Any = None,
-            params: dict | None = None, **driver_options) -> ExecutionResult:
-    """Run ``plan`` of ``instance`` (Instance, path or bundled name) on ``stream`` and measure it.
+def operations_unit(family_name: str) -> str:
+    """What the family's measured operations (and its predicted cost) count."""
+    import importlib
 
-    ``stream``: None (the instance's embedded stream), a path, ``gen:NAME[:k=v,...]``, a pandas or
-    Spark DataFrame. ``plan`` None is the family's baseline (non-shared) plan. Extra keywords go to
-    the family driver when it accepts them.
+    return importlib.import_module(f"cepopt.{family_name}.cost").OBJECTIVE.predict_unit
+
+
+def _spark_events(events: Any, spark, schema: Any = None):
+    from cepopt.executor.streams import checked, read_stream, to_spark
+
+    if isinstance(events, str | Path):
+        return read_stream(events, spark, schema=schema)
+    if isinstance(events, pd.DataFrame):
+        return to_spark(events, spark)
+    if isinstance(events, list | tuple):
+        return to_spark(pd.DataFrame(list(events)), spark)
+    return checked(events)  # a Spark DataFrame
+
+
+def _local_events(events: Any) -> pd.DataFrame:
+    from cepopt.executor.streams import _check_pandas, read_stream_pandas
+
+    if isinstance(events, str | Path):
+        return read_stream_pandas(events)
+    if isinstance(events, list | tuple):
+        events = pd.DataFrame(list(events))
+    if isinstance(events, pd.DataFrame):
+        return _check_pandas(events, "the stream", None)
+    return _check_pandas(events.toPandas(), "the stream", None)  # a Spark DataFrame
+
+
+def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, engine: str = "spark",
+            spark=None, master: str | None = None, source: str | None = None, output: str | None = None,
+            schema: Any = None, progress=None, **options) -> ExecutionResult:
+    """Run ``plan`` of ``problem`` on ``events`` with ``engine`` (``spark`` or ``local``) and measure it.
+
+    ``events``: a pandas or Spark DataFrame, event dicts, or a stream path / URI (``schema``: its Spark
+    DDL, else declared from the file). ``source`` names the stream in error messages. With ``output``
+    the Spark engine writes the results there (CSV or Parquet by extension) in the same job. Extra
+    keywords go to the driver's ``compile`` (or ``execute``) when it accepts them.
     """
-    from cepopt.executor.session import get_spark
-    from cepopt.solve import build_problem
+    from cepopt.executor.engines import ENGINES
 
-    inst = _as_instance(instance)
-    driver = driver_module(inst.problem)
-    if problem is None:
-        fam, problem, _ = build_problem(inst, params)
+    if engine not in ENGINES:
+        raise CepoptError(f"--engine {engine!r}: unknown engine (known: {', '.join(ENGINES)})")
+    family = family or family_of(problem)
+    driver = driver_module(family)
+    if isinstance(events, str | Path):
+        source = source or str(events)
+    if not hasattr(driver, "compile"):
+        return _execute_native(driver, problem, plan, events, engine, spark, master, schema, options)
+    compiled = driver.compile(problem, plan, **_accepted(driver.compile, options))
+    if engine == "local":
+        from cepopt.executor.engines import run_local
+
+        run = run_local(compiled, _local_events(events), progress=progress)
+        if output:
+            write_results(run.results, output)
     else:
-        from cepopt.solve import family
+        from cepopt.executor.engines import run_spark
+        from cepopt.executor.session import get_spark
 
-        fam = family(inst.problem)
-    if plan is None:
-        if fam.baseline_plan is None:
-            raise CepoptError(f"family {fam.name} has no baseline plan")
-        plan = fam.baseline_plan(problem)
-    stream = _local_stream(stream, inst)
-    spark = spark or get_spark()
-    events = _events(stream, spark)
-    accepted = inspect.signature(driver.execute).parameters
-    kwargs = {k: v for k, v in driver_options.items() if k in accepted}
-    return driver.execute(problem, plan, events, spark, **kwargs)
-
-
-def load_plan(fam, problem, instance, plan_spec: str, *, params: dict | None = None, time_limit=None, seed=0):
-    """(plan, info) for ``--plan``: ``nonshared``, a saved plan JSON file, or a method name."""
-    from cepopt.solve import solve
-
-    if plan_spec == "nonshared":
-        if fam.baseline_plan is None:
-            raise CepoptError(f"family {fam.name} has no non-shared plan")
-        return fam.baseline_plan(problem), {"plan_source": "nonshared"}
-    path = Path(plan_spec)
-    if plan_spec.endswith(".json") or path.is_file():
-        if not path.is_file():
-            raise CepoptError(f"{plan_spec}: no such plan file")
-        value = read_json(path, plan_spec)
-        if isinstance(value, dict) and "plan" in value and ("method" in value or "status" in value):
-            value = value["plan"]  # a saved Solution
-        return fam.plan_from_json(problem, value), {"plan_source": str(path)}
-    method_params = {k: v for k, v in (params or {}).items() if k not in fam.problem_options}
-    sol = solve(instance, plan_spec, time_limit=time_limit, seed=seed, params=method_params, problem=problem)
-    if sol.plan is None:
-        raise CepoptError(f"method {plan_spec!r} gave no plan (status {sol.status}: {sol.message})")
-    return sol.plan, {"plan_source": "method", "method": plan_spec, "status": sol.status,
-                      "objective": sol.objective, "solve_time_s": round(sol.time_s, 6)}
+        spark = spark or get_spark(master, small=_small(events))
+        run = run_spark(compiled, _spark_events(events, spark, schema), spark, source=source, output=output,
+                        progress=progress)
+    metrics = driver.finish(compiled, dict(run.metrics))
+    try:
+        prediction = predicted(family, problem, plan)
+    except CepoptError as exc:  # a plan the kernels run but the cost model does not price: said, not hidden
+        prediction = None
+        metrics["predicted_error"] = str(exc)
+    metrics["mode"] = run.engine
+    if run.engine == "spark":
+        metrics["master"] = spark.sparkContext.master
+    return ExecutionResult(run.results, int(metrics.get("operations", 0)), prediction, run.time_s, metrics,
+                           run.digest, run.rows, run.engine, run.extra.get("preview"))
 
 
-def _results_format(output: str | Path) -> str:
+def _small(events: Any) -> bool:
+    """Whether a stream is small enough for a JVM started for a short life (see executor/session.py)."""
+    if isinstance(events, pd.DataFrame | list | tuple):
+        return len(events) <= 200_000
+    if isinstance(events, str | Path):
+        from cepopt.executor.streams import is_local, local_path
+
+        if is_local(events):
+            path = local_path(events)
+            size = path.stat().st_size if path.is_file() else sum(
+                f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 1 << 62
+            return size <= 8 << 20
+    return False
+
+
+def _accepted(fn, options: dict) -> dict:
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(options)
+    return {k: v for k, v in options.items() if k in params}
+
+
+def _execute_native(driver, problem, plan, events, engine: str, spark, master, schema, options) -> ExecutionResult:
+    """A driver that runs plans itself (join order: a join tree of DataFrames)."""
+    params = inspect.signature(driver.execute).parameters
+    if engine == "local" and "engine" not in params:
+        raise CepoptError("this family's executor runs on Spark only (use --engine spark)")
+    kwargs = _accepted(driver.execute, options)
+    if "engine" in params:
+        kwargs["engine"] = engine
+    if engine == "local":
+        return driver.execute(problem, plan, _local_events(events), None, **kwargs)
+    from cepopt.executor.session import get_spark
+
+    spark = spark or get_spark(master, small=_small(events))
+    start = time.perf_counter()
+    result = driver.execute(problem, plan, _spark_events(events, spark, schema), spark, **kwargs)
+    result.engine = "spark"
+    if not result.time_s or math.isnan(result.time_s):
+        result.time_s = time.perf_counter() - start
+    return result
+
+
+def results_format(output: str | Path) -> str:
     """``csv`` or ``parquet`` by the extension of ``output``."""
-    suffix = Path(output).suffix.lower()
+    suffix = Path(str(output).rstrip("/")).suffix.lower()
     if suffix == ".csv":
         return "csv"
     if suffix in (".parquet", ".pq"):
@@ -156,61 +271,14 @@ def _results_format(output: str | Path) -> str:
 
 
 def write_results(results: pd.DataFrame, output: str | Path) -> None:
-    """Write results as CSV or Parquet by extension; values as exact text (ints can exceed 2^63)."""
+    """Write a pandas results frame as CSV or Parquet by extension; values as exact text (ints can exceed
+    2^63). A Spark results DataFrame is written by the engine (executor.engines.write_frame)."""
     output = Path(output)
-    fmt = _results_format(output)
+    fmt = results_format(output)
     df = results.copy()
-    df["value"] = [res.format_value(v) if isinstance(v, float) else str(res.py_scalar(v)) for v in df["value"]]
+    df["value"] = [res.value_text(v) for v in df["value"]]
     output.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "csv":
         df.to_csv(output, index=False)
     else:
         df.to_parquet(output, index=False)
-
-
-def execute_command(instance: Any, plan_spec: str, stream_spec: str | None, *, master: str | None = None,
-                    output: str | None = None, params: dict | None = None, estimate_stats: bool = False,
-                    time_limit: float | None = None, seed: int = 0) -> dict:
-    """``cepopt execute``: choose the plan (method / saved JSON / nonshared), run it on the stream,
-    return a JSON-able report (results digest and rows, measured operations, predicted cost, time,
-    plan, method info) and write the results to ``output`` (.csv / .parquet) if given."""
-    from cepopt.executor.session import get_spark
-    from cepopt.solve import build_problem
-
-    inst = _as_instance(instance)
-    driver_module(inst.problem)  # fail early when the executor is not built
-    fam, problem, _ = build_problem(inst, params)
-    plan, info = load_plan(fam, problem, inst, plan_spec or "nonshared", params=params, time_limit=time_limit,
-                           seed=seed)
-    # Check the inputs before Spark starts (slow, and noisy on stderr).
-    if output:
-        _results_format(output)
-    stream = _local_stream(stream_spec, inst)
-    spark = get_spark(master)
-    start = time.perf_counter()
-    # With estimate_stats a driver that supports it re-plans with `method` on the estimated statistics.
-    result = execute(inst, plan, stream, spark=spark, problem=problem, estimate_stats=estimate_stats,
-                     method=info.get("method"), time_limit=time_limit, seed=seed)
-    wall = time.perf_counter() - start
-    if output:
-        write_results(result.results, output)
-    out = {
-        "instance": inst.name,
-        "problem": inst.problem,
-        "stream": stream_spec or "embedded",
-        **info,
-        "plan": fam.plan_to_json(plan),
-        "results_digest": result.digest(),
-        "results_rows": int(len(result.results)),
-        "operations": int(result.operations),
-        "predicted_cost": result.predicted_cost,
-        "time_s": round(result.time_s, 6),
-        "wall_time_s": round(wall, 6),
-        "metrics": {k: (v if isinstance(v, int | float | str | bool) or v is None else str(v))
-                    for k, v in result.metrics.items()},
-    }
-    if output:
-        out["output"] = str(output)
-    if len(result.results):
-        out["preview"] = result.results.head(10).to_string(index=False)
-    return out

@@ -34,8 +34,8 @@ from cepopt.errors import CepoptError
 from cepopt.model import And, Condition, Equivalence, Filter, Kleene, Not, Query, Seq, Type
 
 __all__ = [
-    "CompiledPattern", "Item", "JoinTree", "Node", "PairCheck", "ItemFilter", "compile_query",
-    "join_tree", "order_tree", "plan_shape",
+    "CompiledPattern", "Item", "JoinTree", "Node", "NodeCount", "PairCheck", "ItemFilter", "PlanRun",
+    "compile_query", "join_tree", "order_tree", "plan_shape",
 ]
 
 
@@ -261,6 +261,54 @@ class JoinTree:
 
     def label(self) -> str:
         return self.root.label(self.pattern.leaf_names())
+
+
+@dataclass
+class NodeCount:
+    """Measured partial matches of one plan node: ``count`` of them and ``active``, the sum of their
+    lifetimes ``W - (last - first)`` (None for a node the plan's cost does not count)."""
+
+    label: str
+    leaves: tuple[int, ...]
+    counted: bool
+    count: int | None
+    active: float | None
+    negations: tuple[int, ...] = ()
+
+
+@dataclass
+class PlanRun:
+    """The outcome of one join tree on a stream, whatever the engine: the root's full matches (a
+    Spark DataFrame, persisted, or pandas), the per-node counts in post-order (the order of
+    ``tree.nodes``) and the wall time of the evaluation that computed it (shared by the trees
+    evaluated together)."""
+
+    tree: JoinTree
+    matches: Any
+    nodes: list[NodeCount]
+    time_s: float
+    _cached: list = field(default_factory=list, repr=False)
+
+    @property
+    def operations(self) -> int:
+        """Partial matches summed over the nodes the plan's cost counts (Cost_ord / Cost_tree)."""
+        return sum(n.count or 0 for n in self.nodes if n.counted)
+
+    @property
+    def active(self) -> float:
+        """Summed lifetime ``W - span`` of the counted partial matches (divide by the duration)."""
+        return sum(n.active or 0.0 for n in self.nodes if n.counted)
+
+    @property
+    def match_count(self) -> int:
+        """The number of full matches (the root is always counted)."""
+        return int(self.nodes[-1].count or 0)
+
+    def release(self) -> None:
+        """Unpersist what the run keeps cached (Spark: the root's matches)."""
+        for df in self._cached:
+            df.unpersist()
+        self._cached.clear()
 
 
 def _post_order(node: Node) -> list[Node]:

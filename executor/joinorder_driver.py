@@ -1,15 +1,19 @@
-"""The join-order family's executor: run an Order / Tree / Disjunction plan on a Spark stream.
+"""The join-order family's executor: run an Order / Tree / Disjunction plan on a stream.
 
-``execute(problem, plan, events, spark)`` compiles the query (executor/join_plan.py), runs the plan
-as a join tree (executor/join_eval.py) and reports:
+``execute(problem, plan, events, spark=None, *, engine="spark")`` compiles the query
+(executor/join_plan.py), runs the plan as a join tree (Spark: executor/join_eval.py, every branch of a
+disjunction in the same Spark job; ``engine="local"``: executor/join_local.py, pandas in process) and
+reports an :class:`~cepopt.executor.api.ExecutionResult`:
 
-- ``results``: the match set, one row per full match: query, group "", window 0, aggregate
-  "match", value = the canonical text of the matched events (``ref=id,...``; a Kleene event
-  ``ref=[id;id]``). The digest is therefore a stable hash of the sorted match set, the same under
-  every plan.
-- ``operations``: partial matches counted by Spark at the nodes the plan's cost counts (Cost_ord:
-  every prefix of an order; Cost_tree: every node of a tree), summed over the branches of a
-  disjunction.
+- ``results``: the match set in the results format (executor/results.py), one row per full match:
+  query, group "", window 0, aggregate "match", value = the canonical text of the matched events
+  (``ref=id,...``; a Kleene event ``ref=[id;id]``). A Spark DataFrame with the Spark engine,
+  persisted by the one job that computed it (counting or writing it runs no join again; call its
+  ``unpersist()`` when done), pandas with the local one; the driver collects no match. Its digest
+  is a stable hash of the sorted match set, the same under every plan and engine.
+- ``operations``: partial matches at the nodes the plan's cost counts (Cost_ord: every prefix of an
+  order; Cost_tree: every node of a tree), summed over the branches of a disjunction; counted by
+  Spark (``DataFrame.observe``) or by the local engine.
 - ``predicted_cost``: the family's cost model (``exp`` of its log cost; inf when it overflows).
 - ``metrics``: per-node counts, the time-averaged number of active partial matches (directly
   comparable to the predicted cost; with a NOT it is the plan as run, checks included, while the
@@ -17,23 +21,23 @@ as a join tree (executor/join_eval.py) and reports:
   the stream's events and throughput.
 
 Events without an ``id`` column get one in input order (stable for a given input and
-partitioning). ``estimate_stats`` re-estimates rates and selectivities from the stream
-(executor/join_stats.py), rebuilds the problem with them and, when ``method`` names a method,
-re-plans with it: stream -> statistics -> plan -> execution.
+partitioning). The driver plans nothing: statistics estimated from a stream
+(executor/join_stats.py) and re-planning on them belong to the pipeline that calls it.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
 from cepopt.errors import CepoptError
 from cepopt.executor.api import ExecutionResult
-from cepopt.executor.join_eval import JoinRun, evaluate, match_values, prepare_events
-from cepopt.executor.join_plan import compile_query, join_tree
+from cepopt.executor.join_plan import JoinTree, compile_query, join_tree
+from cepopt.joinorder import cost
 
-__all__ = ["execute", "run_plan"]
+__all__ = ["ENGINES", "execute", "plan_trees", "run_plan"]
+
+ENGINES = ("spark", "local")
 
 
 def _branches(problem, plan) -> list[tuple[Any, Any]]:
@@ -50,98 +54,81 @@ def _branches(problem, plan) -> list[tuple[Any, Any]]:
     return [(sc.pattern, p) for sc, p in zip(parts, plans, strict=True)]
 
 
-def run_plan(problem, plan, events, *, negate: bool = True) -> list[JoinRun]:
-    """Run every branch of ``plan`` on ``events`` (prepared with ids); one JoinRun per branch.
-    ``negate=False`` runs the positive part only (no NOT checks): the partial matches the cost
-    model prices for a pattern with negation (spec joinorder §2.6)."""
-    runs = []
+def plan_trees(problem, plan) -> list[JoinTree]:
+    """One join tree per branch of ``plan``, counting the nodes the problem's cost counts."""
+    trees = []
     for pattern, branch in _branches(problem, plan):
         compiled = compile_query(problem.query, pattern)
-        count_all = problem.tree_cost(getattr(branch, "kind", "order"))
-        runs.append(evaluate(join_tree(compiled, branch, count_all=count_all), events, negate=negate))
-    return runs
+        trees.append(join_tree(compiled, branch, count_all=problem.tree_cost(getattr(branch, "kind", "order"))))
+    return trees
 
 
-def _predicted(problem, plan) -> tuple[float | None, float | None]:
-    from cepopt.joinorder.methods import evaluate as log_cost
+def run_plan(problem, plan, events, *, negate: bool = True, observe_stream: bool = False, results=None):
+    """Run every branch of ``plan`` on ``events`` (a Spark DataFrame prepared with ids) in one Spark
+    job: an :class:`~cepopt.executor.join_eval.Evaluation` with one JoinRun per branch (call their
+    ``release()`` when done). ``negate=False`` runs the positive part only (no NOT checks): the
+    partial matches the cost model prices for a pattern with negation (spec joinorder §2.6)."""
+    from cepopt.executor.join_eval import evaluate_many
 
-    try:
-        lc = float(log_cost(problem, plan))
-    except CepoptError:
-        return None, None
-    try:
-        return math.exp(lc), lc
-    except OverflowError:
-        return math.inf, lc
+    return evaluate_many(plan_trees(problem, plan), events, negate=negate, observe_stream=observe_stream,
+                         results=results)
 
 
-def _replan(problem, events, method: str | None, plan, time_limit, seed, sample: int):
-    from cepopt.executor.join_stats import estimate_statistics
-    from cepopt.joinorder.problem import build_query
+def _metrics(problem, plan, runs, n_events: int, first, last, elapsed: float) -> dict[str, Any]:
+    duration = float((last or 0) - (first or 0)) or 1.0
+    metrics: dict[str, Any] = {}
+    for b, run in enumerate(runs):
+        prefix = f"b{b}." if len(runs) > 1 else ""
+        metrics[f"{prefix}plan_nodes"] = "; ".join(f"{n.label}={n.count}" for n in run.nodes if n.count is not None)
+    metrics.update({
+        "matches": sum(run.match_count for run in runs),
+        "events": n_events,
+        "duration": duration,
+        "active_partial_matches": sum(run.active for run in runs) / duration,
+        "log_predicted_cost": cost.evaluate(problem, plan),
+        "throughput_events_per_s": n_events / elapsed if elapsed > 0 else None,
+    })
+    return metrics
 
-    stats = estimate_statistics(problem.query, events, sample=sample, seed=seed)
-    new = build_query(problem.query, stats, name=problem.name, **dict(problem.params))
-    if method:
-        from cepopt.solution import MethodResult
-        from cepopt.solve import method as get_method
 
-        result = get_method("joinorder", method).fn(new, time_limit=time_limit, seed=seed)
-        plan = result.plan if isinstance(result, MethodResult) else result
-        if plan is None:
-            raise CepoptError(f"method {method!r} gave no plan on the estimated statistics")
-    return new, plan, stats
+def _spark_results(name: str, trees: list[JoinTree], roots):
+    from functools import reduce
 
-
-def execute(problem, plan, events, spark=None, *, estimate_stats: bool = False, method: str | None = None,
-            time_limit: float | None = None, seed: int = 0, sample: int = 20_000,
-            collect: bool = True) -> ExecutionResult:
-    """Execute a join plan on ``events`` (Spark DataFrame with ts, type and attributes)."""
+    from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
-    from cepopt.executor import results as res
+    from cepopt.executor.join_eval import match_values
 
-    # Materialised once: ids are fixed for the run, and the plans read a short lineage (a stream
-    # made from pandas is otherwise a local relation that the analyzer walks for every node).
-    events = prepare_events(events).localCheckpoint(eager=True)
-    metrics: dict[str, Any] = {}
-    if estimate_stats:
-        problem, plan, stats = _replan(problem, events, method, plan, time_limit, seed, sample)
-        metrics["estimated_statistics"] = stats.to_json()
-        # Without a method name the given plan runs as is; only its prediction uses the new statistics.
-        metrics["replanned"] = bool(method)
-        metrics["plan"] = str(plan)
-    span = events.agg(F.count(F.lit(1)).alias("n"), F.min("ts").alias("lo"), F.max("ts").alias("hi")).first()
-    n_events = int(span["n"])
-    duration = float((span["hi"] or 0) - (span["lo"] or 0)) or 1.0
-    start = time.perf_counter()
-    runs = run_plan(problem, plan, events)
-    elapsed = time.perf_counter() - start
-    try:
-        rows = []
-        if collect:
-            values = None
-            for run in runs:
-                v = match_values(run.tree.pattern, run.matches)
-                values = v if values is None else values.unionByName(v)
-            rows = [(problem.query.name or "q", "", 0, "match", r["value"])
-                    for r in values.distinct().collect()]  # type: ignore[union-attr]
-        results = res.results_frame(rows)
-        for b, run in enumerate(runs):
-            prefix = f"b{b}." if len(runs) > 1 else ""
-            metrics[f"{prefix}plan_nodes"] = "; ".join(
-                f"{n.label}={n.count}" for n in run.nodes if n.count is not None)
-        operations = sum(run.operations for run in runs)
-        matches = sum(run.match_count for run in runs)
-        predicted, log_predicted = _predicted(problem, plan)
-        metrics.update({
-            "matches": matches,
-            "events": n_events,
-            "duration": duration,
-            "active_partial_matches": sum(run.active for run in runs) / duration,
-            "log_predicted_cost": log_predicted,
-            "throughput_events_per_s": n_events / elapsed if elapsed > 0 else None,
-        })
-    finally:
-        for run in runs:
-            run.release()
-    return ExecutionResult(results, operations, predicted, elapsed, metrics)
+    values = reduce(DataFrame.unionAll, [match_values(t.pattern, r) for t, r in zip(trees, roots, strict=True)])
+    if len(roots) > 1:  # two conjuncts of an OR can find the same match
+        values = values.distinct()
+    return values.select(F.lit(name).alias("query"), F.lit("").alias("group"), F.lit(0).alias("window"),
+                         F.lit("match").alias("aggregate"), "value")
+
+
+def execute(problem, plan, events, spark=None, *, engine: str = "spark") -> ExecutionResult:
+    """Execute a join plan on ``events`` (with ts, type and attributes; a Spark DataFrame for the
+    Spark engine, pandas or Spark for the local one). See the module docstring."""
+    if engine not in ENGINES:
+        raise CepoptError(f"unknown engine {engine!r} (use one of {', '.join(ENGINES)})")
+    if engine == "local":
+        from cepopt.executor.join_local import evaluate_many as local_many
+
+        if not hasattr(events, "iloc"):
+            events = events.toPandas()
+        start = time.perf_counter()
+        ev = local_many(plan_trees(problem, plan), events)
+        elapsed = time.perf_counter() - start
+        results = ev.results(problem.query.name or "q")
+    else:
+        from cepopt.executor.join_eval import evaluate_many, prepare_events
+
+        start = time.perf_counter()
+        trees = plan_trees(problem, plan)
+        ev = evaluate_many(trees, prepare_events(events), observe_stream=True,
+                           results=lambda roots: _spark_results(problem.query.name or "q", trees, roots))
+        elapsed = time.perf_counter() - start
+        results = ev.results
+    predicted = cost.predict(problem, plan)
+    metrics = _metrics(problem, plan, ev.runs, ev.events or 0, ev.first_ts, ev.last_ts, elapsed)
+    return ExecutionResult(results, sum(run.operations for run in ev.runs), predicted, elapsed, metrics)

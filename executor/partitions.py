@@ -36,7 +36,7 @@ import pandas as pd
 
 __all__ = [
     "PARTIAL_COLUMNS", "PARTIAL_SCHEMA", "CompiledPlan", "PartitionClass", "block_bounds", "empty_partials",
-    "merge_partials", "partial_rows", "parse_value", "window_blocks",
+    "merge_partials", "merge_text", "partial_rows", "parse_value", "window_blocks",
 ]
 
 PARTIAL_COLUMNS = ["query", "group", "window", "aggregate", "op", "value", "weight"]
@@ -157,21 +157,44 @@ def _merge_one(op: str, values: Sequence[str], weights: Sequence[str]) -> int | 
     return float(Fraction(total) / count) if exact else total / count
 
 
+def merge_text(partials: pd.DataFrame) -> pd.DataFrame:
+    """Result rows (query, group, window, aggregate, value as exact text) of partials from any number of
+    partitions: what both engines run (Spark on each hash partition of the partials by their key).
+
+    Most keys have one partial (a window lies in one partition): their value passes through (an
+    ``avg`` divided); keys with several merge exactly (:func:`_merge_one`).
+    """
+    from cepopt.executor.results import RESULT_COLUMNS, RESULT_KEYS, value_text
+
+    if not len(partials):
+        return pd.DataFrame({c: pd.Series(dtype="int64" if c == "window" else "object") for c in RESULT_COLUMNS})
+    several = partials.duplicated(RESULT_KEYS, keep=False).to_numpy()
+    single = partials[~several]
+    values = [value_text(_merge_one(op, [v], [w])) if op == "avg" else value_text(parse_value(v))
+              for op, v, w in zip(single["op"], single["value"], single["weight"], strict=True)]
+    out = [single[RESULT_KEYS].assign(value=values)]
+    if several.any():
+        rows = []
+        for key, part in partials[several].groupby(RESULT_KEYS, sort=False):
+            ops = set(part["op"])
+            if len(ops) != 1:
+                raise ValueError(f"partials of {key} disagree on their op: {sorted(ops)}")
+            rows.append((*key, value_text(_merge_one(ops.pop(), list(part["value"]), list(part["weight"])))))
+        out.append(pd.DataFrame(rows, columns=RESULT_COLUMNS))
+    merged = pd.concat(out, ignore_index=True) if len(out) > 1 else out[0].reset_index(drop=True)
+    merged["window"] = merged["window"].astype("int64")
+    return merged
+
+
 def merge_partials(partials: pd.DataFrame) -> pd.DataFrame:
     """Result rows (query, group, window, aggregate, value) of partials from any number of partitions.
 
     Integers add exactly; float sums are correctly rounded (``math.fsum``), so the result does not
     depend on how the stream was partitioned or in what order partials arrive.
     """
+    from cepopt.executor.results import parse_value as parse_result
     from cepopt.executor.results import results_frame
 
-    if not len(partials):
-        return results_frame([])
-    rows = []
-    keys = ["query", "group", "window", "aggregate"]
-    for key, part in partials.groupby(keys, sort=False):
-        ops = set(part["op"])
-        if len(ops) != 1:
-            raise ValueError(f"partials of {key} disagree on their op: {sorted(ops)}")
-        rows.append((*key, _merge_one(ops.pop(), list(part["value"]), list(part["weight"]))))
-    return results_frame(rows)
+    merged = merge_text(partials)
+    return results_frame(zip(merged["query"], merged["group"], merged["window"], merged["aggregate"],
+                             map(parse_result, merged["value"]), strict=True))

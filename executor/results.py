@@ -12,6 +12,9 @@ A results table is a pandas DataFrame with one row per (query, group, window, ag
 
 A row exists only for a (query, group, window) with at least one match; AVG, MIN and MAX rows are
 left out when the match set holds no event of the aggregated reference.
+
+On Spark, a results DataFrame has the same columns (:data:`RESULT_SCHEMA`) with ``value`` as exact text
+(:func:`value_text`; :func:`parse_value` reads it back), so counts beyond 2**63 stay exact.
 """
 
 from __future__ import annotations
@@ -26,12 +29,15 @@ import pandas as pd
 from cepopt.model import Aggregate, AttrRef, Query
 
 __all__ = [
-    "RESULT_COLUMNS", "AggAccumulator", "aggregate_label", "compare_results", "digest", "empty_results",
-    "format_group", "format_value", "group_attrs", "merge_results", "partition_attrs", "py_scalar",
-    "results_frame",
+    "RESULT_COLUMNS", "RESULT_KEYS", "RESULT_SCHEMA", "AggAccumulator", "aggregate_label", "compare_results",
+    "digest", "digest_hex", "digest_sum", "empty_results", "format_group", "format_value", "group_attrs",
+    "merge_results", "parse_value", "partition_attrs", "py_scalar", "results_frame", "value_text",
 ]
 
 RESULT_COLUMNS = ["query", "group", "window", "aggregate", "value"]
+RESULT_KEYS = ["query", "group", "window", "aggregate"]
+#: the Spark DDL of a results DataFrame: ``value`` is exact text (:func:`value_text`)
+RESULT_SCHEMA = "query string, group string, window long, aggregate string, value string"
 
 
 def aggregate_label(agg: Aggregate) -> str:
@@ -138,17 +144,75 @@ def results_frame(rows: Iterable[Sequence[Any] | dict]) -> pd.DataFrame:
     return df
 
 
+def value_text(value: Any) -> str:
+    """The exact text of a result value in a results DataFrame on Spark: an int in decimal (any size), a
+    float as ``repr`` ("nan", "inf" included), anything else as ``str``; "" for a missing value."""
+    value = py_scalar(value)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def parse_value(text: Any) -> Any:
+    """A result value back from its text (:func:`value_text`): an exact int when it is one, else a float,
+    else the text; None for "" or a missing value. Values that are not text pass unchanged."""
+    if not isinstance(text, str):
+        return py_scalar(text)
+    if text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+DIGEST_MODULUS = 2 ** 256
+
+
+def _line_hash(query: Any, group: Any, window: Any, aggregate: Any, value: Any) -> int:
+    if isinstance(value, str) and value and (value.isdigit() or value[0] == "-" and value[1:].isdigit()):
+        shown = str(int(value))  # a canonical int's text is its format_value
+    else:
+        shown = format_value(parse_value(value))
+    line = f"{query}\t{group}\t{int(window)}\t{aggregate}\t{shown}\n"
+    return int.from_bytes(hashlib.sha256(line.encode()).digest(), "big")
+
+
+def digest_sum(results: pd.DataFrame) -> tuple[int, int]:
+    """(sum of the rows' line hashes modulo 2**256, rows) of a results table whose values are objects
+    or texts: the part of :func:`digest` one partition of the results contributes."""
+    total = 0
+    if not len(results):
+        return 0, 0
+    for row in zip(results["query"], results["group"], results["window"], results["aggregate"],
+                   results["value"], strict=True):
+        total += _line_hash(*row)
+    return total % DIGEST_MODULUS, len(results)
+
+
+def digest_hex(total: int) -> str:
+    """The digest text of a sum of line hashes."""
+    return f"{total % DIGEST_MODULUS:064x}"
+
+
 def digest(results: pd.DataFrame) -> str:
-    """sha256 of the sorted results with exactly formatted values (:func:`format_value`)."""
-    h = hashlib.sha256()
-    lines = sorted(
-        f"{q}\t{g}\t{int(w)}\t{a}\t{format_value(v)}\n"
-        for q, g, w, a, v in zip(results["query"], results["group"], results["window"],
-                                 results["aggregate"], results["value"], strict=True)
-    ) if len(results) else []
-    for line in lines:
-        h.update(line.encode())
-    return h.hexdigest()
+    """An order-independent digest of a results table: the sum modulo 2**256 of the sha256 of each row's
+    line ``query, group, window, aggregate, value`` with exactly formatted values (:func:`format_value`).
+
+    A sum of per-row hashes, so that partitions of a results DataFrame digest apart (on the cluster) and
+    only their sums meet; the same rows give the same digest in any order and any partitioning.
+    """
+    return digest_hex(digest_sum(results)[0])
 
 
 def compare_results(a: pd.DataFrame, b: pd.DataFrame, rel: float = 1e-9) -> list[str]:

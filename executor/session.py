@@ -1,49 +1,209 @@
-"""The Spark session: local[*] by default with the UI off; a cluster through ``master`` or
-``CEPOPT_SPARK_MASTER``. One session per process, reused."""
+"""The Spark session: ``local[*]`` by default with the UI off; a cluster through ``master`` or
+``CEPOPT_SPARK_MASTER``. One session per process, reused while the master asked for is its master.
+
+Start-up is checked before the JVM starts where it can be (the master URL's form, a standalone
+master's host and port reachable, Java present), and any failure to start is one
+:class:`~cepopt.errors.CepoptError` line, never a Java stack trace.
+
+Environment:
+
+* ``CEPOPT_SPARK_MASTER``: the master when none is given (``local[*]`` otherwise);
+* ``PYSPARK_PYTHON``: the workers' Python (on a cluster, an interpreter with cepopt installed on every
+  worker); when unset, a local master runs the driver's own interpreter, a cluster Spark's default;
+* ``CEPOPT_SHUFFLE_PARTITIONS``: ``spark.sql.shuffle.partitions``; unset (and not set in Spark's own
+  configuration), the cluster's default parallelism;
+* ``CEPOPT_DRIVER_MEMORY``: ``spark.driver.memory`` of a local driver (default 2g);
+* ``CEPOPT_SPARK_CDS``: ``0`` turns off the class-data archive below.
+
+Start-up cost (most of a small run's time is the JVM's own: class loading, JIT): the driver JVM uses an
+application class-data archive of Spark's classes (JDK CDS), written by the first run at its exit into
+``$CEPOPT_CACHE`` (default ``~/.cache/cepopt``; about 170 MB) and mapped by every later run, which
+halves the JVM's start-up CPU. A ``small`` run (a stream of a few MB) also runs the JIT's first tier only
+and the serial collector, which halves it again; large runs keep the JVM's defaults.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import shutil
+import socket
 import sys
+from pathlib import Path
 
-__all__ = ["get_spark", "stop_spark"]
+from cepopt.errors import CepoptError
+
+__all__ = ["check_master", "get_spark", "stop_spark"]
 
 _SESSION = None
+_MASTER: str | None = None
+
+#: log4j2 configuration of the driver: errors only, and no task-failure stack traces (a failing task's
+#: error reaches the user as one line through the engine)
+LOG4J = Path(__file__).with_name("log4j2.properties")
+
+_LOCAL = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?$|local-cluster\[\d+,\s*\d+,\s*\d+\]$")
+_SCHEMES = ("spark://", "yarn", "k8s://", "mesos://")
 
 
-def get_spark(master: str | None = None):
-    """The process-wide SparkSession, created on first use.
+def check_master(master: str) -> None:
+    """A CepoptError unless ``master`` is a Spark master URL whose standalone hosts answer (3 s)."""
+    if _LOCAL.match(master) or master in ("yarn",) or master.startswith(("k8s://", "mesos://")):
+        return
+    if not master.startswith("spark://"):
+        raise CepoptError(f"--master {master!r}: not a Spark master URL (local[*], local[N], spark://HOST:PORT, "
+                          "yarn, k8s://...)")
+    for hostport in master[len("spark://"):].split(","):
+        host, _, port = hostport.rpartition(":")
+        if not host or not port.isdigit():
+            raise CepoptError(f"--master {master!r}: expected spark://HOST:PORT")
+        try:
+            socket.create_connection((host, int(port)), timeout=3).close()
+        except OSError as exc:
+            raise CepoptError(f"--master {master}: cannot reach the Spark master at {host}:{port} "
+                              f"({exc.strerror or exc})") from None
 
-    ``master`` (or the environment variable ``CEPOPT_SPARK_MASTER``) selects the cluster; the default
-    is ``local[*]``. Arrow is enabled for pandas UDFs; the UI and most logging are off.
-    """
-    global _SESSION
-    if _SESSION is not None:
-        return _SESSION
+
+def _check_java() -> None:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return
+    if shutil.which("java") is None:
+        raise CepoptError("cannot start Spark: no Java found (install Java 17 or 21, or set JAVA_HOME)")
+
+
+def _first_line(exc: BaseException) -> str:
+    """The informative line of a Python, Py4J or Java error: the first Java/Python exception's message
+    when there is one (a Py4J error starts with "An error occurred while calling ..."), else the first
+    line that is not a stack frame."""
+    text = str(exc)
+    found = re.search(r"^[:\s]*(?:[\w$]+\.)*[\w$]*(?:Exception|Error)\b:?\s*(.+)$", text, re.M)
+    if found and found.group(1).strip():
+        return found.group(1).strip()[:300]
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "Traceback", "File ", "py4j")):
+            return re.sub(r"^\S*(Exception|Error):\s*", "", line)[:300]
+    return type(exc).__name__
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def cds_options() -> list[str]:
+    """JVM options of the class-data archive: map it when there is one, else have this JVM write it at
+    exit (under a temporary name, promoted by a later start once its writer is gone)."""
+    if os.environ.get("CEPOPT_SPARK_CDS", "1") == "0":
+        return []
+    try:
+        import pyspark
+
+        java = shutil.which("java") or ""
+        home = os.environ.get("JAVA_HOME", "")
+        key = hashlib.sha1(f"{pyspark.__file__}|{pyspark.__version__}|{home}|{os.path.realpath(java)}".encode())
+        folder = Path(os.environ.get("CEPOPT_CACHE", Path.home() / ".cache" / "cepopt")) / "cds"
+        folder.mkdir(parents=True, exist_ok=True)
+        final = folder / f"spark-{pyspark.__version__}-{key.hexdigest()[:12]}.jsa"
+        for tmp in folder.glob(final.name + ".*.tmp"):
+            pid = tmp.name.rsplit(".", 2)[-2]
+            if pid.isdigit() and not _pid_alive(int(pid)):  # its writer is gone: the dump is done
+                if tmp.stat().st_size > 1 << 20:
+                    os.replace(tmp, final)
+                else:
+                    tmp.unlink()
+        quiet = ["-Xlog:disable", "-Xlog:all=error:stderr"]
+        if final.is_file():
+            return [f"-XX:SharedArchiveFile={final}", *quiet]
+        if any(folder.glob(final.name + ".*.tmp")) or not os.access(folder, os.W_OK):
+            return []  # another run is writing it
+        return [f"-XX:ArchiveClassesAtExit={final}.{os.getpid()}.tmp", *quiet]
+    except OSError:
+        return []
+
+
+def _builder(master: str, small: bool = False):
     from pyspark.sql import SparkSession
 
-    master = master or os.environ.get("CEPOPT_SPARK_MASTER") or "local[*]"
-    # Python workers must run this interpreter (the one with cepopt installed), not whatever
-    # `python3` is first on PATH; a cluster can still override it through the environment.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    local = master.startswith("local")
+    if local and "PYSPARK_PYTHON" not in os.environ:
+        # the workers of a local master must run this interpreter (the one with cepopt installed)
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    opts = [f"-Dlog4j2.configurationFile={LOG4J.as_uri()}", *cds_options()]
+    if small:
+        opts += ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+    java_opts = " ".join(opts)
     builder = (
         SparkSession.builder.master(master)
         .appName("cepopt")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.shuffle.partitions", os.environ.get("CEPOPT_SHUFFLE_PARTITIONS", "4"))
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", os.environ.get("CEPOPT_DRIVER_MEMORY", "4g"))
     )
-    _SESSION = builder.getOrCreate()
-    _SESSION.sparkContext.setLogLevel("ERROR")
-    return _SESSION
+    if local:
+        builder = builder.config("spark.driver.memory", os.environ.get("CEPOPT_DRIVER_MEMORY", "2g"))
+    if os.environ.get("CEPOPT_SHUFFLE_PARTITIONS"):
+        builder = builder.config("spark.sql.shuffle.partitions", os.environ["CEPOPT_SHUFFLE_PARTITIONS"])
+    return builder
+
+
+def get_spark(master: str | None = None, *, small: bool = False):
+    """The process-wide SparkSession of ``master``.
+
+    ``master`` None: the running session whatever its master (one the caller started included), else
+    one on ``CEPOPT_SPARK_MASTER`` or ``local[*]``. A master other than the running session's stops that
+    session and starts one on ``master`` (Spark allows one context per process). The UI and most logging
+    are off; Arrow is on for pandas UDFs; ``spark.sql.shuffle.partitions`` is the cluster's parallelism
+    unless set. ``small`` (a hint for a new session): the run reads a small stream, start the JVM for a
+    short life.
+    """
+    global _SESSION, _MASTER
+    if _SESSION is not None and (master is None or master == _MASTER):
+        if _SESSION.sparkContext._jsc is not None:  # not stopped behind our back
+            return _SESSION
+    if _SESSION is not None:
+        stop_spark()
+    elif master is None:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:  # the caller's own session: use it as it is
+            _SESSION, _MASTER = active, active.sparkContext.master
+            return active
+    master = master or os.environ.get("CEPOPT_SPARK_MASTER") or "local[*]"
+    check_master(master)
+    _check_java()
+    try:
+        session = _builder(master, small).getOrCreate()
+    except Exception as exc:  # noqa: BLE001 -- py4j, PySparkRuntimeError, Java errors: one line
+        raise CepoptError(f"cannot start Spark on {master}: {_first_line(exc)}") from None
+    sc = session.sparkContext
+    if sc.master != master:  # a session someone else started in this process
+        session.stop()
+        try:
+            session = _builder(master, small).getOrCreate()
+        except Exception as exc:  # noqa: BLE001
+            raise CepoptError(f"cannot start Spark on {master}: {_first_line(exc)}") from None
+        sc = session.sparkContext
+    sc.setLogLevel("ERROR")
+    if not sc.getConf().contains("spark.sql.shuffle.partitions"):
+        session.conf.set("spark.sql.shuffle.partitions", str(max(1, sc.defaultParallelism)))
+    _SESSION, _MASTER = session, master
+    return session
 
 
 def stop_spark() -> None:
-    global _SESSION
+    """Stop the session (and its JVM's context), if any."""
+    global _SESSION, _MASTER
     if _SESSION is not None:
         _SESSION.stop()
-        _SESSION = None
+    _SESSION, _MASTER = None, None

@@ -1,25 +1,25 @@
-"""Event streams as Spark DataFrames: CSV, Parquet, a generator, or an instance's embedded stream.
+"""Event streams: CSV, Parquet, a generator, or an instance's embedded stream, as pandas or Spark.
 
-Every stream has ``ts`` (long), ``type`` (string) and attribute columns. Reading checks the schema:
-a missing ``ts``/``type`` column, or a null or non-integer time stamp, is a
-:class:`~cepopt.errors.CepoptError` naming the file and (for CSV) the line.
+Every stream has ``ts`` (long), ``type`` (string) and attribute columns. A bad event (a missing or
+non-integer time stamp, one beyond the 64-bit range, a missing type, an attribute that is not a number
+in a numeric column) is a :class:`~cepopt.errors.CepoptError` naming the file and (for a local CSV
+file) the line.
 
 Stream specs (``--stream``):
 
-* a path: ``*.csv`` (header row), ``*.parquet`` / ``*.pq`` or a Parquet directory;
+* a path or URI Spark reads (``events.csv``, ``file:///data/s.parquet``, ``hdfs://nn/s.csv``,
+  ``s3a://bucket/s/``): ``*.csv`` (header row), ``*.parquet`` / ``*.pq`` or a folder of Parquet files;
 * ``gen:NAME[:key=value,...]``: a generator of :data:`cepopt.instances.streams.GENERATORS`, e.g.
   ``gen:ecommerce:events=200000,seed=1`` (values parse as int, float, true/false or text);
 * None: the instance's embedded stream.
 
-Time order: a stream is its events in time-stamp order, and every reader returns it sorted by ``ts``,
-stably (events with one time stamp keep their input order), whatever the order of the file. Refusing
-an unsorted file was the alternative; sorting was chosen because the papers' streams are defined by
-their time stamps (the kernels evaluate by ``ts``: results do not depend on the file order), published
-streams are not monotonic (Hamlet's files), a Parquet folder has no row order across its files, and
-the pandas readers (embedded streams, generators) already sorted. What the input order still decides
-is thus only the order of ties; the join-order executor's event ids (given in input order) follow
-time order on every path. On Spark the order is checked in one scan of ``ts`` (a summary row per
-partition reaches the driver) and the data is sorted only when it is out of order.
+Spark reads a stream once, with a declared schema: a given one (``schema``, Spark DDL), else the CSV
+header and the column types of its first rows (read on the driver, no Spark job), or the Parquet
+footer. Checks cost no job of their own either: they are part of the read's projection
+(``raise_error`` on a bad event), so the first stage of the work fails on a bad event, and
+:func:`user_error` turns that failure into one line naming the file and line. Time order: no global
+sort; each partition's events are ordered by time by the kernels (a stream is defined by its time
+stamps, published streams are not monotonic, a Parquet folder has no row order across its files).
 
 Missing values: an empty cell is missing on both sides (pandas NaN, Spark null); on the Spark side every
 NaN of a float column becomes null as well (:func:`nan_to_null`), so that Spark's comparisons and
@@ -29,15 +29,26 @@ groups treat it as missing, as the pandas kernels and the oracles do (cepopt.pre
 from __future__ import annotations
 
 import csv
+import io
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pandas as pd
 
 from cepopt.errors import CepoptError
 
-__all__ = ["nan_to_null", "parse_generator_spec", "stream_format", "read_stream", "read_stream_pandas",
-           "resolve_stream", "resolve_stream_pandas", "to_spark"]
+__all__ = ["ERROR_MARK", "is_local", "local_path", "nan_to_null", "parse_generator_spec", "read_stream",
+           "read_stream_pandas", "resolve_stream_pandas", "stream_format", "to_spark", "user_error"]
+
+#: the prefix of a user error raised inside a Spark job (a bad event, a kernel's CepoptError)
+ERROR_MARK = "CEPOPT-USER-ERROR:"
+INT64 = 2 ** 63
+#: texts that pandas reads as a missing value (read_csv's defaults), so Spark reads them so too
+NA_TEXTS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
+            "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+_SNIFF_ROWS = 1000
 
 
 def _parse_value(text: str) -> Any:
@@ -68,61 +79,109 @@ def parse_generator_spec(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------
-# pandas side (small streams, tests, in-process kernels)
+# specs, paths and URIs
 # ---------------------------------------------------------------------------------------------
+
+
+def is_local(spec: str | Path) -> bool:
+    """Whether ``spec`` is a local path (no scheme, or ``file:``)."""
+    if isinstance(spec, Path):
+        return True
+    scheme = urlparse(str(spec)).scheme
+    return scheme in ("", "file") or len(scheme) == 1  # a Windows drive letter
+
+
+def local_path(spec: str | Path) -> Path:
+    """The local path of a local spec (``file:`` URIs included)."""
+    text = str(spec)
+    return Path(urlparse(text).path) if text.startswith("file:") else Path(text)
+
+
+def stream_format(spec: str | Path) -> str:
+    """``csv`` or ``parquet`` for a stream file or folder: by its extension (a local folder is Parquet).
+
+    A local path must exist (checked before any work); a URI is not looked at here (Spark reads it).
+    """
+    text = str(spec)
+    local = is_local(text)
+    p = local_path(text) if local else Path(urlparse(text).path or "/")
+    if local and not p.exists():
+        raise CepoptError(f"{text}: no such stream file")
+    suffix = p.suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".parquet", ".pq") or (local and p.is_dir()) or (not local and text.endswith("/")):
+        return "parquet"
+    raise CepoptError(f"{text}: unknown stream format (use .csv or .parquet)")
+
+
+# ---------------------------------------------------------------------------------------------
+# pandas side (the local engine, small streams, tests)
+# ---------------------------------------------------------------------------------------------
+
+
+def _place(i: int, line_offset: int | None) -> str:
+    return f"line {i + line_offset}" if line_offset is not None else f"row {i}"
 
 
 def _check_pandas(df: pd.DataFrame, where: str, line_offset: int | None) -> pd.DataFrame:
     for col in ("ts", "type"):
         if col not in df.columns:
             raise CepoptError(f"{where}: no column {col!r} (columns: {', '.join(map(str, df.columns))})")
-    ts = pd.to_numeric(df["ts"], errors="coerce")
-    bad = ts.isna() | (ts.notna() & (ts != ts.round()))
+    raw = df["ts"]
+    ts = pd.to_numeric(raw, errors="coerce")
+    bad = ts.isna() | (ts != ts.round()) | (ts.abs() >= INT64)
     if bad.any():
         i = int(bad.to_numpy().nonzero()[0][0])
-        place = f"line {i + line_offset}" if line_offset is not None else f"row {i}"
-        raw = df["ts"].iloc[i]
-        what = "missing" if pd.isna(raw) else f"not an integer: {raw!r}"
-        raise CepoptError(f"{where}, {place}: time stamp ts is {what}")
+        raise CepoptError(f"{where}, {_place(i, line_offset)}: {_ts_problem(raw.iloc[i])}")
     if df["type"].isna().any():
         i = int(df["type"].isna().to_numpy().nonzero()[0][0])
-        place = f"line {i + line_offset}" if line_offset is not None else f"row {i}"
-        raise CepoptError(f"{where}, {place}: event type is missing")
+        raise CepoptError(f"{where}, {_place(i, line_offset)}: event type is missing")
     df = df.copy()
-    df["ts"] = ts.astype("int64")
+    if ts.dtype == object:  # Python ints (a column beyond float precision)
+        df["ts"] = ts.map(int).astype("int64")
+    else:
+        df["ts"] = ts.astype("int64")
     df["type"] = df["type"].astype(str)
     if not df["ts"].is_monotonic_increasing:
         df = df.sort_values("ts", kind="stable").reset_index(drop=True)
     return df
 
 
+def _ts_problem(raw: Any) -> str:
+    """What is wrong with a time stamp's raw value (text or number)."""
+    if raw is None or (isinstance(raw, float) and raw != raw) or (isinstance(raw, str) and not raw.strip()):
+        return "time stamp ts is missing"
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        return f"time stamp ts is not an integer: {raw!r}"
+    if value != value or value in (float("inf"), float("-inf")) or value != round(value):
+        return f"time stamp ts is not an integer: {raw!r}"
+    text = str(raw).strip()
+    exact = int(text) if re.fullmatch(r"[+-]?\d+", text) else int(value)
+    if abs(exact) >= INT64:
+        return f"time stamp ts is beyond the 64-bit range: {raw!r}"
+    return f"time stamp ts is not an integer: {raw!r}"
+
+
 def read_stream_pandas(path: str | Path) -> pd.DataFrame:
-    """Read a CSV or Parquet stream into pandas, with the schema checks, sorted by time."""
-    path = Path(path)
-    if stream_format(path) == "csv":
+    """Read a local CSV or Parquet stream into pandas, with the checks, sorted by time."""
+    fmt = stream_format(path)
+    if not is_local(path):
+        raise CepoptError(f"{path}: the local engine reads local files; run this stream with --engine spark")
+    p = local_path(path)
+    if fmt == "csv":
         try:
-            df = pd.read_csv(path)
+            df = pd.read_csv(p)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise CepoptError(f"{path}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
         return _check_pandas(df, str(path), 2)
     try:
-        df = pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises many types for a bad file
-        raise CepoptError(f"{path}: not a readable Parquet stream ({exc})") from None
+        df = pd.read_parquet(p)
+    except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for a bad file
+        raise CepoptError(f"{path}: not a readable Parquet stream ({str(exc).splitlines()[0]})") from None
     return _check_pandas(df, str(path), None)
-
-
-def stream_format(path: str | Path) -> str:
-    """``csv`` or ``parquet`` for an existing stream file (or Parquet folder); CepoptError otherwise."""
-    p = Path(path)
-    if not p.exists():
-        raise CepoptError(f"{p}: no such stream file")
-    suffix = p.suffix.lower()
-    if suffix == ".csv":
-        return "csv"
-    if suffix in (".parquet", ".pq") or p.is_dir():
-        return "parquet"
-    raise CepoptError(f"{p}: unknown stream format (use .csv or .parquet)")
 
 
 def resolve_stream_pandas(spec: str | None, instance: Any = None) -> pd.DataFrame:
@@ -153,9 +212,9 @@ def nan_to_null(sdf):
     Spark as null. But Spark reads a "NaN" cell (or a Parquet NaN, or a pandas NaN when
     ``createDataFrame`` falls back from Arrow) as a NaN double, which it compares as a number (NaN = NaN,
     NaN > every number) and groups apart from null. Every stream that enters Spark through this module
-    (:func:`read_stream`, :func:`to_spark`), ``cepopt.executor.api.execute`` (a Spark DataFrame given)
-    or the join evaluator (``join_eval.prepare_events``) passes here, so that the plans' comparisons,
-    GROUP-BY and equivalence partitions see one missing value, as the oracles do.
+    (:func:`read_stream`, :func:`to_spark`), the engines (a Spark DataFrame given) or the join evaluator
+    (``join_eval.prepare_events``) passes here, so that the plans' comparisons, GROUP-BY and equivalence
+    partitions see one missing value, as the oracles do.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import DoubleType, FloatType
@@ -179,96 +238,228 @@ def to_spark(df: pd.DataFrame, spark):
     return sdf.withColumn("ts", F.col("ts").cast("long")).withColumn("type", F.col("type").cast("string"))
 
 
-def _csv_bad_line(path: Path, column: str) -> tuple[int, str] | None:
-    """Line number and value of the first row whose ``column`` is empty or not an integer."""
-    with path.open(newline="") as fh:
+def _raise(kind: str, raw):
+    """``raise_error`` with the mark, a kind and the raw text of the bad value (see :func:`user_error`)."""
+    from pyspark.sql import functions as F
+
+    return F.raise_error(F.concat(F.lit(f"{ERROR_MARK}{kind}|"), F.coalesce(raw.cast("string"), F.lit(""))))
+
+
+def checked(sdf, numeric: tuple[str, ...] = ()):
+    """``sdf`` with ``ts`` as long and ``type`` as string, checked as they are read: a bad time stamp or a
+    missing type raises inside the job (no job of its own). ``numeric``: text columns read as numbers
+    (a CSV's), a non-number raising likewise; NaN becomes null (:func:`nan_to_null`)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegralType, StringType
+
+    for col in ("ts", "type"):
+        if col not in sdf.columns:
+            raise CepoptError(f"no column {col!r} (columns: {', '.join(sdf.columns)})")
+    kinds = {f.name: f.dataType for f in sdf.schema.fields}
+    ts = F.col("ts")
+    if isinstance(kinds["ts"], IntegralType):
+        ts_long = ts.cast("long")
+    elif isinstance(kinds["ts"], DoubleType | FloatType | DecimalType):
+        ts_long = F.when((ts == F.floor(ts)) & (F.abs(ts) < F.lit(float(INT64))), ts.cast("long"))
+    elif isinstance(kinds["ts"], StringType):
+        text = F.trim(ts)
+        dec = F.expr("try_cast(trim(ts) as decimal(38, 12))")
+        ts_long = F.coalesce(F.expr("try_cast(trim(ts) as bigint)"),
+                             F.when(dec == F.floor(dec), F.expr("try_cast(try_cast(trim(ts) as decimal(38, 12)) "
+                                                                "as bigint)")))
+        ts = F.when(text.isin(*NA_TEXTS), F.lit(None)).otherwise(ts)
+    else:
+        raise CepoptError(f"column 'ts' has type {kinds['ts'].simpleString()}, not a number")
+    columns = {
+        "ts": F.when(ts_long.isNull(), _raise("ts", ts)).otherwise(ts_long),
+        "type": F.when(F.col("type").isNull(), _raise("type", F.col("ts"))).otherwise(F.col("type").cast("string")),
+    }
+    for name in numeric:
+        raw = F.trim(F.col(name))
+        value = F.expr(f"try_cast(trim(`{name}`) as double)")
+        missing = F.col(name).isNull() | raw.isin(*NA_TEXTS)
+        columns[name] = (F.when(missing, F.lit(None).cast("double"))
+                         .when(value.isNull(), _raise(f"column {name}", F.col(name))).otherwise(value))
+    return nan_to_null(sdf.withColumns(columns))
+
+
+def _sample_lines(uri: str, spark, limit: int = _SNIFF_ROWS + 1) -> list[str]:
+    """The first lines of a CSV file (or of the first file of a folder), read on the driver: a local file
+    directly, a URI through Hadoop's file system (no Spark job)."""
+    if is_local(uri):
+        p = local_path(uri)
+        if p.is_dir():
+            files = sorted(f for f in p.iterdir() if f.suffix.lower() == ".csv")
+            if not files:
+                raise CepoptError(f"{uri}: a folder without CSV files")
+            p = files[0]
+        with p.open(newline="", errors="replace") as fh:
+            return [line for _, line in zip(range(limit), fh)]
+    jvm = spark.sparkContext._jvm
+    try:
+        path = jvm.org.apache.hadoop.fs.Path(uri)
+        fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        if fs.getFileStatus(path).isDirectory():
+            files = sorted(str(s.getPath().toString()) for s in fs.listStatus(path)
+                           if str(s.getPath().getName()).lower().endswith(".csv"))
+            if not files:
+                raise CepoptError(f"{uri}: a folder without CSV files")
+            path = jvm.org.apache.hadoop.fs.Path(files[0])
+        reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(fs.open(path), "UTF-8"))
+        try:
+            lines = []
+            for _ in range(limit):
+                line = reader.readLine()
+                if line is None:
+                    break
+                lines.append(line + "\n")
+            return lines
+        finally:
+            reader.close()
+    except CepoptError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- py4j errors: file not found, no file system for a scheme
+        from cepopt.executor.session import _first_line
+
+        raise CepoptError(f"{uri}: cannot read the stream ({_first_line(exc)})") from None
+
+
+def _csv_schema(uri: str, spark) -> tuple[str, tuple[str, ...]]:
+    """(Spark DDL with every column as text, the columns to read as numbers) from the header and the
+    first rows: a column pandas reads as numbers there is numeric (double)."""
+    lines = _sample_lines(uri, spark)
+    if not lines:
+        raise CepoptError(f"{uri}: an empty CSV stream (no header row)")
+    try:
+        sample = pd.read_csv(io.StringIO("".join(lines)))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise CepoptError(f"{uri}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
+    names = [str(c) for c in sample.columns]
+    bad = [n for n in names if not n or "`" in n]
+    if bad or len(set(names)) != len(names):
+        raise CepoptError(f"{uri}: the header row must name every column once (got {', '.join(names)})")
+    numeric = tuple(n for n in names if n not in ("ts", "type") and pd.api.types.is_numeric_dtype(sample[n])
+                    and not pd.api.types.is_bool_dtype(sample[n]))
+    return ", ".join(f"`{n}` string" for n in names), numeric
+
+
+def _parquet_schema(uri: str):
+    """The schema of a local Parquet file or folder, read from its footer on the driver; None for a URI
+    (Spark reads the footer)."""
+    if not is_local(uri):
+        return None
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    p = local_path(uri)
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(("_", ".")))
+        if not files:
+            raise CepoptError(f"{uri}: a Parquet folder without files")
+        p = files[0]
+    try:
+        return from_arrow_schema(pq.read_schema(p))
+    except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for a bad file
+        raise CepoptError(f"{uri}: not a readable Parquet stream ({str(exc).splitlines()[0]})") from None
+
+
+def read_stream(spec: str | Path, spark, *, schema: Any = None):
+    """Read a CSV or Parquet stream (a path or any URI Spark reads) once, with a declared schema (see the
+    module docstring): ``schema`` (a Spark DDL string or StructType) or the file's. The result has ts
+    (long) and type (string), checked as they are read, attributes with NaN as null."""
+    uri = str(spec)
+    fmt = stream_format(uri)
+    if is_local(uri) and not uri.startswith("file:"):
+        uri = str(local_path(uri).resolve())
+    numeric: tuple[str, ...] = ()
+    reader = spark.read
+    try:
+        if fmt == "csv":
+            if schema is None:
+                schema, numeric = _csv_schema(uri, spark)
+            sdf = reader.schema(schema).option("header", True).option("mode", "PERMISSIVE").csv(uri)
+        else:
+            schema = schema if schema is not None else _parquet_schema(uri)
+            sdf = (reader.schema(schema) if schema is not None else reader).parquet(uri)
+    except CepoptError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- AnalysisException, Py4JJavaError (a garbage footer)
+        from cepopt.executor.session import _first_line
+
+        raise CepoptError(f"{spec}: not a readable stream ({_first_line(exc)})") from None
+    try:
+        return checked(sdf, numeric)
+    except CepoptError as exc:
+        raise CepoptError(f"{spec}: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# errors raised inside a job
+# ---------------------------------------------------------------------------------------------
+
+
+def _locate_csv(path: Path, kind: str) -> tuple[int, str] | None:
+    """The first line of a local CSV file whose event is bad as ``kind`` says (ts, type or column NAME),
+    with what is wrong."""
+    with path.open(newline="", errors="replace") as fh:
         reader = csv.reader(fh)
         header = next(reader, [])
-        if column not in header:
+        col = {"ts": "ts", "type": "ts"}.get(kind, kind.removeprefix("column "))
+        if col not in header or "type" not in header:
             return None
-        i = header.index(column)
+        i, t = header.index(col), header.index("type")
         for lineno, row in enumerate(reader, start=2):
             value = row[i].strip() if i < len(row) else ""
-            try:
-                if value == "" or float(value) != int(float(value)):
-                    return lineno, value
-            except (ValueError, OverflowError):
-                return lineno, value
+            if kind == "ts":
+                problem = _ts_problem(value)
+                if value.strip() in NA_TEXTS or not _is_int64(value):
+                    return lineno, problem
+            elif kind == "type":
+                if t >= len(row) or row[t] == "":
+                    return lineno, "event type is missing"
+            elif value not in NA_TEXTS and not _is_number(value):
+                return lineno, f"{kind} is not a number: {value!r}"
     return None
 
 
-def read_stream(path: str | Path, spark):
-    """Read a CSV or Parquet stream with Spark, with the schema checks, sorted by time, NaN as null (see
-    module docstring and :func:`nan_to_null`)."""
-    from pyspark.errors import AnalysisException
-    from pyspark.sql import functions as F
-
-    p = Path(path)
-    fmt = stream_format(p)
+def _is_int64(text: str) -> bool:
     try:
-        if fmt == "csv":
-            sdf = spark.read.csv(str(p), header=True, inferSchema=True)
-        else:
-            sdf = spark.read.parquet(str(p))
-    except AnalysisException as exc:
-        raise CepoptError(f"{p}: not a readable stream ({str(exc).splitlines()[0]})") from None
-    for col in ("ts", "type"):
-        if col not in sdf.columns:
-            raise CepoptError(f"{p}: no column {col!r} (columns: {', '.join(sdf.columns)})")
-    ts_long = F.expr("try_cast(ts as bigint)")
-    ts_num = F.expr("try_cast(ts as double)")
-    bad = sdf.filter(ts_long.isNull() | (ts_num != ts_long.cast("double")) | F.col("type").isNull())
-    if bad.limit(1).count():
-        if fmt == "csv":
-            found = _csv_bad_line(p, "ts")
-            if found:
-                lineno, value = found
-                what = "missing" if value == "" else f"not an integer: {value!r}"
-                raise CepoptError(f"{p}, line {lineno}: time stamp ts is {what}")
-            raise CepoptError(f"{p}: an event has no type")
-        row = bad.limit(1).collect()[0]
-        raise CepoptError(f"{p}: an event has a missing or non-integer time stamp or no type "
-                          f"(ts={row['ts']!r}, type={row['type']!r})")
-    sdf = nan_to_null(sdf.withColumn("ts", ts_long).withColumn("type", F.col("type").cast("string")))
-    return sdf if _in_time_order(sdf) else _sort_by_time(sdf)
+        value = float(text)
+    except ValueError:
+        return False
+    if value != value or value in (float("inf"), float("-inf")) or value != round(value):
+        return False
+    exact = int(text.strip()) if re.fullmatch(r"[+-]?\d+", text.strip()) else int(value)
+    return abs(exact) < INT64
 
 
-def _in_time_order(sdf) -> bool:
-    """Whether ``sdf`` is already sorted by ``ts`` as read: each partition non-decreasing, and no partition
-    starting before the end of an earlier one. One scan of ``ts`` in Arrow batches; only a summary row
-    per non-empty partition (first, last, sorted) reaches the driver."""
-    import numpy as np
-    from pyspark import TaskContext
-
-    def summary(batches):
-        first = last = None
-        ordered = True
-        for batch in batches:
-            ts = batch["ts"].to_numpy()
-            if len(ts):
-                ordered = ordered and (last is None or last <= ts[0]) and bool((np.diff(ts) >= 0).all())
-                first = ts[0] if first is None else first
-                last = ts[-1]
-        if first is not None:
-            yield pd.DataFrame({"part": [TaskContext.get().partitionId()], "first": [first], "last": [last],
-                                "ordered": [ordered]})
-
-    parts = sdf.select("ts").mapInPandas(summary, "part int, first long, last long, ordered boolean").collect()
-    parts.sort(key=lambda r: r["part"])
-    return all(r["ordered"] for r in parts) and all(a["last"] <= b["first"] for a, b in zip(parts, parts[1:]))
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
-def _sort_by_time(sdf):
-    """``sdf`` sorted by ``ts``, stably: ties keep their input order (the position Spark read them at)."""
-    from pyspark.sql import functions as F
-
-    pos = "__cepopt_input_position"
-    return sdf.withColumn(pos, F.monotonically_increasing_id()).orderBy("ts", pos).drop(pos)
-
-
-def resolve_stream(spec: str | None, instance: Any, spark):
-    """A stream spec -> Spark DataFrame: a file path, ``gen:NAME[:k=v,...]``, or None for the
-    instance's embedded stream."""
-    if spec is not None and not spec.startswith("gen:"):
-        return read_stream(spec, spark)
-    return to_spark(resolve_stream_pandas(spec, instance), spark)
+def user_error(exc: BaseException, source: str | None = None) -> CepoptError | None:
+    """The user error a failed Spark job carries (a bad event of ``source``, or a kernel's CepoptError
+    raised on a worker), as one line; None when ``exc`` is another failure."""
+    text = str(exc)
+    at = text.find(ERROR_MARK)
+    if at < 0:
+        return None
+    body = text[at + len(ERROR_MARK):].splitlines()[0]
+    body = re.sub(r"\s*SQLSTATE: \w+\s*$", "", body).strip()
+    kind, sep, raw = body.partition("|")
+    if not sep or not (kind in ("ts", "type") or kind.startswith("column ")):
+        return CepoptError(body)  # a kernel's own message
+    where = source or "the stream"
+    if source and is_local(source) and source.lower().endswith(".csv") and local_path(source).is_file():
+        found = _locate_csv(local_path(source), kind)
+        if found:
+            return CepoptError(f"{where}, line {found[0]}: {found[1]}")
+    if kind == "ts":
+        return CepoptError(f"{where}: an event's {_ts_problem(raw or None)}")
+    if kind == "type":
+        return CepoptError(f"{where}: an event (ts {raw or '?'}) has no type")
+    return CepoptError(f"{where}: an event's {kind} is not a number: {raw!r}")

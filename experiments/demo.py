@@ -74,7 +74,7 @@ def _execute_pair(demo: FamilyDemo, inst, sols, stream: str | None, spark, progr
                   events=None) -> dict:
     """Execute the best and the baseline plan on ``stream`` (``events``: that stream, already drawn),
     and print each plan's predicted cost (the family's ``cost.predict``) beside the measured one."""
-    from cepopt.executor.api import execute
+    from cepopt.pipeline import execute
     from cepopt.solve import build_problem
 
     fam, problem, _ = build_problem(inst)
@@ -90,7 +90,7 @@ def _execute_pair(demo: FamilyDemo, inst, sols, stream: str | None, spark, progr
         progress.step(f"{demo.family}: execute the {label} plan on Spark ({stream or 'embedded stream'})")
         res = execute(inst, plan, events if events is not None else (stream or None), spark=spark, problem=problem)
         results.append((label, res))
-        print(f"  results rows {len(res.results)}, digest {res.digest()[:16]}, measured operations "
+        print(f"  results rows {res.row_count()}, digest {res.digest()[:16]}, measured operations "
               f"{res.operations}, predicted {_fmt(fam.predict(problem, plan))} "
               f"({fam.objective.predict_unit}), wall {res.time_s:.2f}s")
     digests = {res.digest() for _, res in results}

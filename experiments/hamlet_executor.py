@@ -71,13 +71,11 @@ def workload(k: int):
 
 def run(point: dict) -> dict:
     import time
+    from types import SimpleNamespace
 
-    from cepopt.executor.hamlet_driver import run_classes
-    from cepopt.executor.hamlet_kernel import finish_metrics
-    from cepopt.executor.results import digest
+    from cepopt.executor.engines import run_spark
     from cepopt.executor.session import get_spark
-    from cepopt.hamlet.policy import get_policy
-    from cepopt.hamlet.problem import compile_workload
+    from cepopt.executor.trend_exec import compile_hamlet
 
     quick = point["quick"]
     events = 400 if quick else 20000
@@ -89,11 +87,13 @@ def run(point: dict) -> dict:
         sdf = sdf.cache()
         sdf.count()
     start = time.perf_counter()
-    results, metrics = run_classes(compile_workload(workload(k)), get_policy(point["policy"]), sdf, spark)
+    compiled = compile_hamlet(SimpleNamespace(workload=workload(k)), point["policy"])
+    run = run_spark(compiled, sdf, spark)
     wall = time.perf_counter() - start
+    run.results.unpersist()
     if not quick:
         sdf.unpersist()
-    finish_metrics(metrics)
+    metrics = compiled.finish(run.metrics)
     scopes = max(1, int(stream.groupby(["g", stream["ts"] // 500]).ngroups))
     kernel = float(metrics.get("kernel_s", 0.0))
     return {
@@ -105,7 +105,7 @@ def run(point: dict) -> dict:
         "evaluations": metrics["evaluations"],
         "propagations": metrics["propagations"], "snapshots": metrics["snapshots"],
         "shared_bursts": metrics["shared_bursts"], "bursts": metrics["bursts"],
-        "predicted": metrics.get("predicted", 0.0), "digest": digest(results)[:16],
+        "predicted": metrics.get("predicted", 0.0), "digest": run.digest[:16],
     }
 
 

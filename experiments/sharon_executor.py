@@ -27,12 +27,16 @@ The ecommerce streams are cached partitioned by customer (a keyed source), so no
 Plans: ``nonshared`` (A-Seq for every query), ``greedy`` (GO: GWMIN on the Sharon graph without
 expansion), ``optimal`` (the exact MWIS of the expanded Sharon graph by CP-SAT, 60 s limit). Each plan
 runs on Spark (``local[2]`` unless CEPOPT_SPARK_MASTER says otherwise) through
-:func:`cepopt.executor.sharon_driver.execute`, the stream cut into blocks of ``BLOCK`` windows; every
-plan must give the same results digest.
+:func:`cepopt.executor.api.execute` (Spark engine), the stream cut into blocks of ``BLOCK`` windows, and
+kernel-only: the same partitions made in pandas (:func:`cepopt.executor.sharon_exec.local_partitions`)
+and run in process by the compiled plan (:func:`cepopt.executor.sharon_exec.compile_sharon`), without
+Spark; every plan, both ways, must give the same results digest.
 
 Columns: time_s (end to end, one Spark job), kernel_s / kernel_cpu_s (sum of per-partition kernel
-wall / CPU time), load_1m (the machine's load average when the plan ran), same_plan (greedy: its plan
-is the optimal one),
+wall / CPU time inside that job), kernel_only_s / kernel_only_cpu_s (wall / CPU time of the kernel-only
+run: preparing each partition's arrays, the compiled loops, the partial aggregates; best of the
+rounds, plans interleaved), load_1m (the machine's load average when the plan ran), same_plan (greedy:
+its plan is the optimal one),
 throughput (stream events / time_s), latency_s (kernel time per window: the mean time to produce a
 window's results once its events are in), operations (measured count updates + combinations),
 predicted_cost (cost model: NonShared total minus the plan's score), score, digest.
@@ -63,7 +67,7 @@ BLOCK = 4
 REPEAT = 3
 REPEAT_AT = {"ec-shared": 5}  # its largest sizes are the 5x target: more rounds against timing noise
 #: the target: optimal at least this much faster than non-shared at the largest size (ec-shared)
-TARGET = 5.0
+TARGET = 12.0
 #: "optimal never slower than greedy" is broken only when time and kernel CPU greedy/optimal are both
 #: below this (timing noise of a shared machine: identical plans differ by more than 10 % end to end)
 NOISE = 0.9
@@ -138,7 +142,7 @@ def _plans(inst):
 def run(point: dict) -> list[dict]:
     import os
 
-    from cepopt.executor import sharon_driver
+    from cepopt.executor.api import execute
     from cepopt.executor.session import get_spark
     from cepopt.executor.streams import to_spark
     from cepopt.sharon.plan import SharonPlan
@@ -161,39 +165,71 @@ def run(point: dict) -> list[dict]:
         sdf.count()
     if repeat > 1:
         # warm the Python workers up (imports, first tasks) so that no plan pays for it
-        sharon_driver.execute(problem, SharonPlan.empty(), sdf.limit(200), spark, windows_per_block=BLOCK)
+        execute(problem, SharonPlan.empty(), sdf.limit(200), family="sharon", spark=spark,
+                windows_per_block=BLOCK).release()
     rows = []
+    kernel = _kernel_only(problem, plans, stream, repeat)
     # best of REPEAT runs, the plans interleaved round by round: the machine is shared, the minimum is
     # the least disturbed measurement, and interleaving spreads a slow spell over every plan
     all_runs: dict[str, list] = {name: [] for name in PLANS}
     for _ in range(repeat):
         for name in PLANS:
             plan = plans[name][0] if plans[name][0] is not None else SharonPlan.empty()
-            all_runs[name].append(sharon_driver.execute(problem, plan, sdf, spark, windows_per_block=BLOCK))
+            all_runs[name].append(execute(problem, plan, sdf, family="sharon", spark=spark,
+                                          windows_per_block=BLOCK))
     for name in PLANS:
         plan, status, score = plans[name]
         plan = plan if plan is not None else SharonPlan.empty()
         runs = all_runs[name]
         res = min(runs, key=lambda r: r.time_s)
-        if len({r.digest() for r in runs}) != 1:
-            raise RuntimeError(f"{name}: repeated runs gave different results")
-        n_windows = max(1, res.results["window"].nunique())
+        if len({r.digest() for r in runs} | {kernel[name]["digest"]}) != 1:
+            raise RuntimeError(f"{name}: repeated runs (or the kernel-only run) gave different results")
+        n_windows = max(1, res.to_pandas()["window"].nunique())
         rows.append({
             "plan": name, "status": status, "score": score, "shared_entries": len(plan),
             "same_plan": name == "greedy" and plans["greedy"][0] == plans["optimal"][0],
             "time_s": round(res.time_s, 4),
             "kernel_s": round(min(float(r.metrics["kernel_s"]) for r in runs), 4),
             "kernel_cpu_s": round(min(float(r.metrics["kernel_cpu_s"]) for r in runs), 4),
+            "kernel_only_s": round(kernel[name]["wall"], 4), "kernel_only_cpu_s": round(kernel[name]["cpu"], 4),
             "load_1m": round(os.getloadavg()[0], 2),
             "throughput": round(events / res.time_s, 1),
             "latency_s": min(float(r.metrics["kernel_s"]) for r in runs) / n_windows,
             "operations": res.operations, "update_ops": int(res.metrics["update"]),
             "combine_ops": int(res.metrics["combine"]), "predicted_cost": res.predicted_cost,
-            "results_rows": len(res.results), "digest": res.digest()[:16],
+            "results_rows": res.row_count(), "digest": res.digest()[:16],
         })
+        for r in runs:
+            r.release()
     if repeat > 1:
         sdf.unpersist()
     return rows
+
+
+def _kernel_only(problem, plans: dict, stream, repeat: int) -> dict[str, dict]:
+    """Per plan the kernels alone, in process (no Spark): the stream cut into the partitions the engines
+    make (:func:`cepopt.executor.sharon_exec.local_partitions`, the same for every plan), each run by the
+    compiled plan; best wall and CPU time of ``repeat`` rounds, plans interleaved, and the digest."""
+    import time
+
+    from cepopt.executor.results import digest
+    from cepopt.executor.sharon_exec import compile_sharon, local_partitions, run_local
+    from cepopt.sharon.plan import SharonPlan
+
+    compiled = {name: compile_sharon(problem, plans[name][0] or SharonPlan.empty(), windows_per_block=BLOCK)
+                for name in PLANS}
+    parts = list(local_partitions(compiled["nonshared"], stream))
+    for c in compiled.values():  # load the compiled loops before timing
+        run_local(c, parts[:1])
+    out = {name: {"wall": float("inf"), "cpu": float("inf")} for name in PLANS}
+    for _ in range(max(1, repeat)):
+        for name in PLANS:
+            wall, cpu = time.perf_counter(), time.process_time()
+            results, _ = run_local(compiled[name], parts)
+            out[name]["wall"] = min(out[name]["wall"], time.perf_counter() - wall)
+            out[name]["cpu"] = min(out[name]["cpu"], time.process_time() - cpu)
+            out[name]["digest"] = digest(results)
+    return out
 
 
 def _targets(summary) -> list[str]:
@@ -210,12 +246,13 @@ def _targets(summary) -> list[str]:
             verdict += (f" (not the paper's setting: its operation ratio is {top['ops nonshared/opt']:.2f}x, "
                         f"so {TARGET:g}x is out of reach; the target is about ec-shared)")
         out.append(f"- {wl}, {int(top['queries'])} queries: optimal is **{ratio:.2f}x** faster than non-shared end "
-                   f"to end (kernel CPU {top['kernel cpu nonshared/opt']:.2f}x, operations "
-                   f"{top['ops nonshared/opt']:.2f}x); target >= {TARGET:g}x: {verdict}.")
+                   f"to end, **{top['kernel only nonshared/opt']:.2f}x** kernel-only (CPU time of the kernels "
+                   f"in process; on Spark the kernels' CPU {top['kernel cpu nonshared/opt']:.2f}x; operations "
+                   f"{top['ops nonshared/opt']:.2f}x); target >= {TARGET:g}x end to end: {verdict}.")
     same = summary[summary["greedy plan"] == "= optimal"]
     diff = summary[summary["greedy plan"] != "= optimal"]
-    # slower beyond noise: end-to-end time and kernel CPU time both say so
-    bad = diff[(diff["time greedy/opt"] < NOISE) & (diff["kernel cpu greedy/opt"] < NOISE)]
+    # slower beyond noise: end-to-end time and kernel-only CPU time both say so
+    bad = diff[(diff["time greedy/opt"] < NOISE) & (diff["kernel only greedy/opt"] < NOISE)]
     out.append(f"- optimal never slower than greedy: {len(same)} of {len(summary)} workload sizes have identical "
                "greedy and optimal plans (same work; their time ratio "
                f"{same['time greedy/opt'].min():.2f}-{same['time greedy/opt'].max():.2f} is timing noise)"
@@ -224,11 +261,11 @@ def _targets(summary) -> list[str]:
         out.append(f"- where the greedy and optimal plans differ ({len(diff)} sizes), optimal does "
                    f"{diff['ops greedy/opt'].min():.2f}-{diff['ops greedy/opt'].max():.2f}x fewer operations "
                    "than greedy and time greedy/opt is "
-                   f"{diff['time greedy/opt'].min():.2f}-{diff['time greedy/opt'].max():.2f} (kernel CPU "
-                   f"{diff['kernel cpu greedy/opt'].min():.2f}-{diff['kernel cpu greedy/opt'].max():.2f}): "
+                   f"{diff['time greedy/opt'].min():.2f}-{diff['time greedy/opt'].max():.2f} (kernel-only "
+                   f"{diff['kernel only greedy/opt'].min():.2f}-{diff['kernel only greedy/opt'].max():.2f}): "
                    + ("**met**" if bad.empty else
                       f"**missed** at {', '.join(f'{w} {q}' for w, q in zip(bad['workload'], bad['queries']))} "
-                      f"(time and kernel CPU greedy/opt < {NOISE:g})") + ".")
+                      f"(time and kernel-only greedy/opt < {NOISE:g})") + ".")
     out.append("")
     return out
 
@@ -281,13 +318,17 @@ def report(df, out_dir: Path) -> str:
             continue
         t, o = by["time_s"], by["operations"]
         cpu = by["kernel_cpu_s"] if "kernel_cpu_s" in by.columns else by["kernel_s"]
+        # kernel-only: the kernels in process on the engines' partitions, no Spark (older rows: Spark's kernel CPU)
+        ko = by["kernel_only_cpu_s"] if "kernel_only_cpu_s" in by.columns else cpu
         same = str(by["same_plan"]["greedy"]) == "True" if "same_plan" in by.columns else False
         rows.append({"workload": wl, "queries": q,
                      "time nonshared/opt": t["nonshared"] / t["optimal"],
+                     "kernel only nonshared/opt": ko["nonshared"] / ko["optimal"],
                      "kernel cpu nonshared/opt": cpu["nonshared"] / cpu["optimal"],
                      "ops nonshared/opt": o["nonshared"] / o["optimal"],
                      "predicted nonshared/opt": by["predicted_cost"]["nonshared"] / by["predicted_cost"]["optimal"],
                      "time greedy/opt": t["greedy"] / t["optimal"],
+                     "kernel only greedy/opt": ko["greedy"] / ko["optimal"],
                      "kernel cpu greedy/opt": cpu["greedy"] / cpu["optimal"],
                      "ops greedy/opt": o["greedy"] / o["optimal"],
                      "greedy plan": "= optimal" if same else "differs"})
@@ -304,23 +345,23 @@ def report(df, out_dir: Path) -> str:
                      "per size: " + ", ".join(f"{q}: {r:.2f}" for q, r in per))
     lines.append("")
     cols = ["workload", "queries", "plan", "status", "score", "shared_entries", "time_s", "kernel_s",
-            "kernel_cpu_s", "load_1m", "throughput", "latency_s", "operations", "predicted_cost", "digest"]
+            "kernel_cpu_s", "kernel_only_s", "kernel_only_cpu_s", "load_1m", "throughput", "latency_s", "operations",
+            "predicted_cost", "digest"]
     lines.append(markdown_table(df, [c for c in cols if c in df.columns]))
     lines.append(
         "\nReading: `operations` are the kernels' deterministic count updates and combinations (the "
-        "quantity Eq. 2-7 model); `time_s` is the best of the repeated Spark runs (one job each; 3 rounds, 5 "
-        "for ec-shared, the plans interleaved) on a shared "
-        "2-core machine, so it carries Spark's fixed job cost and other processes' load (`load_1m`); "
-        "`kernel_s` / `kernel_cpu_s` sum the per-partition kernel wall / CPU times (CPU time is the steadier "
-        "measure under load). COUNT(*) workloads run the chunked vectorized kernel (`executor/aseq_fast.py`): "
-        "per chunk of time-stamp batches and per level, one stacked NumPy computation for all instances of a "
-        "column space, so its array work is the live START records times the level's event batches. It "
-        "follows the counted operations when a window holds many events of a type, about one per time stamp "
-        "(ec-shared: ~250 per item, customer and window). Where a batch holds many events of a type "
-        "(generated: ~100 events per time unit) one array cell stands for several counted operations, and "
-        "where a window holds few (ecommerce: ~5 per item, customer and window) the NumPy calls per level "
-        "and partition, not the array work, set the time; there the time ratios stay below the operation "
-        "ratios. The ecommerce streams are cached partitioned by customer (no shuffle per job).\n")
+        "quantity Eq. 2-7 model); `time_s` is the best of the repeated Spark runs (one job each; the plans "
+        "interleaved) on a shared machine, so it carries Spark's fixed job cost and other processes' load "
+        "(`load_1m`); `kernel_s` / `kernel_cpu_s` sum the per-partition kernel wall / CPU times inside those "
+        "jobs; `kernel_only_s` / `kernel_only_cpu_s` time the kernels alone in process on the same "
+        "partitions (CPU time is the steadier measure under load). The kernel (`executor/sharon_loops.py`, "
+        "compiled by numba) runs every plan and aggregate: per time-stamp batch, per instance level it "
+        "touches, one loop over the live START records (the counted update), per boundary snapshot one "
+        "sum over the START records of the previous segment (the counted combination; a first segment's "
+        "sum is recomputed only when its last level changed); a query whose last segment is one event type "
+        "adds the read to its window results at once. Work beside the counted operations (preparing the "
+        "partition's arrays, per-event bookkeeping, the partial aggregates) costs both plans alike, so the "
+        "time ratios stay below the operation ratios where a partition holds few events per query.\n")
     import os
 
     lines.append(f"Machine: {os.cpu_count()} cores; load average when the report was written: "

@@ -69,9 +69,9 @@ def grid(quick: bool) -> list[dict]:
 
 
 def run(point: dict) -> list[dict]:
-    from cepopt.executor.api import execute
     from cepopt.executor.session import get_spark
     from cepopt.instances.generate import generate
+    from cepopt.pipeline import execute
     from cepopt.solve import compare, family
 
     args, events, quick_args, quick_events = FAMILIES[point["family"]]

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Sequence
 from itertools import product
 
+from cepopt.formulations.linear import ModelResult
+
 __all__ = ["ENUMERATE", "blocks", "solve_by_blocks"]
 
 #: blocks of at most this many variables are enumerated (2^3 = 8 vectors)
@@ -25,29 +27,27 @@ ENUMERATE = 3
 
 
 def blocks(n: int, rows: Sequence[tuple]) -> list[list[int]]:
-    """Connected components of the variables 0..n-1 under "appear in one row" (union-find); ``rows``
-    are (cols, ...) tuples."""
-    parent = list(range(n))
+    """Connected components of the variables 0..n-1 under "appear in one row"; ``rows`` are (cols, ...)
+    tuples. Largest first (ties: smallest first member)."""
+    import numpy as np
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    if n == 0:
+        return []
+    # link each row's columns to its first column
+    firsts, others = [], []
     for row in rows:
         cols = row[0]
-        if not cols:
-            continue
-        first = find(cols[0])
-        for j in cols[1:]:
-            r = find(j)
-            if r != first:
-                parent[r] = first
-    out: dict[int, list[int]] = {}
-    for i in range(n):
-        out.setdefault(find(i), []).append(i)
-    return sorted(out.values(), key=lambda b: (-len(b), b[0]))
+        if len(cols) > 1:
+            firsts.extend([cols[0]] * (len(cols) - 1))
+            others.extend(cols[1:])
+    graph = coo_matrix((np.ones(len(firsts)), (np.asarray(firsts, dtype=np.int64), np.asarray(others, dtype=np.int64))),
+                       shape=(n, n))
+    count, labels = connected_components(graph, directed=False)
+    order = np.argsort(labels, kind="stable")
+    parts = np.split(order, np.flatnonzero(np.diff(labels[order])) + 1)
+    return sorted((p.tolist() for p in parts), key=lambda b: (-len(b), b[0]))
 
 
 def _row_ok(cols, coefs, lo, hi, x) -> bool:
@@ -107,8 +107,6 @@ def solve_by_blocks(model, solve: Callable, *, time_limit: float | None, deadlin
     :class:`~cepopt.formulations.model.ModelResult`. Returns the whole model's ModelResult; its stats gain
     ``blocks``, ``largest_block`` and ``enumerated_variables``, plus the solver stats of the largest
     block. ``deadline`` (a ``time.perf_counter()`` value) overrides ``time_limit``."""
-    from cepopt.formulations.model import ModelResult
-
     start = time.perf_counter()
     if deadline is None and time_limit is not None:
         deadline = start + time_limit
@@ -120,7 +118,7 @@ def solve_by_blocks(model, solve: Callable, *, time_limit: float | None, deadlin
     stats: dict = {"blocks": len(parts), "largest_block": len(parts[0]) if parts else 0, "enumerated_variables": 0}
     binary = model.is_binary()
     for b, members in enumerate(parts):
-        sub = model.submodel(members, row_block.get(b, []))
+        sub = model if len(parts) == 1 else model.submodel(members, row_block.get(b, []))
         if binary and len(members) <= ENUMERATE:
             bx, value = _enumerate(sub)
             stats["enumerated_variables"] += len(members)

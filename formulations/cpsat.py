@@ -18,11 +18,13 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 from ortools.sat.python import cp_model
 
-from cepopt.errors import CepoptError
+from cepopt.formulations.convert import BIG, to_cpsat
+from cepopt.formulations.export import offer_export
+from cepopt.formulations.linear import ModelResult, certify, unit_of
+from cepopt.formulations.native import check_seed, check_time_limit, native_output_to_stderr, settings
 
 __all__ = ["CpSatResult", "cpsat_stats", "solve_cpsat", "solve_model_cpsat", "to_cpsat"]
 
@@ -50,8 +52,6 @@ _STATUS = {
 
 
 def _parameters(solver: cp_model.CpSolver, *, time_limit, seed, workers, lp_heavy, log, extra) -> dict:
-    from cepopt.formulations.native import check_seed, check_time_limit
-
     check_time_limit(time_limit)
     seed = check_seed(seed, solver="CP-SAT")
     params = solver.parameters
@@ -72,8 +72,6 @@ def _parameters(solver: cp_model.CpSolver, *, time_limit, seed, workers, lp_heav
 
 
 def _run(solver: cp_model.CpSolver, model: cp_model.CpModel) -> tuple[int, float]:
-    from cepopt.formulations.native import native_output_to_stderr
-
     start = time.perf_counter()
     with native_output_to_stderr():
         code = solver.Solve(model)
@@ -92,8 +90,6 @@ def solve_cpsat(model: cp_model.CpModel, *, time_limit: float | None, seed: int,
     CP-SAT's search log on stderr (None: the session's setting). A "feasible" result ran out of time
     with a solution; "timeout" means no solution was found.
     """
-    from cepopt.formulations.native import offer_export, settings
-
     solver = cp_model.CpSolver()
     used = _parameters(solver, time_limit=time_limit, seed=seed, workers=workers, lp_heavy=lp_heavy,
                        log=settings().log if log is None else log, extra=extra)
@@ -123,70 +119,6 @@ def cpsat_stats(model: cp_model.CpModel, result: CpSatResult) -> dict:
     }
 
 
-# ------------------------------------------------------------------------------------------ Model -> CP-SAT
-_BIG = 2**62  # stands for an absent bound (CP-SAT's domains are int64)
-
-
-def _int_bound(value, up: bool) -> int:
-    if value is None:
-        return _BIG if up else -_BIG
-    return math.floor(value) if up else math.ceil(value)
-
-
-def _int_row(coefs: Sequence, lo, hi) -> tuple[list[int], object, object]:
-    """A row with integer coefficients: fractional ones times the lcm of their denominators (exact)."""
-    if all(isinstance(c, int) or (isinstance(c, float) and c.is_integer()) for c in coefs):
-        return [int(c) for c in coefs], lo, hi
-    fr = [Fraction(c) for c in coefs]
-    m = math.lcm(*(f.denominator for f in fr))
-    if m > 2**20:
-        raise CepoptError("CP-SAT takes integer constraint coefficients: a row's fractions need a multiplier "
-                          f"of {m}; use a MILP backend")
-    return ([int(f * m) for f in fr], None if lo is None else Fraction(lo) * m,
-            None if hi is None else Fraction(hi) * m)
-
-
-def to_cpsat(model) -> tuple[cp_model.CpModel, object]:
-    """The CP-SAT model of a :class:`~cepopt.formulations.model.Model` and the objective's IntScale.
-    Rows of ones over binaries with upper side 1 become native at-most-one constraints; the rest stay
-    linear (as an implication, x <= y would not reach the LP relaxation when presolve is off)."""
-    from cepopt.formulations.scaling import integer_scale
-
-    if not all(model.integer):
-        raise CepoptError(f"CP-SAT takes integer variables only: model {model.name!r} has continuous ones "
-                          "(use a MILP backend)")
-    m = cp_model.CpModel()
-    proto = m.Proto()
-    lbs = [_int_bound(v, False) for v in model.lb]
-    ubs = [_int_bound(v, True) for v in model.ub]
-    binary = [lb == 0 and ub == 1 for lb, ub in zip(lbs, ubs, strict=True)]
-    for name, lb, ub in zip(model.names, lbs, ubs, strict=True):
-        var = proto.variables.add()
-        var.name = name
-        var.domain.extend([lb, ub])
-    for cols, coefs, lo, hi in model.rows:
-        ct = proto.constraints.add()
-        if hi == 1 and (lo is None or lo <= 0) and all(c == 1 for c in coefs) and all(binary[j] for j in cols):
-            ct.at_most_one.literals.extend(cols)
-            continue
-        ints, lo, hi = _int_row(coefs, lo, hi)
-        ct.linear.vars.extend(cols)
-        ct.linear.coeffs.extend(ints)
-        low = sum(min(c * lbs[j], c * ubs[j]) for j, c in zip(cols, ints, strict=True))
-        high = sum(max(c * lbs[j], c * ubs[j]) for j, c in zip(cols, ints, strict=True))
-        ct.linear.domain.extend([max(_int_bound(lo, False), -_BIG, low) if lo is not None else max(low, -_BIG),
-                                 min(_int_bound(hi, True), _BIG, high) if hi is not None else min(high, _BIG)])
-    scale = integer_scale(model.objective)
-    ints = [scale.to_int(c) for c in model.objective]
-    nz = [i for i, c in enumerate(ints) if c]
-    sign = -1 if model.sense == "max" else 1
-    # maximise = minimise the negated objective with scaling factor -1 (as CpModel.maximize writes it)
-    proto.objective.vars.extend(nz)
-    proto.objective.coeffs.extend([sign * ints[i] for i in nz])
-    proto.objective.scaling_factor = float(sign)
-    return m, scale
-
-
 def _margin(model, scale) -> float:
     """What rounding the objective may move it by, in scaled units: 0.5 per coefficient times the
     variable's largest magnitude."""
@@ -195,15 +127,13 @@ def _margin(model, scale) -> float:
     total = 0.0
     for c, lb, ub in zip(model.objective, model.lb, model.ub, strict=True):
         if c:
-            total += 0.5 * max(abs(float(lb if lb is not None else _BIG)), abs(float(ub if ub is not None else _BIG)))
+            total += 0.5 * max(abs(float(lb if lb is not None else BIG)), abs(float(ub if ub is not None else BIG)))
     return total
 
 
 def solve_model_cpsat(model, *, time_limit: float | None, seed: int, workers: int = 2, lp_heavy: bool = False,
                       extra: Mapping | None = None, hint: Sequence | None = None, log: bool = False):
     """Solve a :class:`~cepopt.formulations.model.Model` with CP-SAT (:func:`~cepopt.formulations.model.solve`)."""
-    from cepopt.formulations.model import ModelResult, certify, unit_of
-
     start = time.perf_counter()
     cp, scale = to_cpsat(model)
     proto = cp.Proto()
@@ -220,23 +150,17 @@ def solve_model_cpsat(model, *, time_limit: float | None, seed: int, workers: in
              "branches": response.num_branches, "conflicts": response.num_conflicts, "solver_wall_time": wall,
              "cpsat_parameters": used, "weight_scale": scale.factor}
     out = ModelResult(status, backend="cpsat", exact=scale.exact, stats=stats)
-    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN) and proto.objective.vars:
-        # the inner (integer) bound: exact, where the double BestObjectiveBound() rounds beyond 2**53
-        inner = response.inner_objective_lower_bound
-        if abs(inner) < 2**62:
-            margin = _margin(model, scale)
-            scaled = -inner + margin if model.sense == "max" else inner - margin
-            out.bound = (Fraction(scaled) / Fraction(scale.factor) if scale.exact else scaled / scale.factor)
-            out.bound = _tidy(out.bound) + model.constant
-            out.bound_margin = margin / scale.factor
+    if code in (cp_model.FEASIBLE, cp_model.UNKNOWN) and proto.objective.vars:
+        out.bound, out.bound_margin = _bound(model, scale, solver.BestObjectiveBound())
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         x = list(response.solution)
         out.x = x
         out.objective = model.value(x)
         inner_obj = sum(scale.to_int(model.objective[i]) * x[i] for i in range(len(x)) if model.objective[i])
         out.solver_objective = inner_obj / scale.factor + float(model.constant)
-        if not proto.objective.vars:
-            out.bound = out.objective if code == cp_model.OPTIMAL else None
+        if code == cp_model.OPTIMAL:  # CP-SAT's proof is exact in its integers: the bound is the optimum
+            out.bound, out.bound_margin = (out.objective, 0.0) if scale.exact else \
+                _bound(model, scale, float(inner_obj))
         if status == "optimal" and not scale.exact and not certify(out.objective, out.bound, unit_of(model),
                                                                    model.sense):
             out.status = "feasible"
@@ -248,8 +172,12 @@ def solve_model_cpsat(model, *, time_limit: float | None, seed: int, workers: in
     return out
 
 
-def _tidy(value):
-    """An exact Fraction bound as an int when it is one."""
-    if isinstance(value, Fraction) and value.denominator == 1:
-        return int(value)
-    return value
+def _bound(model, scale, scaled: float):
+    """(a bound valid for the exact objective, its margin) from CP-SAT's bound on the scaled objective
+    (a double: widened by two of its ulps, then by the rounding of the coefficients)."""
+    margin = _margin(model, scale) + 2 * math.ulp(scaled)
+    value = scaled + margin if model.sense == "max" else scaled - margin
+    if scale.exact:  # integers: round outwards to an exact int
+        value = math.ceil(value) if model.sense == "max" else math.floor(value)
+        return value + model.constant, margin
+    return value / scale.factor + model.constant, margin / scale.factor

@@ -3,8 +3,8 @@
 :func:`write_model` takes a :class:`~cepopt.formulations.model.Model` (any format), a CP-SAT
 ``CpModel`` (its proto in text only: CP-SAT models may hold constraints MPS cannot state) or a PuLP
 problem. Numbers are written exactly as Python prints them (integers in full, floats with every digit);
-MPS states the sense with ``OBJSENSE`` and the objective's constant as the negated right-hand side of
-the objective row, the reading HiGHS, SCIP, Gurobi and CPLEX share.
+MPS states the sense with ``OBJSENSE`` and an objective constant as a column fixed at 1 (``OBJ_CONSTANT``),
+which every reader takes (a right-hand side on the objective row is read differently, or refused).
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ from fractions import Fraction
 from pathlib import Path
 
 from cepopt.errors import CepoptError
+from cepopt.formulations.convert import from_pulp, mathopt_proto, to_cpsat
+from cepopt.formulations.linear import Model
+from cepopt.formulations.native import Export, check_export_path, settings
 
-__all__ = ["lp_text", "mps_text", "write_model"]
+__all__ = ["export_now", "lp_text", "mps_text", "offer_export", "write_model"]
 
 
 def _num(x) -> str:
@@ -74,9 +77,9 @@ def mps_text(model) -> str:
         out.extend(f"    {name}  {r}  {_num(c)}" for r, c in entries[j])
     if in_int:
         out.append("    MARKER  'MARKER'  'INTEND'")
-    out.append("RHS")
     if model.constant:
-        out.append(f"    RHS  OBJ  {_num(-model.constant)}")
+        out.append(f"    OBJ_CONSTANT  OBJ  {_num(model.constant)}")
+    out.append("RHS")
     ranges = []
     for k, kind in kept:
         _, _, lo, hi = model.rows[k]
@@ -91,6 +94,8 @@ def mps_text(model) -> str:
     out.append("BOUNDS")
     for j, name in enumerate(cols):
         out.extend(_mps_bounds(name, model.lb[j], model.ub[j], model.integer[j]))
+    if model.constant:
+        out.append(" FX BND  OBJ_CONSTANT  1")
     out.append("ENDATA")
     return "\n".join(out) + "\n"
 
@@ -164,14 +169,10 @@ def _proto_text(model, backend: str | None) -> str:
     from google.protobuf import text_format
 
     if backend == "cpsat":
-        from cepopt.formulations.cpsat import to_cpsat
-
         cp, scale = to_cpsat(model)
         head = (f"# cepopt model {model.name!r} for CP-SAT: objective coefficients times {scale.factor!r} "
                 f"({'exact' if scale.exact else 'rounded'})\n")
-        return head + text_format.MessageToString(cp.Proto())
-    from cepopt.formulations.milp import mathopt_proto
-
+        return head + str(cp.Proto())
     proto, factor = mathopt_proto(model)
     head = f"# cepopt model {model.name!r} as a MathOpt ModelProto (objective times {factor!r})\n"
     return head + text_format.MessageToString(proto)
@@ -179,9 +180,6 @@ def _proto_text(model, backend: str | None) -> str:
 
 def write_model(model, path: str | os.PathLike, backend: str | None = None) -> str:
     """Write ``model`` to ``path`` in the format its extension names; returns that format."""
-    from cepopt.formulations.model import Model
-    from cepopt.formulations.native import check_export_path
-
     fmt = check_export_path(path)
     if not isinstance(model, Model):
         model = _foreign(model, fmt)
@@ -206,9 +204,33 @@ def _foreign(model, fmt: str):
         if fmt != "proto":
             raise CepoptError("this method solves a CP-SAT model, which exports as its proto in text "
                               "(--export FILE.pbtxt), not as MPS or LP")
-        from google.protobuf import text_format
-
-        return "# cepopt: a CP-SAT model\n" + text_format.MessageToString(model.Proto())
-    from cepopt.formulations.milp import from_pulp
-
+        return "# cepopt: a CP-SAT model\n" + str(model.Proto())
     return from_pulp(model)
+
+
+def _write(model, backend: str, exp: Export) -> None:
+    try:
+        fmt = write_model(model, exp.path, backend)
+    except CepoptError as exc:
+        exp.error = str(exc)
+        return
+    exp.written += 1
+    exp.formats.append(fmt)
+    exp.error = ""
+
+
+def offer_export(model, backend: str) -> None:
+    """Called by every solve: write ``model`` when an export is requested (the session's settings,
+    :func:`cepopt.formulations.native.solver_settings`) and not locked."""
+    exp = settings().export
+    if exp is not None and not exp.locked:
+        _write(model, backend, exp)
+
+
+def export_now(model, backend: str) -> None:
+    """A formulation's whole model (before it splits it into blocks or runs a first stage): written
+    when an export is requested, and locked so that the solves that follow do not overwrite it."""
+    exp = settings().export
+    if exp is not None and not exp.locked:
+        _write(model, backend, exp)
+        exp.locked = exp.written > 0

@@ -1,43 +1,56 @@
 """MILP and CP-SAT models of join-order plan selection (spec §7; an extension [X], not in the paper).
 
 Notation (spec §7.0): ``a_i = ln(W r_i sel_ii)``, ``b_ij = ln sel_ij < 0`` on the predicate pairs E.
-The cost is a sum of exponentials of linear functions of binaries (a convex MINLP):
+Each model is written as **build / solve / decode** in the model container
+(:mod:`cepopt.formulations.model`), solved by HiGHS (default; feasibility tolerance 1e-9, relative gap
+0), SCIP or CBC.
 
 - **M-ORD** (:func:`solve_order_milp`, spec §7.1): ``x[i,k]`` = event i is among the first k (nested
   prefixes ⇔ a permutation), ``y[e,k] <= x[i,k], x[j,k]`` (= x_i x_j at the optimum since b < 0),
   ``L_k = Σ a_i x[i,k] + Σ b_e y[e,k] = ln PM(S_k)`` exactly; ``exp(L_k)`` is replaced by ``u_k`` under
-  tangent cuts ``u_k >= e^τ (1 + L_k - τ)`` (outer approximation, spec §7.2 A). The loop solves the
-  MILP (gap 0), evaluates the decoded order exactly, stops when ``UB - LB <= tol·UB`` ("optimal" only
-  if the gap is closed) and otherwise adds cuts at the incumbent's ``L_k``; it converges finitely. The
-  objective is scaled by ``e^{-σ}`` with σ the log of the best plan known (mandatory: raw costs span
-  1e3..1e100+), and ``L_k <= σ`` is a valid cut (one term of the optimum never exceeds the incumbent's
-  total). The constant last term PM(all) is dropped. Latency (§6.1): ``d_i >= x[t,k] - x[i,k]``
-  adds ``α W r_i d_i`` exactly.
-- **M-BUSHY** (:func:`solve_tree_milp`, spec §7.4): n-1 internal-node slots in topological order;
-  ``l[i,j]`` leaf i is a child of node j, ``m[j',j]`` node j' is a child of node j, ``s[i,j]`` leaf i is
-  below node j (``s = l + Σ w``, ``w = m ∧ s`` linearised), slots ordered by size (valid symmetry
-  breaking); ``L_j`` as above; the same tangent-cut loop. Leaves and root are constant.
+  tangent cuts (outer approximation, spec §7.2 A) in :func:`outer_approximation`, the loop both
+  tangent-cut models share. Latency (§6.1): ``d_i >= x[t,k] - x[i,k]`` adds ``α W r_i d_i`` exactly.
+- **M-BUSHY, compact** (``milp-tree`` with ``model=compact``, spec §7.4): n-1 internal-node slots in
+  topological order; ``l[i,j]`` leaf i is a child of node j, ``m[j',j]`` node j' is a child of node j,
+  ``s[i,j]`` leaf i is below node j; ``L_j`` as above; the same loop. Weak beyond n = 7.
+- **M-BUSHY, subset flow** (:func:`solve_tree_flow`, ``milp-tree`` default): a 0/1 ``y[S,A]`` per
+  candidate node S and split S = A ⊎ (S \\ A) (A ∋ min S); the root takes one split, every other node
+  as many as the splits that produce it; the objective Σ PM(S) y[S,·] has *exact constants* (PM(S) is a
+  function of the set), so no tangent cuts at all. Its LP is the linear program of DP-B (the DP values
+  are an optimal dual), so the LP bound is the optimum. Candidate nodes are the subsets that survive
+  DP-B's exact upper-bound cut (:mod:`cepopt.joinorder.dp_fast`): n = 12 in seconds.
 - **CP-SAT bottleneck** (:func:`solve_order_cpsat`, spec §7.3): integer logs ``A_i = round(s·a_i)``,
   ``B_e = round(s·b_e)`` (s = ``scale``, default 1000, lowered to a power of ten when the sums would
   leave 64-bit integers, e.g. Kleene logs of 1e200), minimise ``M >= L_k`` (k < n), then, with M
   fixed at its optimum, minimise ``Σ_k L_k``. An (n-1)-approximation of Cost_ord, not exact; no latency.
 
-MILPs are written once in PuLP and solved by :func:`cepopt.formulations.milp.solve_milp` (backend
-``highs`` with feasibility tolerance 1e-9, ``scip`` or ``cbc``).
+The outer-approximation loop (:func:`outer_approximation`): the objective is scaled by ``e^{-σ}``, σ
+the log of the best plan known (mandatory: raw costs span 1e3..1e100+), and ``L <= σ`` is a valid cut
+(one term of the optimum never exceeds the incumbent's total). The first cuts sit at the start plan's
+own slot values (its surrogate is exact from the first solve; with tight tolerances that is what made
+an independent implementation 1.5-8x faster, issue 22) and on a grid below σ. Each round solves the
+MILP to a proven optimum, evaluates the decoded plan exactly and adds cuts at its slot values. It stops:
+
+* **optimal** when no cut is new and the MILP is optimal: the decoded plan's surrogate is exact, so
+  its cost is the MILP's optimum, a lower bound of the true one (to the solver's precision);
+* **optimal** also when ``ln UB - ln LB <= 1e-9``: the gap is closed to the solver's precision;
+* **feasible** when ``UB - LB <= tol·UB`` for a user's ``tol`` > 0 (default 0: iterate until proven; the
+  proven bound LB is reported, with the tolerance used), or at the time / iteration limit (the best plan
+  with its bound).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pulp
 
 from cepopt.errors import MethodLimitError
-from cepopt.formulations.milp import solve_milp
+from cepopt.formulations.model import Model, solve
 from cepopt.joinorder.cost import (
     leaf_log,
     log_lat_ord,
@@ -50,7 +63,8 @@ from cepopt.joinorder.greedy import greedy
 from cepopt.joinorder.problem import Conjunct
 from cepopt.joinorder.zstream import zstream
 
-__all__ = ["ModelOutcome", "solve_order_cpsat", "solve_order_milp", "solve_tree_milp"]
+__all__ = ["ModelOutcome", "OASpec", "outer_approximation", "solve_order_cpsat", "solve_order_milp",
+           "solve_tree_flow", "solve_tree_milp"]
 
 _EDGE = -1e-12  # b below this is a predicate
 
@@ -76,35 +90,157 @@ def _edges(conj: Conjunct) -> list[tuple[int, int]]:
 #: cannot move the bound by more than the stopping tolerance, and HiGHS drops (or chokes on) such
 #: coefficients.
 _MIN_LOG_SLOPE = -20.0 - 1e-9
+#: the default ``tol`` (0: iterate until the optimum is proven or a limit is reached)
+_EXACT_TOL = 0.0
+#: a gap (ln UB - ln LB) this small is closed to the solver's precision (relative gap 0, absolute 1e-9 on an
+#: objective scaled to about 1): "optimal"
+_PROOF_GAP = 1e-9
 
 
-def _solve(prob: pulp.LpProblem, backend: str, time_limit: float | None, seed: int, stats: dict):
-    """solve_milp with HiGHS's tight feasibility tolerance; a solver failure (seen: HiGHS "kError
-    [INTERNAL]" on a few tiny models) is retried once with default tolerances, then reported as
-    status "error" so that the loop keeps its incumbent."""
+def _remaining(deadline: float | None) -> float | None:
+    """Seconds left (at least a millisecond: a solver given no time at all still answers at once)."""
+    return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+
+
+def _solve(m: Model, backend: str, time_limit: float | None, seed: int, stats: dict):
+    """The container's solve with HiGHS's tight feasibility tolerance; a solver failure (seen: HiGHS
+    "kError [INTERNAL]" on a few tiny models) is retried once with default tolerances, then reported
+    as status "error" so that the loop keeps its incumbent."""
     for feas_tol in ((1e-9, None) if backend == "highs" else (None,)):
-        result = solve_milp(prob, backend=backend, time_limit=time_limit, seed=seed, rel_gap=0.0,
-                            feas_tol=feas_tol)
+        result = solve(m, backend, time_limit=time_limit, seed=seed, rel_gap=0.0, feas_tol=feas_tol)
         if result.status != "error":
             return result
         stats.setdefault("solver_errors", []).append(result.message)
     return result
 
 
-def _add_tangents(prob: pulp.LpProblem, u, L, cuts: list[float], sigma: float, tag: int) -> None:
-    """u >= exp(L - sigma) as tangent cuts at the points ``cuts`` (ln PM values), with L capped at the
+# ---------------------------------------------------------------------------------------------
+# The outer-approximation loop shared by M-ORD and compact M-BUSHY
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class OASpec:
+    """A tangent-cut model: ``build(sigma) -> (model, slots, info)`` builds the MILP with its exponential
+    terms left out; ``slots`` maps a slot id to (u variable, cols, coefs) of ``L_slot``; ``decode(x,
+    info)`` gives a plan; ``slot_logs(plan)`` its exact ``L`` per slot; ``var_log(plan)`` the exact log of
+    the plan's variable cost; ``const`` the log of the cost every plan pays."""
+
+    build: Callable[[float], tuple[Model, dict, Any]]
+    decode: Callable[[list, Any], Any]
+    slot_logs: Callable[[Any], dict]
+    var_log: Callable[[Any], float]
+    const: float
+
+
+def _add_tangents(m: Model, slots: dict, cuts: dict, sigma: float) -> None:
+    """u >= exp(L - sigma) as tangent cuts at the points ``cuts[slot]`` (ln values), with L capped at the
     incumbent's scale sigma; cuts flatter than _MIN_LOG_SLOPE are left out."""
-    if not L.isNumericalConstant():
-        prob += L <= sigma + 1e-9, f"cap_{tag}"
-    for c_idx, tau in enumerate(cuts):
-        if not _MIN_LOG_SLOPE <= tau - sigma <= 1e-9:
-            continue
-        prob += u >= math.exp(tau - sigma) * (1 + L - tau), f"cut_{tag}_{c_idx}"
+    for slot, (u, cols, coefs) in slots.items():
+        if cols:
+            m.add_row(cols, coefs, None, sigma + 1e-9)
+        for tau in cuts[slot]:
+            if not _MIN_LOG_SLOPE <= tau - sigma <= 1e-9:
+                continue
+            w = math.exp(tau - sigma)  # u - w L >= w (1 - tau)
+            m.add_row([u, *cols], [1.0, *(-w * c for c in coefs)], w * (1 - tau), None)
+
+
+def _root_cuts(m: Model, slots: dict, cuts: dict, sigma: float, deadline: float | None, stats: dict,
+               rounds: int = 20) -> None:
+    """Tangent cuts at the LP relaxation's own ``L`` values, round after round, until the relaxation's
+    ``u`` meet ``exp(L - sigma)`` (the convex relaxation): the MILP then starts from that bound, not from
+    the cut grid's. Each round is an LP (HiGHS)."""
+    import copy
+
+    start = time.perf_counter()
+    for r in range(rounds):
+        relaxed = copy.copy(m)
+        relaxed.rows = list(m.rows)
+        relaxed.integer = [False] * len(m.names)
+        _add_tangents(relaxed, slots, cuts, sigma)
+        res = solve(relaxed, "highs", time_limit=_remaining(deadline), feas_tol=1e-9)
+        if res.x is None or res.status != "optimal":
+            break
+        added = False
+        for slot, (u, cols, coefs) in slots.items():
+            L = sum(c * res.x[v] for v, c in zip(cols, coefs, strict=True))
+            if math.exp(min(L - sigma, 50.0)) > res.x[u] * (1 + 1e-6) + 1e-9:
+                added |= _new_cuts({slot: cuts[slot]}, {slot: float(L)})
+        stats["root_rounds"] = r + 1
+        stats["root_bound"] = res.objective
+        if not added:
+            break
+    stats["root_time_s"] = time.perf_counter() - start
+
+
+def _new_cuts(cuts: dict, logs: dict) -> bool:
+    added = False
+    for slot, tau in logs.items():
+        if not any(abs(tau - c) <= 1e-9 * max(1.0, abs(tau)) for c in cuts[slot]):
+            cuts[slot].append(float(tau))
+            added = True
+    return added
+
+
+def outer_approximation(spec: OASpec, starts: list, *, time_limit: float | None, seed: int, backend: str,
+                        max_iters: int, tol: float, stats: dict, root_cuts: bool = False) -> ModelOutcome:
+    """The tangent-cut loop (module docstring): the best plan, its status and the proven bound.
+    ``root_cuts``: first close the LP relaxation on its own L values (:func:`_root_cuts`; measured mixed:
+    it helps some hard instances, slows dense ones)."""
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    best = min(starts, key=spec.var_log)
+    best_log = spec.var_log(best)
+    cuts: dict = {}
+    for plan in starts:  # cuts at the start plans' own slot values, and a grid below sigma
+        for slot, tau in spec.slot_logs(plan).items():
+            cuts.setdefault(slot, [best_log - 2.0 * j for j in range(11)])
+            _new_cuts({slot: cuts[slot]}, {slot: tau})
+    stats.update(backend=backend, iterations=0, cuts=0, tolerance=tol)
+    lb_log = last_obj = -math.inf
+    status = "feasible"
+    for it in range(1, int(max_iters) + 1):
+        left = _remaining(deadline)
+        if left is not None and left <= 0.05:
+            break
+        sigma = best_log
+        m, slots, info = spec.build(sigma)
+        for slot in slots:
+            cuts.setdefault(slot, [sigma - 2.0 * j for j in range(11)])
+        if it == 1 and root_cuts:
+            _root_cuts(m, slots, cuts, sigma, deadline, stats)
+        _add_tangents(m, slots, cuts, sigma)
+        # objective cutoff: the incumbent's surrogate is its exact cost, 1 on this scale (its cuts are in)
+        nz = [i for i, c in enumerate(m.objective) if c]
+        m.add_row(nz, [m.objective[i] for i in nz], None, 1.0 + 1e-7)
+        res = _solve(m, backend, _remaining(deadline), seed, stats)
+        stats["iterations"] = it
+        stats["cuts"] = sum(len(c) for c in cuts.values())
+        if res.x is None or res.status not in ("optimal", "feasible"):
+            break
+        plan = spec.decode(res.x, info)
+        val = spec.var_log(plan)
+        if val < best_log:
+            best, best_log = plan, val
+        if res.bound is not None and res.bound > 0:
+            lb_log = max(lb_log, sigma + math.log(res.bound))
+        if res.objective is not None and res.objective > 0:
+            last_obj = sigma + math.log(res.objective)
+        added = _new_cuts(cuts, spec.slot_logs(plan))
+        if res.status == "optimal" and (not added or best_log - lb_log <= _PROOF_GAP):
+            # the incumbent's cuts are in (its surrogate is exact, so the MILP's optimum is its cost), or
+            # the bound meets it to the solver's precision
+            status = "optimal"
+            lb_log = max(lb_log, min(best_log, last_obj))
+            break
+        if res.status == "optimal" and tol > 0 and best_log - lb_log <= -math.log1p(-tol):
+            break  # the user's tolerance: a proven bound, not a proof
+    return _outcome(best, best_log, lb_log, last_obj, spec.const, status, stats)
 
 
 def _outcome(best: Any, best_log: float, lb_log: float, last_obj_log: float, const: float, status: str,
              stats: dict) -> ModelOutcome:
-    """The tangent-cut loop's result: the best plan, and the gap between its log cost and the bound."""
+    """The loop's result: the best plan, and the gap between its log cost and the bound."""
     ub_total = float(np.logaddexp(best_log, const))
     lb_total = float(np.logaddexp(lb_log, const)) if lb_log > -math.inf else const
     stats["lower_bound_log_cost"] = lb_total
@@ -112,31 +248,6 @@ def _outcome(best: Any, best_log: float, lb_log: float, last_obj_log: float, con
     solver_log = float(np.logaddexp(last_obj_log, const)) if status == "optimal" else None
     return ModelOutcome(best, status, stats, "" if status == "optimal" else "optimum not proven", ratio,
                         solver_log)
-
-
-#: the default ``tol``: a gap this small counts as closed (the solvers' own numerical accuracy)
-_EXACT_TOL = 1e-7
-
-
-def _gap_status(best_log: float, lb_log: float) -> str:
-    """The status on stopping at the ``tol`` criterion: a user's larger tol proves only a lower bound,
-    so "optimal" (bound = objective, surrogate cross-checked against the cost) needs a closed gap."""
-    return "optimal" if best_log - lb_log <= -math.log1p(-_EXACT_TOL) else "feasible"
-
-
-def _initial_cuts(sigma: float) -> list[float]:
-    return [sigma - 2.0 * j for j in range(11)]
-
-
-def _add_cut(cuts: list[float], tau: float) -> bool:
-    if any(abs(tau - c) <= 1e-9 * max(1.0, abs(tau)) for c in cuts):
-        return False
-    cuts.append(tau)
-    return True
-
-
-def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else deadline - time.perf_counter()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,8 +265,70 @@ def _order_var_log(conj: Conjunct, order: list[int]) -> float:
     return logsumexp(terms)
 
 
+def _order_build(conj: Conjunct, edges: list[tuple[int, int]], sigma: float):
+    """M-ORD without its tangent cuts: (model, slots k -> (u_k, L_k), x indices)."""
+    n = conj.n
+    a = conj.a
+    m = Model("m-ord", sense="min")
+    x = {(i, k): m.add_var(f"x_{i}_{k}") for i in range(n) for k in range(1, n)}
+    y = {(e, k): m.add_var(f"y_{e}_{k}", 0, 1, False) for e in range(len(edges)) for k in range(1, n)}
+    slots = {}
+    for k in range(1, n):
+        u = m.add_var(f"u_{k}", 0, None, False, 1)
+        m.add_row([x[i, k] for i in range(n)], [1] * n, k, k)
+        if k < n - 1:
+            for i in range(n):
+                m.add_row([x[i, k], x[i, k + 1]], [1, -1], None, 0)
+        for e, (i, j) in enumerate(edges):
+            m.add_row([y[e, k], x[i, k]], [1, -1], None, 0)
+            m.add_row([y[e, k], x[j, k]], [1, -1], None, 0)
+        cols = [x[i, k] for i in range(n)] + [y[e, k] for e in range(len(edges))]
+        coefs = [float(a[i]) for i in range(n)] + [float(conj.b[i, j]) for i, j in edges]
+        slots[k] = (u, cols, coefs)
+    if conj.has_latency:
+        t, la = conj.last, math.log(conj.alpha)
+        for i in range(n):
+            if i == t:
+                continue
+            weight = la + float(conj.lc[i]) - sigma
+            d = m.add_var(f"d_{i}", 0, 1, False, math.exp(weight) if weight <= 0 else 0)
+            for k in range(1, n):
+                m.add_row([d, x[t, k], x[i, k]], [1, -1, 1], 0, None)
+            if weight > 0:
+                m.add_row([d], [1], 0, 0)  # any plan with i after t is worse than the incumbent
+    return m, slots, x
+
+
+def _order_decode(n: int, values: list, x: dict) -> list[int]:
+    pos = {i: next((k for k in range(1, n) if values[x[i, k]] > 0.5), n) for i in range(n)}
+    return sorted(range(n), key=lambda i: (pos[i], i))
+
+
+def order_spec(conj: Conjunct) -> OASpec:
+    n = conj.n
+    edges = _edges(conj)
+    const = float(order_logs(conj, list(range(n)))[-1])  # ln PM(all)
+    return OASpec(
+        build=lambda sigma: _order_build(conj, edges, sigma),
+        decode=lambda values, x: _order_decode(n, values, x),
+        slot_logs=lambda order: {k: float(v) for k, v in enumerate(order_logs(conj, order)[:-1], start=1)},
+        var_log=lambda order: _order_var_log(conj, order),
+        const=const)
+
+
+def _order_starts(conj: Conjunct, seed: int) -> list[list[int]]:
+    """Good orders to start from: GREEDY's, and II-GREEDY's local minimum from it (a few thousand
+    evaluations at most)."""
+    from cepopt.joinorder.ii import ii
+
+    start = greedy(conj)
+    better = ii(conj, start, seed=seed, max_evals=2000, time_limit=1.0)
+    return [start, better]
+
+
 def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: int = 0,
-                     backend: str = "highs", max_iters: int = 50, tol: float = _EXACT_TOL) -> ModelOutcome:
+                     backend: str = "highs", max_iters: int = 50, tol: float = _EXACT_TOL,
+                     root_cuts: bool = False) -> ModelOutcome:
     """The optimal order by M-ORD with tangent cuts (see the module docstring)."""
     n = conj.n
     if conj.next_match:
@@ -163,84 +336,13 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
     if n <= 2:
         order = [0] if n == 1 else min(([0, 1], [1, 0]), key=lambda o: _order_var_log(conj, o))
         return ModelOutcome(order, "optimal", {"iterations": 0})
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
-    const = float(order_logs(conj, list(range(n)))[-1])  # ln PM(all)
-    a = conj.a
-    edges = _edges(conj)
-    best = greedy(conj)
-    best_log = _order_var_log(conj, best)
-    cuts = {k: _initial_cuts(best_log) for k in range(1, n)}
-    t = conj.last if conj.has_latency else None
-    stats: dict = {"backend": backend, "iterations": 0, "binaries": n * (n - 1),
-                   "continuous_y": len(edges) * (n - 1), "cuts": 0}
-    lb_log = -math.inf
-    last_obj_log = -math.inf
-    status = "feasible"
-    for it in range(1, int(max_iters) + 1):
-        left = _remaining(deadline)
-        if left is not None and left <= 0.05:
-            break
-        sigma = best_log
-        prob = pulp.LpProblem("m_ord", pulp.LpMinimize)
-        x = {(i, k): prob.add_variable(f"x_{i}_{k}", cat="Binary") for i in range(n) for k in range(1, n)}
-        y = {(e, k): prob.add_variable(f"y_{e}_{k}", 0, 1) for e in range(len(edges)) for k in range(1, n)}
-        u = {k: prob.add_variable(f"u_{k}", 0) for k in range(1, n)}
-        objective = pulp.lpSum(u.values())
-        for k in range(1, n):
-            prob += pulp.lpSum(x[i, k] for i in range(n)) == k, f"size_{k}"
-            if k < n - 1:
-                for i in range(n):
-                    prob += x[i, k] <= x[i, k + 1], f"nest_{i}_{k}"
-            for e, (i, j) in enumerate(edges):
-                prob += y[e, k] <= x[i, k], f"ya_{e}_{k}"
-                prob += y[e, k] <= x[j, k], f"yb_{e}_{k}"
-            L = pulp.lpSum(float(a[i]) * x[i, k] for i in range(n)) + pulp.lpSum(
-                float(conj.b[i, j]) * y[e, k] for e, (i, j) in enumerate(edges))
-            _add_tangents(prob, u[k], L, cuts[k], sigma, k)
-        if t is not None:
-            la = math.log(conj.alpha)
-            for i in range(n):
-                if i == t:
-                    continue
-                d = prob.add_variable(f"d_{i}", 0, 1)
-                for k in range(1, n):
-                    prob += d >= x[t, k] - x[i, k], f"lat_{i}_{k}"
-                weight = la + float(conj.lc[i]) - sigma
-                if weight > 0:
-                    prob += d == 0, f"latcap_{i}"  # any plan with i after t is worse than the incumbent
-                else:
-                    objective += math.exp(weight) * d
-        prob += objective
-        res = _solve(prob, backend, left, seed, stats)
-        stats["iterations"] = it
-        stats["cuts"] = sum(len(c) for c in cuts.values())
-        if res.status not in ("optimal", "feasible"):
-            break
-        pos = {i: next((k for k in range(1, n) if res.values.get(f"x_{i}_{k}", 0.0) > 0.5), n)
-               for i in range(n)}
-        order = sorted(range(n), key=lambda i: (pos[i], i))
-        val = _order_var_log(conj, order)
-        if val < best_log:
-            best, best_log = order, val
-        if res.bound is not None and res.bound > 0:
-            lb_log = max(lb_log, sigma + math.log(res.bound))
-        if res.objective is not None and res.objective > 0:
-            last_obj_log = sigma + math.log(res.objective)
-        if res.status == "optimal" and best_log - lb_log <= -math.log1p(-tol):
-            status = _gap_status(best_log, lb_log)
-            break
-        added = False
-        for k, lk in enumerate(order_logs(conj, order)[:-1], start=1):
-            added |= _add_cut(cuts[k], float(lk))
-        if not added and res.status == "optimal":
-            # The incumbent's cuts are in: its surrogate is exact, so the bound is tight.
-            status = "optimal"
-            break
-    return _outcome(best, best_log, lb_log, last_obj_log, const, status, stats)
+    stats: dict = {"binaries": n * (n - 1), "continuous_y": len(_edges(conj)) * (n - 1)}
+    return outer_approximation(order_spec(conj), _order_starts(conj, seed), time_limit=time_limit, seed=seed,
+                               backend=backend, max_iters=max_iters, tol=tol, stats=stats, root_cuts=root_cuts)
 
 
 # ---------------------------------------------------------------------------------------------
-# M-BUSHY
+# M-BUSHY, compact (slots) and subset flow
 # ---------------------------------------------------------------------------------------------
 
 
@@ -264,9 +366,179 @@ def _tree_var_log(conj: Conjunct, tree: Any) -> float:
     return logsumexp(terms)
 
 
+def _tree_const(conj: Conjunct) -> float:
+    """ln of what every tree pays: its leaves and its root."""
+    n = conj.n
+    return logsumexp([leaf_log(conj, i) for i in range(n)] + [log_node(conj, list(range(n)), tree=True)])
+
+
+def _tree_nodes(tree: Any) -> list[list[int]]:
+    """The member lists of the non-root internal nodes."""
+    out: list[list[int]] = []
+
+    def walk(node: Any) -> list[int]:
+        if isinstance(node, int):
+            return [node]
+        members = walk(node[0]) + walk(node[1])
+        out.append(members)
+        return members
+
+    walk(tree)
+    return out[:-1]
+
+
+def _compact_build(conj: Conjunct, edges: list[tuple[int, int]], sigma: float):
+    n = conj.n
+    a = conj.lc + (conj.lf if conj.leaf_filter else 0.0)
+    J = n - 1  # internal nodes 0..J-1, root J-1
+    m = Model("m-bushy", sense="min")
+    lv = {(i, j): m.add_var(f"l_{i}_{j}") for i in range(n) for j in range(J)}
+    mv = {(p, j): m.add_var(f"m_{p}_{j}") for j in range(J) for p in range(j)}
+    sv = {(i, j): m.add_var(f"s_{i}_{j}", 0, 1, False) for i in range(n) for j in range(J)}
+    wv = {(i, p, j): m.add_var(f"w_{i}_{p}_{j}", 0, 1, False) for i in range(n) for j in range(J) for p in range(j)}
+    for i in range(n):
+        m.add_row([lv[i, j] for j in range(J)], [1] * J, 1, 1)
+    for p in range(J - 1):
+        m.add_row([mv[p, j] for j in range(p + 1, J)], [1] * (J - p - 1), 1, 1)
+    for j in range(J):
+        m.add_row([lv[i, j] for i in range(n)] + [mv[p, j] for p in range(j)], [1] * (n + j), 2, 2)
+        for i in range(n):
+            m.add_row([sv[i, j], lv[i, j]] + [wv[i, p, j] for p in range(j)], [1, -1] + [-1] * j, 0, 0)
+            for p in range(j):
+                m.add_row([wv[i, p, j], mv[p, j]], [1, -1], None, 0)
+                m.add_row([wv[i, p, j], sv[i, p]], [1, -1], None, 0)
+                m.add_row([wv[i, p, j], mv[p, j], sv[i, p]], [1, -1, -1], -1, None)
+        size = [sv[i, j] for i in range(n)]
+        m.add_row(size, [1] * n, 2, min(j + 2, n))  # a binary node has 2..j+2 leaves below it
+        if j + 1 < J:  # slots ordered by size: valid symmetry breaking
+            m.add_row(size + [sv[i, j + 1] for i in range(n)], [1] * n + [-1] * n, None, 0)
+    slots = {}
+    for j in range(J - 1):
+        u = m.add_var(f"u_{j}", 0, None, False, 1)
+        ys = [m.add_var(f"y_{e}_{j}", 0, 1, False) for e in range(len(edges))]
+        for e, (i, k2) in enumerate(edges):
+            m.add_row([ys[e], sv[i, j]], [1, -1], None, 0)
+            m.add_row([ys[e], sv[k2, j]], [1, -1], None, 0)
+        slots[j] = (u, [sv[i, j] for i in range(n)] + ys,
+                    [float(a[i]) for i in range(n)] + [float(conj.b[i, k2]) for i, k2 in edges])
+    return m, slots, (lv, mv)
+
+
+def _compact_decode(n: int, values: list, info) -> Any:
+    lv, mv = info
+    J = n - 1
+    children: dict[int, list] = {j: [] for j in range(J)}
+    for j in range(J):
+        children[j] += [i for i in range(n) if values[lv[i, j]] > 0.5]
+        children[j] += [("node", p) for p in range(j) if values[mv[p, j]] > 0.5]
+
+    def build(j: int) -> Any:
+        kids = [k if isinstance(k, int) else build(k[1]) for k in children[j]]
+        if len(kids) != 2:
+            raise RuntimeError(f"M-BUSHY decoded node {j} with {len(kids)} children")
+        kids.sort(key=_min_leaf)  # the child holding the smaller index first
+        return (kids[0], kids[1])
+
+    return build(J - 1)
+
+
+def _compact_slot_logs(conj: Conjunct, tree: Any) -> dict:
+    """Slot j holds the j-th smallest non-root node (slots are ordered by size)."""
+    nodes = sorted(_tree_nodes(tree), key=len)
+    return {j: log_node(conj, members, tree=True) for j, members in enumerate(nodes)}
+
+
+def _min_leaf(t: Any) -> int:
+    return t if isinstance(t, int) else min(_min_leaf(t[0]), _min_leaf(t[1]))
+
+
+def _tree_starts(conj: Conjunct) -> list:
+    from cepopt.joinorder.trivial import trivial
+
+    return [zstream(conj, greedy(conj))[0], zstream(conj, trivial(conj.n))[0]]
+
+
 def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: int = 0,
                     backend: str = "highs", max_iters: int = 50, tol: float = _EXACT_TOL) -> ModelOutcome:
-    """The optimal bushy tree by M-BUSHY with tangent cuts (see the module docstring)."""
+    """The optimal bushy tree by the compact M-BUSHY with tangent cuts (see the module docstring)."""
+    n = conj.n
+    if conj.next_match or conj.has_latency:
+        raise MethodLimitError("milp-tree: models the any-match throughput cost only (no latency, no "
+                               "next-match); use dp-b")
+    if n <= 2:
+        return ModelOutcome(0 if n == 1 else (0, 1), "optimal", {"iterations": 0})
+    edges = _edges(conj)
+    spec = OASpec(build=lambda sigma: _compact_build(conj, edges, sigma),
+                  decode=lambda values, info: _compact_decode(n, values, info),
+                  slot_logs=lambda tree: _compact_slot_logs(conj, tree),
+                  var_log=lambda tree: _tree_var_log(conj, tree), const=_tree_const(conj))
+    out = outer_approximation(spec, _tree_starts(conj), time_limit=time_limit, seed=seed, backend=backend,
+                              max_iters=max_iters, tol=tol, stats={"model": "compact", "slots": n - 1})
+    return out
+
+
+def _flow_build(conj: Conjunct, sigma: float, keep: np.ndarray):
+    """The subset-flow model over the candidate nodes ``keep`` (a bool per subset): (model, splits)."""
+    from cepopt.joinorder.cost import all_node_logs
+    from cepopt.joinorder.dp_fast import splits_of
+
+    n = conj.n
+    full = (1 << n) - 1
+    V = all_node_logs(conj, tree=True)
+    S, A = splits_of(keep, n)
+    m = Model("m-bushy-flow", sense="min")
+    cost = np.where(S == full, 0.0, np.exp(np.minimum(V[S] - sigma, 700.0)))
+    m.add_vars([f"y_{s}_{a}" for s, a in zip(S.tolist(), A.tolist(), strict=True)], 0, 1, True, cost.tolist())
+    # rows: one per node; +1 for its own splits, -1 where a split of its parent produces it
+    B = S ^ A
+    parts = [(S, np.ones(len(S)))]
+    parts += [(A[(A & (A - 1)) != 0], -np.ones(int(((A & (A - 1)) != 0).sum())))]
+    parts += [(B[(B & (B - 1)) != 0], -np.ones(int(((B & (B - 1)) != 0).sum())))]
+    cols = [np.arange(len(S)), np.nonzero((A & (A - 1)) != 0)[0], np.nonzero((B & (B - 1)) != 0)[0]]
+    node = np.concatenate([p[0] for p in parts])
+    coef = np.concatenate([p[1] for p in parts])
+    col = np.concatenate(cols)
+    order = np.argsort(node, kind="stable")
+    node, coef, col = node[order], coef[order], col[order]
+    bounds = np.flatnonzero(np.diff(node)) + 1
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(node)], strict=True):
+        rhs = 1 if node[lo] == full else 0
+        m.add_row(col[lo:hi].tolist(), coef[lo:hi].tolist(), rhs, rhs)
+    return m, (S, A)
+
+
+def _flow_decode(values: list, splits, n: int) -> Any:
+    S, A = splits
+    chosen = {int(s): int(a) for s, a, v in zip(S.tolist(), A.tolist(), values, strict=True) if v > 0.5}
+
+    def build(mask: int) -> Any:
+        if mask & (mask - 1) == 0:
+            return mask.bit_length() - 1
+        a = chosen[mask]
+        kids = sorted((build(a), build(mask ^ a)), key=_min_leaf)
+        return (kids[0], kids[1])
+
+    return build((1 << n) - 1)
+
+
+def _flow_lp(m: Model, deadline: float | None, stats: dict):
+    """The LP relaxation first (HiGHS): it is DP-B's linear program, its optimum the tree optimum, and
+    an integral solution (the usual case) ends the search; a fractional one (ties) goes to the MILP."""
+    import copy
+
+    relaxed = copy.copy(m)
+    relaxed.integer = [False] * len(m.names)
+    res = solve(relaxed, "highs", time_limit=_remaining(deadline), feas_tol=1e-9)
+    integral = res.status == "optimal" and res.x is not None and all(v < 1e-9 or v > 1 - 1e-9 for v in res.x)
+    stats["lp_integral"] = integral
+    return res if integral else None
+
+
+def solve_tree_flow(conj: Conjunct, *, time_limit: float | None = None, seed: int = 0,
+                    backend: str = "highs") -> ModelOutcome:
+    """The optimal bushy tree by the subset-flow M-BUSHY (see the module docstring)."""
+    from cepopt.joinorder.dp_fast import candidate_nodes
+
     n = conj.n
     if conj.next_match or conj.has_latency:
         raise MethodLimitError("milp-tree: models the any-match throughput cost only (no latency, no "
@@ -274,119 +546,26 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
     if n <= 2:
         return ModelOutcome(0 if n == 1 else (0, 1), "optimal", {"iterations": 0})
     deadline = None if time_limit is None else time.perf_counter() + time_limit
-    a = conj.lc + (conj.lf if conj.leaf_filter else 0.0)
-    edges = _edges(conj)
-    J = n - 1  # internal nodes 0..J-1, root J-1
-    root = J - 1
-    const_terms = [leaf_log(conj, i) for i in range(n)]
-    const_terms.append(log_node(conj, list(range(n)), tree=True))
-    const = logsumexp(const_terms)
-    start = zstream(conj, greedy(conj))[0]
-    best, best_log = start, _tree_var_log(conj, start)
-    cuts = {j: _initial_cuts(best_log) for j in range(root)}
-    stats: dict = {"backend": backend, "iterations": 0, "cuts": 0}
-    lb_log = -math.inf
-    last_obj_log = -math.inf
+    starts = _tree_starts(conj)
+    best = min(starts, key=lambda t: _tree_var_log(conj, t))
+    sigma = _tree_var_log(conj, best)
+    const = _tree_const(conj)
+    keep = candidate_nodes(conj, starts)
+    m, splits = _flow_build(conj, sigma, keep)
+    stats: dict = {"model": "flow", "backend": backend, "iterations": 1, "candidate_nodes": int(keep.sum()),
+                   "splits": len(splits[0]), "tolerance": 0.0}
+    res = _flow_lp(m, deadline, stats)
+    if res is None:
+        res = _solve(m, backend, _remaining(deadline), seed, stats)
+    lb_log = sigma + math.log(res.bound) if res.bound is not None and res.bound > 0 else -math.inf
+    last = sigma + math.log(res.objective) if res.objective is not None and res.objective > 0 else -math.inf
     status = "feasible"
-    for it in range(1, int(max_iters) + 1):
-        left = _remaining(deadline)
-        if left is not None and left <= 0.05:
-            break
-        sigma = best_log
-        prob = pulp.LpProblem("m_bushy", pulp.LpMinimize)
-        lv = {(i, j): prob.add_variable(f"l_{i}_{j}", cat="Binary") for i in range(n) for j in range(J)}
-        mv = {(p, j): prob.add_variable(f"m_{p}_{j}", cat="Binary") for j in range(J) for p in range(j)}
-        sv = {(i, j): prob.add_variable(f"s_{i}_{j}", 0, 1) for i in range(n) for j in range(J)}
-        wv = {(i, p, j): prob.add_variable(f"w_{i}_{p}_{j}", 0, 1)
-              for i in range(n) for j in range(J) for p in range(j)}
-        u = {j: prob.add_variable(f"u_{j}", 0) for j in range(root)}
-        for i in range(n):
-            prob += pulp.lpSum(lv[i, j] for j in range(J)) == 1, f"leaf_{i}"
-        for p in range(root):
-            prob += pulp.lpSum(mv[p, j] for j in range(p + 1, J)) == 1, f"parent_{p}"
-        for j in range(J):
-            prob += (pulp.lpSum(lv[i, j] for i in range(n)) + pulp.lpSum(mv[p, j] for p in range(j))
-                     == 2), f"binary_{j}"
-            for i in range(n):
-                prob += sv[i, j] == lv[i, j] + pulp.lpSum(wv[i, p, j] for p in range(j)), f"sub_{i}_{j}"
-                for p in range(j):
-                    prob += wv[i, p, j] <= mv[p, j], f"wa_{i}_{p}_{j}"
-                    prob += wv[i, p, j] <= sv[i, p], f"wb_{i}_{p}_{j}"
-                    prob += wv[i, p, j] >= mv[p, j] + sv[i, p] - 1, f"wc_{i}_{p}_{j}"
-            size = pulp.lpSum(sv[i, j] for i in range(n))
-            prob += size >= 2, f"min_size_{j}"  # valid: a binary node has at least two leaves
-            prob += size <= min(j + 2, n), f"max_size_{j}"  # slot j has at most j+1 slots below it
-            if j + 1 < J:
-                prob += (pulp.lpSum(sv[i, j] for i in range(n))
-                         <= pulp.lpSum(sv[i, j + 1] for i in range(n))), f"sym_{j}"
-        for j in range(root):
-            yv = {e: prob.add_variable(f"y_{e}_{j}", 0, 1) for e in range(len(edges))}
-            for e, (i, k2) in enumerate(edges):
-                prob += yv[e] <= sv[i, j], f"ya_{e}_{j}"
-                prob += yv[e] <= sv[k2, j], f"yb_{e}_{j}"
-            L = pulp.lpSum(float(a[i]) * sv[i, j] for i in range(n)) + pulp.lpSum(
-                float(conj.b[i, k2]) * yv[e] for e, (i, k2) in enumerate(edges))
-            _add_tangents(prob, u[j], L, cuts[j], sigma, j)
-        prob += pulp.lpSum(u.values())
-        res = _solve(prob, backend, left, seed, stats)
-        stats["iterations"] = it
-        stats["cuts"] = sum(len(c) for c in cuts.values())
-        if res.status not in ("optimal", "feasible"):
-            break
-        tree, node_sets = _decode_tree(res.values, n, J)
-        val = _tree_var_log(conj, tree)
-        if val < best_log:
-            best, best_log = tree, val
-        if res.bound is not None and res.bound > 0:
-            lb_log = max(lb_log, sigma + math.log(res.bound))
-        if res.objective is not None and res.objective > 0:
-            last_obj_log = sigma + math.log(res.objective)
-        if res.status == "optimal" and best_log - lb_log <= -math.log1p(-tol):
-            status = _gap_status(best_log, lb_log)
-            break
-        added = False
-        for j, members in node_sets.items():
-            if j < root:
-                added |= _add_cut(cuts[j], log_node(conj, members, tree=True))
-        if not added and res.status == "optimal":
-            status = "optimal"
-            break
-    stats["slots"] = J
-    return _outcome(best, best_log, lb_log, last_obj_log, const, status, stats)
-
-
-def _min_leaf(t: Any) -> int:
-    return t if isinstance(t, int) else min(_min_leaf(t[0]), _min_leaf(t[1]))
-
-
-def _decode_tree(values: dict, n: int, J: int) -> tuple[Any, dict[int, list[int]]]:
-    children: dict[int, list[Any]] = {j: [] for j in range(J)}
-    for j in range(J):
-        for i in range(n):
-            if values.get(f"l_{i}_{j}", 0.0) > 0.5:
-                children[j].append(("leaf", i))
-        for p in range(j):
-            if values.get(f"m_{p}_{j}", 0.0) > 0.5:
-                children[j].append(("node", p))
-    sets: dict[int, list[int]] = {}
-
-    def build(j: int) -> Any:
-        kids = []
-        members: list[int] = []
-        for kind, v in children[j]:
-            if kind == "leaf":
-                kids.append(v)
-                members.append(v)
-            else:
-                kids.append(build(v))
-                members.extend(sets[v])
-        sets[j] = members
-        if len(kids) != 2:
-            raise RuntimeError(f"M-BUSHY decoded node {j} with {len(kids)} children")
-        kids.sort(key=_min_leaf)  # the child holding the smaller index first
-        return (kids[0], kids[1])
-
-    return build(J - 1), sets
+    if res.x is not None and res.status in ("optimal", "feasible"):
+        tree = _flow_decode(res.x, splits, n)
+        if _tree_var_log(conj, tree) < _tree_var_log(conj, best):
+            best = tree
+        status = "optimal" if res.status == "optimal" else "feasible"
+    return _outcome(best, _tree_var_log(conj, best), lb_log, last, const, status, stats)
 
 
 # ---------------------------------------------------------------------------------------------

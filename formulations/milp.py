@@ -41,6 +41,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cepopt.errors import CepoptError
+from cepopt.formulations.convert import from_pulp, mathopt_proto, to_pulp
+from cepopt.formulations.export import offer_export
+from cepopt.formulations.linear import Model, ModelResult, certify, unit_of
+from cepopt.formulations.native import check_seed, check_time_limit, native_output_to_stderr, settings
 from cepopt.formulations.scaling import coefficient_total, milp_scale, require_resolution
 
 __all__ = ["BACKENDS", "BOUND_TOLERANCE", "MilpResult", "PULP_ALIASES", "from_pulp", "mathopt_proto",
@@ -75,97 +79,13 @@ class MilpResult:
         return self.values.get(var.name, 0.0)
 
 
-# ------------------------------------------------------------------------------------ conversions
-def mathopt_proto(model, factor: float | None = None):
-    """(MathOpt ModelProto of ``model``, the objective factor used)."""
-    from ortools.math_opt import model_pb2
-
-    if factor is None:
-        factor = milp_scale(coefficient_total([c for c in model.objective if c]))
-    n = len(model.names)
-    proto = model_pb2.ModelProto(name=model.name)
-    var = proto.variables
-    var.ids.extend(range(n))
-    var.lower_bounds.extend(-math.inf if v is None else float(v) for v in model.lb)
-    var.upper_bounds.extend(math.inf if v is None else float(v) for v in model.ub)
-    var.integers.extend(model.integer)
-    var.names.extend(model.names)
-    proto.objective.maximize = model.sense == "max"
-    proto.objective.offset = float(model.constant) * factor
-    nz = [(i, float(c) * factor) for i, c in enumerate(model.objective) if c]
-    proto.objective.linear_coefficients.ids.extend(i for i, _ in nz)
-    proto.objective.linear_coefficients.values.extend(c for _, c in nz)
-    cons, mat = proto.linear_constraints, proto.linear_constraint_matrix
-    cons.ids.extend(range(len(model.rows)))
-    rows, cols, vals = mat.row_ids, mat.column_ids, mat.coefficients
-    for r, (cidx, coefs, lo, hi) in enumerate(model.rows):
-        cons.lower_bounds.append(-math.inf if lo is None else float(lo))
-        cons.upper_bounds.append(math.inf if hi is None else float(hi))
-        order = sorted(range(len(cidx)), key=cidx.__getitem__) if len(cidx) > 1 else range(len(cidx))
-        rows.extend([r] * len(cidx))
-        cols.extend(cidx[k] for k in order)
-        vals.extend(float(coefs[k]) for k in order)
-    if model.row_names is not None:
-        cons.names.extend(model.row_names)
-    return proto, factor
-
-
-def to_pulp(model, factor: float = 1):
-    """(a PuLP problem of ``model`` with its objective times ``factor``, its variables by index)."""
-    import pulp
-
-    prob = pulp.LpProblem(model.name, pulp.LpMaximize if model.sense == "max" else pulp.LpMinimize)
-    xs = [pulp.LpVariable(nm, None if lb is None else lb, None if ub is None else ub,
-                          cat=pulp.LpInteger if integer else pulp.LpContinuous)
-          for nm, lb, ub, integer in zip(model.names, model.lb, model.ub, model.integer, strict=True)]
-    prob += pulp.LpAffineExpression([(xs[i], float(c) * factor) for i, c in enumerate(model.objective) if c],
-                                    constant=float(model.constant) * factor)
-    names = model.row_names or [f"r{k}" for k in range(len(model.rows))]
-    for k, (cols, coefs, lo, hi) in enumerate(model.rows):
-        expr = pulp.LpAffineExpression([(xs[j], float(c)) for j, c in zip(cols, coefs, strict=True)])
-        if lo is not None and lo == hi:
-            prob += expr == float(hi), names[k]
-            continue
-        if hi is not None:
-            prob += expr <= float(hi), names[k]
-        if lo is not None:
-            prob += expr >= float(lo), names[k] + ("_lo" if hi is not None else "")
-    return prob, xs
-
-
-def from_pulp(prob):
-    """A :class:`~cepopt.formulations.model.Model` of a PuLP problem (variables keep their names)."""
-    import pulp
-
-    from cepopt.formulations.model import Model
-
-    model = Model(prob.name or "cepopt", "max" if prob.sense == pulp.LpMaximize else "min")
-    index = {}
-    for v in prob.variables():
-        index[v.name] = model.add_var(v.name, v.lowBound, v.upBound, v.cat == pulp.LpInteger)
-    objective = prob.objective if prob.objective is not None else pulp.LpAffineExpression()
-    for v, c in objective.items():
-        model.objective[index[v.name]] += c
-    model.constant = objective.constant
-    for name, con in prob.constraints.items():
-        cols = [index[v.name] for v in con]
-        coefs = list(con.values())
-        rhs = -con.constant
-        lo = rhs if con.sense in (pulp.LpConstraintGE, pulp.LpConstraintEQ) else None
-        hi = rhs if con.sense in (pulp.LpConstraintLE, pulp.LpConstraintEQ) else None
-        model.add_row(cols, coefs, lo, hi, name=name)
-    return model
-
-
 # ------------------------------------------------------------------------------------ solving
 def solve_model_milp(model, *, backend: str, time_limit: float | None = None, seed: int = 0, rel_gap: float = 0.0,
                      feas_tol: float | None = None, threads: int = 1, options: Mapping | None = None,
                      hint: Sequence | None = None, log: bool = False, prove: bool = True):
     """Solve a Model with a MILP backend (see the module doc); a :class:`~cepopt.formulations.model.ModelResult`.
     ``prove=False`` keeps the solver's own "optimal" (for callers that judge its tolerances themselves)."""
-    from cepopt.formulations.native import check_seed
-
-    seed = check_seed(seed, solver=backend)
+    seed = check_seed(seed, 0, 2**31 - 1, solver=backend)  # HiGHS refuses negative seeds
     kind = _backend_kind(backend)
     factor = milp_scale(coefficient_total([c for c in model.objective if c]))
     start = time.perf_counter()
@@ -195,8 +115,6 @@ def _backend_kind(backend: str) -> str:
 def _finish(model, out, prove: bool) -> None:
     """Round integer variables, take the exact objective, widen the bound, and keep "optimal" only
     when it is proven for the exact objective."""
-    from cepopt.formulations.model import certify, unit_of
-
     if out.x is not None:
         x = [round(v) if integer else v for v, integer in zip(out.x, model.integer, strict=True)]
         if all(model.integer) and model.violation(x) > 1e-9:
@@ -266,9 +184,6 @@ def _solver_reason(exc: BaseException) -> str:
 def _solve_mathopt(model, backend, factor, time_limit, seed, rel_gap, feas_tol, threads, options, hint, log):
     from ortools.math_opt import model_parameters_pb2, result_pb2
     from ortools.math_opt.core.python import solver as core
-
-    from cepopt.formulations.model import ModelResult
-    from cepopt.formulations.native import native_output_to_stderr
 
     proto, _ = mathopt_proto(model, factor)
     try:
@@ -351,9 +266,6 @@ def _pulp_solver(backend: str, *, msg: bool, time_limit, rel_gap, threads, seed)
 def _solve_pulp(model, backend, factor, time_limit, seed, rel_gap, threads, log):
     import pulp
 
-    from cepopt.formulations.model import ModelResult
-    from cepopt.formulations.native import native_output_to_stderr
-
     solver = _pulp_solver(backend, msg=bool(log), time_limit=time_limit, rel_gap=rel_gap, threads=threads,
                           seed=seed)
     prob, xs = to_pulp(model, factor)
@@ -397,15 +309,12 @@ def solve_milp(prob, *, backend: str = "highs", time_limit: float | None = None,
     fractional, so the exact-unit proof of :func:`solve_model_milp` is left to the caller here; an
     objective scaled down too far for the solver's tolerances is refused (CepoptError).
     """
-    from cepopt.formulations import model as container
-    from cepopt.formulations import native
-
-    model = prob if isinstance(prob, container.Model) else from_pulp(prob)
-    native.check_time_limit(time_limit)
-    native.offer_export(model, backend)
+    model = prob if isinstance(prob, Model) else from_pulp(prob)
+    check_time_limit(time_limit)
+    offer_export(model, backend)
     factor = milp_scale(coefficient_total([c for c in model.objective if c]))
     res = solve_model_milp(model, backend=backend, time_limit=time_limit, seed=seed, rel_gap=rel_gap,
-                           feas_tol=feas_tol, threads=threads, options=options, log=native.settings().log,
+                           feas_tol=feas_tol, threads=threads, options=options, log=settings().log,
                            prove=False)
     bound = res.bound
     if bound is not None:  # the raw solver bound, as before

@@ -8,8 +8,8 @@
   banner, CP-SAT's log); around every native solve, descriptor 1 points at descriptor 2, so standard
   output stays the caller's (one JSON document under ``--json``) and the solver's words reach stderr.
 * :func:`solver_settings`: per-run settings a caller sets around a method (the CLI's ``--param log=true``
-  and ``--export FILE``): ``log`` shows the solver's own log on stderr; ``export`` writes the model a
-  method solves (:meth:`~cepopt.formulations.model.Model.write`; a CP-SAT model as its proto in text).
+  and ``--export FILE``): ``log`` shows the solver's own log on stderr; ``export`` names the file the
+  model a method solves is written to (:func:`cepopt.formulations.export.offer_export`).
 """
 
 from __future__ import annotations
@@ -26,19 +26,19 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
 
+from cepopt import params
 from cepopt.errors import CepoptError
 
 __all__ = ["EXPORT_FORMATS", "MAX_TIME_LIMIT", "SEED_RANGE", "Export", "Settings", "check_export_path",
-           "check_seed", "check_time_limit", "export_now", "native_output_to_stderr", "offer_export",
-           "settings", "solver_settings"]
+           "check_seed", "check_time_limit", "native_output_to_stderr", "settings", "solver_settings"]
 
-#: Longest time limit accepted, in seconds (about 31 years; every solver's own limit is larger, and
-#: MathOpt's duration overflows near 1e14 s).
-MAX_TIME_LIMIT = 1e9
+#: Longest time limit accepted, in seconds (the one bound the CLI and solve() check too; every solver's own
+#: limit is larger, and MathOpt's duration overflows near 1e14 s).
+MAX_TIME_LIMIT = params.MAX_TIME_LIMIT
 
 #: Seeds the solvers take: CP-SAT's ``random_seed`` and MathOpt's are 32-bit signed integers; CBC and
 #: the LP tree take any. The CLI accepts the non-negative ones.
-SEED_RANGE = (0, 2**31 - 1)
+SEED_RANGE = (0, params.MAX_SEED)
 
 EXPORT_FORMATS = {".mps": "mps", ".lp": "lp", ".pbtxt": "proto", ".txt": "proto"}
 
@@ -161,32 +161,3 @@ def check_export_path(path: str | os.PathLike) -> str:
     if not folder.is_dir() or not os.access(folder, os.W_OK):
         raise CepoptError(f"--export {path}: folder {str(folder)!r} does not exist or is not writable")
     return fmt
-
-
-def _write(model, backend: str, exp: Export) -> None:
-    from cepopt.formulations import export
-
-    try:
-        fmt = export.write_model(model, exp.path, backend)
-    except CepoptError as exc:
-        exp.error = str(exc)
-        return
-    exp.written += 1
-    exp.formats.append(fmt)
-    exp.error = ""
-
-
-def offer_export(model, backend: str) -> None:
-    """Called by every solve: write ``model`` when an export is requested and not locked."""
-    exp = settings().export
-    if exp is not None and not exp.locked:
-        _write(model, backend, exp)
-
-
-def export_now(model, backend: str) -> None:
-    """A formulation's whole model (before it splits it into blocks or runs a first stage): written
-    when an export is requested, and locked so that the solves that follow do not overwrite it."""
-    exp = settings().export
-    if exp is not None and not exp.locked:
-        _write(model, backend, exp)
-        exp.locked = exp.written > 0

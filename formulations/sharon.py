@@ -58,8 +58,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from cepopt.formulations import model as container
 from cepopt.formulations.blocks import solve_by_blocks
-from cepopt.formulations.model import Model, ModelResult
+from cepopt.formulations.export import export_now
+from cepopt.formulations.linear import Model, ModelResult
 
 __all__ = ["COMPACT_HIGHS_OPTIONS", "MWIS_CPSAT_NO_CUTS", "MWIS_SCIP_NO_CUTS", "compact_model", "decode_compact",
            "decode_mwis", "extended_cliques", "mwis_model", "solve_sharon_model"]
@@ -111,13 +113,13 @@ def extended_cliques(graph, cliques: Sequence[Sequence[int]]) -> list[tuple[int,
 def _compact_entries(problem) -> list:
     """(vertex, the queries it may drop) per candidate the compact model gets."""
     from cepopt.errors import CepoptError
-    from cepopt.sharon.expansion import causing_queries
+    from cepopt.sharon.expansion import causing_all
 
     original = problem.original
     if problem.expand and problem.subsets == "all":
         entries = [(v, v.queries) for v in list(original.vertices) + list(problem.non_beneficial)]
     elif problem.expand:
-        entries = [(v, causing_queries(original, i)) for i, v in enumerate(original.vertices)]
+        entries = list(zip(original.vertices, causing_all(original), strict=True))
     else:
         entries = [(v, frozenset()) for v in original.vertices]
     for v, free in entries:
@@ -135,39 +137,44 @@ def compact_model(problem) -> Model:
     model = Model("sharon_compact", "max")
     names, objective, rows = model.names, model.objective, model.rows
     decode = []
-    cover: dict[str, dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))  # q -> pos -> vars
-    cost = problem.cost
+    cover: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))  # q -> pos -> vars
+    cost, starts = problem.cost, problem.starts
     for k, (v, free) in enumerate(_compact_entries(problem)):
         y = len(names)
         names.append(f"y{k}")
-        fixed_qs = v.queries - free
+        n = len(v.pattern)
+        queries = sorted(v.queries)
+        placed = [(q, starts[q][v.pattern]) for q in queries]
         if not free:
             objective.append(v.weight)
+            var_of = dict.fromkeys(queries, y)
+            xs = []
         else:
-            objective.append(sum(cost.gain(q, problem.starts[q][v.pattern], len(v.pattern)) for q in fixed_qs)
+            gains = cost.gains(n, placed)
+            objective.append(sum((g for (q, _), g in zip(placed, gains, strict=True) if q not in free), 0)
                              - cost.fixed(v.pattern))
-        var_of = {}
-        xs = []
-        for q in sorted(v.queries):
-            if q in free:
-                x = len(names)
-                names.append(f"x{k}_{len(xs)}")
-                objective.append(cost.gain(q, problem.starts[q][v.pattern], len(v.pattern)))
-                rows.append(([x, y], [1, -1], None, 0))  # x <= y
-                xs.append(x)
-            else:
-                x = y
-            var_of[q] = x
-            s = problem.starts[q][v.pattern]
-            for pos in range(s, s + len(v.pattern)):
-                cover[q][pos].add(x)
+            var_of, xs = {}, []
+            for (q, _), g in zip(placed, gains, strict=True):
+                if q in free:
+                    x = len(names)
+                    names.append(f"x{k}_{len(xs)}")
+                    objective.append(g)
+                    rows.append(([y, x], [-1, 1], None, 0))  # x <= y
+                    xs.append(x)
+                    var_of[q] = x
+                else:
+                    var_of[q] = y
+        for q, s in placed:
+            by_pos, x = cover[q], var_of[q]
+            for pos in range(s, s + n):
+                by_pos[pos].append(x)
         if xs:
             # sum_q x[p,q] >= 2 y[p]   <=>   (2 - |fixed|) y - sum x <= 0
-            rows.append(([*xs, y], [-1] * len(xs) + [2 - len(fixed_qs)], None, 0))
+            rows.append(([y, *xs], [2 - (len(queries) - len(xs))] + [-1] * len(xs), None, 0))
         decode.append((v.pattern, var_of, y))
     for by_pos in cover.values():
-        for s in _maximal(frozenset(vs) for vs in by_pos.values()):
-            rows.append((sorted(s), [1] * len(s), None, 1))
+        for c in _maximal(frozenset(vs) for vs in by_pos.values()):
+            rows.append((sorted(c), [1] * len(c), None, 1))
     n = len(names)
     model.lb, model.ub, model.integer = [0] * n, [1] * n, [True] * n
     model.decode = ("compact", decode)
@@ -195,9 +202,6 @@ def solve_sharon_model(model: Model, backend: str, *, time_limit=None, seed: int
     little, so the Sharon methods turn it off; ``options`` are further CP-SAT parameters. MILP:
     ``options`` are the solver's own (:func:`~cepopt.formulations.milp.solve_model_milp`)."""
     import time
-
-    from cepopt.formulations import model as container
-    from cepopt.formulations.native import export_now
 
     export_now(model, backend)
     if not model.names:

@@ -8,16 +8,20 @@ customers are uniform (the paper gives no distributions: sharon.md D6); ``rate``
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
+from cepopt.params import Bound, NonNegativeInt, PositiveInt
 
 __all__ = ["generate"]
 
 
-def generate(*, seed: int = 0, events: int = 10_000, items: int = 50, customers: int = 20,
-             rate: float = 3000.0, names: str | None = None) -> pd.DataFrame:
+def generate(*, seed: int = 0, events: NonNegativeInt = 10_000, items: PositiveInt = 50, customers: PositiveInt = 20,
+             rate: Annotated[float, Bound(">=", 1e-6), Bound("<=", 1e12)] = 3000.0,
+             names: str | None = None) -> pd.DataFrame:
     """``events`` purchases; ``names``: comma-separated item names (default I0..I{items-1})."""
     if events < 0 or items < 1 or customers < 1 or rate <= 0:
         raise CepoptError("ecommerce stream: events >= 0, items >= 1, customers >= 1 and rate > 0 needed")

@@ -16,7 +16,11 @@ import random
 
 from cepopt.model import Kleene, Query, Seq, Statistics, Type, Window, Workload
 
-__all__ = ["configure", "generate", "random_instance"]
+__all__ = ["LIMITS", "configure", "generate", "random_instance"]
+
+#: the largest value of each flag (checked by cepopt.instances.generate before the generator runs)
+LIMITS = {"queries": 100_000, "types": 1_000_000, "min_length": 1_000, "max_length": 1_000,
+          "max_frequency": 10**9}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

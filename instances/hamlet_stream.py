@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
+from cepopt.params import NonNegativeInt
 
 __all__ = ["generate", "read", "KNOWN"]
 
@@ -37,8 +38,12 @@ def _shared_root() -> Path:
 def read(path: str | Path, *, events: int | None = None, prefix: str = "T", time: str = "file") -> pd.DataFrame:
     """Read a Hamlet stream file; ``events`` keeps only the first N events."""
     path = Path(path)
-    if not path.is_file():
-        raise CepoptError(f"{path}: no such Hamlet stream file")
+    try:
+        found = path.is_file()
+    except (OSError, ValueError):  # a name the system refuses (too long, a NUL byte)
+        found = False
+    if not found:
+        raise CepoptError(f"{str(path)[:200]}: no such Hamlet stream file")
     if time not in ("file", "column"):
         raise CepoptError(f"hamlet stream: time must be 'file' or 'column', got {time!r}")
     rows = []
@@ -65,7 +70,8 @@ def read(path: str | Path, *, events: int | None = None, prefix: str = "T", time
     return df
 
 
-def generate(*, seed: int = 0, file: str = "Syn_TestStream", path: str | None = None, events: int | None = None,
+def generate(*, seed: int = 0, file: str = "Syn_TestStream", path: str | None = None,
+             events: NonNegativeInt | None = None,
              prefix: str = "T", time: str = "file") -> pd.DataFrame:
     """The Hamlet stream ``file`` (a name of :data:`KNOWN` under ../shared/anchors-data, or ``path``).
     ``seed`` is unused: the stream is data."""

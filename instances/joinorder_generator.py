@@ -1,16 +1,29 @@
 """Random join-order instances: one pattern with rates and selectivities in the paper's ranges.
 
 Kolchinsky & Schuster §7.2 (synthetic regeneration, spec §5.2 [R]): n distinct event types, rates
-``r_i ~ U[1, 45]`` events/s, ⌊n/2⌋ distinct random pairs carrying a predicate (``e_i.v < e_j.v``)
-with selectivity log-uniform in [0.002, 0.88] [R-SEL-DIST], window W = 20 min = 1200 s, no filters.
-``--predicates P`` sets the number of pairs instead (0 <= P <= n(n-1)/2).
+``r_i ~ U[1, 45]`` events/s, ⌊n/2⌋ distinct random pairs carrying a predicate with selectivity
+log-uniform in [0.002, 0.88] [R-SEL-DIST], window W = 20 min = 1200 s, no filters. The k-th pair's
+predicate reads its own attribute, ``e_i.vk < e_j.vk``, so the predicates are independent, as the cost
+model assumes, and ``gen:workload`` can draw a stream on which each has its stated selectivity
+(instances/workload_stream.py). ``--predicates P`` sets the number of pairs instead
+(0 <= P <= n(n-1)/2).
 
 Presets (explicit flags override them):
 
 * ``paper``: the distributions above, W = 1200 s.
-* ``small-window``: the same with W = 0.1 s (W r < 5: the intermediate terms, not the final PM(n),
-  dominate the cost, so plans differ more).
+* ``small-window``: W r < 5 (the intermediate terms, not the final PM(n), dominate the cost, so
+  plans differ more): the paper's W = 0.1 s with rates U[1, 45] is W = 1 with rates U[0.1, 4.5]
+  here, the same products W r and so the same costs, with a window of one time unit (streams have
+  integer timestamps: a shorter window could not be resolved).
 * ``dense``: a quarter of all pairs carry predicates, selectivity uniform in [0.5, 0.95].
+* ``hard``: W = 0.3 s, a quarter of all pairs (n(n-1)/8) carry predicates, selectivity log-uniform in
+  [0.5, 0.95]: weak predicates on a short window, where the exact MILPs work hardest (issue 22).
+
+Executability: a stream of the paper's and dense presets (W r in the tens of thousands) holds far
+more matches than any executor can enumerate; :func:`generate` (``cepopt generate joinorder``) warns
+when the full matches expected on a stream of a million events exceed
+``workload_stream.MAX_MATCHES``, and ``gen:workload`` refuses such a stream. The small-window preset
+and windows of a few time units with rates of a few events per unit execute.
 
 Pattern kinds: ``seq`` (pure sequence, default), ``and`` (conjunction), ``nested``
 (``SEQ(e1, .., AND(.., en))``: the second half is unordered), ``or`` (a disjunction of three
@@ -53,10 +66,12 @@ __all__ = ["PRESETS", "configure", "generate", "make_instance"]
 PRESETS: dict[str, dict] = {
     "paper": {"window": 1200.0, "rate_min": 1.0, "rate_max": 45.0, "sel_min": 0.002, "sel_max": 0.88,
               "sel_dist": "loguniform", "pairs": "half"},
-    "small-window": {"window": 0.1, "rate_min": 1.0, "rate_max": 45.0, "sel_min": 0.002, "sel_max": 0.88,
+    "small-window": {"window": 1.0, "rate_min": 0.1, "rate_max": 4.5, "sel_min": 0.002, "sel_max": 0.88,
                      "sel_dist": "loguniform", "pairs": "half"},
     "dense": {"window": 1200.0, "rate_min": 1.0, "rate_max": 45.0, "sel_min": 0.5, "sel_max": 0.95,
               "sel_dist": "uniform", "pairs": "quarter"},
+    "hard": {"window": 0.3, "rate_min": 1.0, "rate_max": 45.0, "sel_min": 0.5, "sel_max": 0.95,
+             "sel_dist": "loguniform", "pairs": "quarter"},
 }
 KINDS = ("seq", "and", "nested", "or")
 
@@ -64,7 +79,8 @@ KINDS = ("seq", "and", "nested", "or")
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", type=int, default=6, help="number of positive events n (default 6)")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="paper",
-                        help="paper (default), small-window (W = 0.1 s) or dense (1/4 of pairs, sel 0.5-0.95)")
+                        help="paper (default), small-window (W = 1, rates 0.1-4.5), dense (1/4 of pairs, "
+                             "sel 0.5-0.95) or hard (W = 0.3 s, 1/4 of pairs, sel log-uniform 0.5-0.95)")
     parser.add_argument("--kind", choices=KINDS, default="seq", help="pattern kind (default seq)")
     parser.add_argument("--kleene", type=int, default=0, help="events under KL (default 0)")
     parser.add_argument("--negation", type=int, default=0, help="extra negated events (default 0)")
@@ -82,9 +98,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def generate(args: argparse.Namespace) -> Instance:
     opts = {k: getattr(args, k.replace("-", "_"), None) for k in
             ("window", "rate_min", "rate_max", "sel_min", "sel_max", "sel_dist", "predicates")}
-    return make_instance(args.size, seed=args.seed if args.seed is not None else 0, preset=args.preset,
+    inst = make_instance(args.size, seed=args.seed if args.seed is not None else 0, preset=args.preset,
                          kind=args.kind, kleene=args.kleene, negation=args.negation,
                          **{k: v for k, v in opts.items() if v is not None})
+    _warn_reach(inst)
+    return inst
+
+
+def _warn_reach(inst: Instance, events: int = 1_000_000) -> None:
+    """A warning on stderr when a stream of ``events`` events of ``inst`` is beyond any executor."""
+    import sys
+
+    from cepopt.instances.workload_stream import MAX_MATCHES, predicted_matches
+
+    matches = predicted_matches(inst, events)
+    if matches > MAX_MATCHES:
+        print(f"cepopt: warning: a stream of {events:,} events of {inst.name} would hold about {matches:.2g} "
+              "matches: fine for planning, beyond executing (use --window of a few time units and --rate-max "
+              "of a few events per unit, or --preset small-window)", file=sys.stderr)
 
 
 def make_instance(n: int, *, seed: int = 0, preset: str = "paper", kind: str = "seq", kleene: int = 0,
@@ -107,8 +138,11 @@ def make_instance(n: int, *, seed: int = 0, preset: str = "paper", kind: str = "
         raise CepoptError("--size: a disjunction of three sequences needs n >= 3")
     if not 0 <= kleene <= n or negation < 0:
         raise CepoptError(f"--kleene must be in 0..n and --negation >= 0, got {kleene}, {negation}")
-    if not (cfg["window"] > 0 and 0 < cfg["rate_min"] <= cfg["rate_max"]):
-        raise CepoptError("--window must be > 0 and 0 < --rate-min <= --rate-max")
+    if not 0 < cfg["rate_min"] <= cfg["rate_max"]:
+        raise CepoptError("--rate-min and --rate-max must satisfy 0 < --rate-min <= --rate-max")
+    if not cfg["window"] >= 1:
+        raise CepoptError(f"--window must be at least 1 time unit (streams have integer timestamps), got "
+                          f"{cfg['window']:g}: scale the rates instead (W = 0.1 with rate r is W = 1 with r/10)")
     if not 0 < cfg["sel_min"] <= cfg["sel_max"] <= 1:
         raise CepoptError("selectivities must satisfy 0 < --sel-min <= --sel-max <= 1")
     rng = random.Random(seed)
@@ -152,9 +186,15 @@ def make_instance(n: int, *, seed: int = 0, preset: str = "paper", kind: str = "
         positive = [i for i, leaf in enumerate(leaves) if not isinstance(leaf, Not)]
         cuts = [0, positive[bounds[1]], positive[bounds[2]], len(leaves)]
         pattern = Or(tuple(Seq(tuple(leaves[lo:hi])) for lo, hi in itertools.pairwise(cuts)))
-    where = tuple(Condition(AttrRef("v", names[i]), "<", AttrRef("v", names[j])) for i, j in chosen)
+    where = tuple(Condition(AttrRef(f"v{k + 1}", names[i]), "<", AttrRef(f"v{k + 1}", names[j]))
+                  for k, (i, j) in enumerate(chosen))
     query = Query(pattern, Window(cfg["window"]), where=where, name="q1")
     desc = (f"random joinorder instance: n={n}, preset={preset}, kind={kind}, kleene={kleene}, "
             f"negation={negation}, seed={seed}")
     return Instance("joinorder", Workload((query,)), Statistics(rates=rates, selectivities=sels),
                     name=f"joinorder-{preset}-{kind}-n{n}-s{seed}", description=desc)
+
+
+#: the largest value of each flag (checked by cepopt.instances.generate before the generator runs): the
+#: generator draws among the n(n-1)/2 event pairs, so --size 99999 took 21.5 GB; n = 1000 takes 70 MB.
+LIMITS = {"size": 1_000, "kleene": 1_000, "negation": 1_000, "predicates": 500_000}

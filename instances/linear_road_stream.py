@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
+from cepopt.params import NonNegativeInt, PositiveInt
 
 __all__ = ["generate", "STREETS"]
 
@@ -20,9 +21,9 @@ STREETS = ("OakSt", "MainSt", "StateSt", "WestSt", "ParkAve", "ElmSt", "LakeSt",
            "PineSt")
 
 
-def generate(*, seed: int = 0, events: int = 10_000, cars: int = 200, report: int = 30,
-             reports_per_street: int = 4, streets: str | None = None, lanes: int = 4,
-             duration: int = 3600) -> pd.DataFrame:
+def generate(*, seed: int = 0, events: NonNegativeInt = 10_000, cars: PositiveInt = 200, report: PositiveInt = 30,
+             reports_per_street: PositiveInt = 4, streets: str | None = None, lanes: PositiveInt = 4,
+             duration: PositiveInt = 3600) -> pd.DataFrame:
     """About ``events`` reports from ``cars`` cars, each ``report`` seconds apart; a car stays on a
     street for ``reports_per_street`` reports, then moves to the next one."""
     if events < 0 or cars < 1 or report < 1 or reports_per_street < 1 or lanes < 1 or duration < 1:

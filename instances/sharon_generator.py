@@ -31,7 +31,15 @@ from cepopt.errors import CepoptError
 from cepopt.instance import Instance
 from cepopt.model import Query, Seq, Statistics, Type, Window, Workload
 
-__all__ = ["PRESETS", "configure", "generate", "make_instance"]
+__all__ = ["LIMITS", "MAX_CELLS", "PRESETS", "configure", "generate", "make_instance"]
+
+#: the largest value of each flag (checked by cepopt.instances.generate before the generator runs)
+LIMITS = {"queries": 100_000, "length": 1_000, "types": 1_000_000, "pool": 100_000, "piece_min": 1_000,
+          "piece_max": 1_000, "rate_min": 10**9, "rate_max": 10**9, "events_per_window": 1e15,
+          "window": 10**9, "slide": 10**9}
+#: the most pattern positions a generated workload (queries x length) or piece pool (pool x piece_max)
+#: holds, and with --unique-types the most queries x length x types (the draws look through the types)
+MAX_CELLS = 10**7
 
 PRESETS: dict[str, dict] = {
     "default": {"types": 30, "pool": 12, "piece_min": 2, "piece_max": 4, "sharing": 0.8,
@@ -85,6 +93,7 @@ def make_instance(*, queries: int = 20, length: int = 10, seed: int = 0, preset:
         raise CepoptError("--rate-min must be > 0 and <= --rate-max")
     if window <= 0 or slide <= 0:
         raise CepoptError("--window and --slide must be > 0")
+    _check_size(queries, length, cfg, unique_types)
     rng = random.Random(seed)
     names = [f"E{i}" for i in range(cfg["types"])]
     pieces = [[rng.choice(names) for _ in range(rng.randint(cfg["piece_min"], cfg["piece_max"]))]
@@ -99,9 +108,10 @@ def make_instance(*, queries: int = 20, length: int = 10, seed: int = 0, preset:
             if unique_types:
                 # keep the new types that are still unused in this query (a cut piece stays contiguous
                 # only if nothing was dropped; otherwise take one fresh random type)
-                fresh = [t for t in item if t not in seq]
+                taken = set(seq)  # a set: the same draws as list membership, in linear time
+                fresh = [t for t in item if t not in taken]
                 if len(fresh) != len(item) or len(set(item)) != len(item):
-                    unused = [t for t in names if t not in seq]
+                    unused = [t for t in names if t not in taken]
                     item = [rng.choice(unused)]
             seq += item
         patterns.append(seq[:length])
@@ -125,6 +135,16 @@ def make_instance(*, queries: int = 20, length: int = 10, seed: int = 0, preset:
         description=f"random Sharon workload ({preset} preset): {queries} SEQ queries of length {length} "
                     f"over {cfg['types']} types from {cfg['pool']} shared pieces",
         params={"generator": settings})
+
+
+def _check_size(queries: int, length: int, cfg: dict, unique_types: bool) -> None:
+    """The generator's stated maximum (MAX_CELLS), checked before anything is drawn."""
+    sizes = [("--queries x --length", queries * length), ("--pool x --piece-max", cfg["pool"] * cfg["piece_max"])]
+    if unique_types:
+        sizes.append(("--queries x --length x --types (with --unique-types)", queries * length * cfg["types"]))
+    for what, cells in sizes:
+        if cells > MAX_CELLS:
+            raise CepoptError(f"{what} = {cells} is above the generator's maximum ({MAX_CELLS:g})")
 
 
 def generate(args: argparse.Namespace) -> Instance:

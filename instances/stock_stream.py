@@ -15,12 +15,14 @@ each with ⌊n/2⌋ conditions ``x.difference < y.difference`` between random pa
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
 from cepopt.model import And, AttrRef, Condition, Kleene, Not, Or, Query, Seq, Type, Window
+from cepopt.params import Bound, PositiveInt
 
 __all__ = ["PATTERN_KINDS", "generate", "pattern", "stated_rates", "symbols_of"]
 
@@ -55,9 +57,13 @@ def stated_rates(*, seed: int = 0, symbols: int = 20, rate_min: float = 0.02, ra
     return {name: float(pi) / 60.0 for name, pi in zip(symbols_of(symbols), p, strict=True)}
 
 
-def generate(*, seed: int = 0, events: int = 100_000, symbols: int = 20, rate_min: float = 0.02,
-             rate_max: float = 0.9, volatility: float = 0.002, price_min: float = 5.0,
-             price_max: float = 500.0) -> pd.DataFrame:
+Probability = Annotated[float, Bound(">=", 1e-6), Bound("<=", 1)]  # updates per minute
+Price = Annotated[float, Bound(">", 0), Bound("<=", 1e12)]
+
+
+def generate(*, seed: int = 0, events: PositiveInt = 100_000, symbols: PositiveInt = 20, rate_min: Probability = 0.02,
+             rate_max: Probability = 0.9, volatility: Annotated[float, Bound(">=", 0), Bound("<=", 1)] = 0.002,
+             price_min: Price = 5.0, price_max: Price = 500.0) -> pd.DataFrame:
     """A stock-like stream of exactly ``events`` minute-bar updates over ``symbols`` tickers.
 
     Symbol s updates in a minute with probability ``p_s`` (log-uniform in [rate_min, rate_max]),

@@ -92,10 +92,10 @@ def test_a_fake_cost_is_used_by_solve_and_compare(fake_sharon_cost):
 
 
 def test_a_fake_cost_is_used_by_the_demo(fake_sharon_cost, monkeypatch, capsys):
-    from cepopt.executor import api
+    from cepopt import pipeline
     from cepopt.experiments import demo
 
-    monkeypatch.setattr(api, "execute", lambda *a, **k: ExecutionResult(pd.DataFrame(), 7, None, 0.0))
+    monkeypatch.setattr(pipeline, "execute", lambda *a, **k: ExecutionResult(pd.DataFrame(), 7, None, 0.0))
     inst = instances.load("sharon-fig4")
     sols = compare(inst, ["greedy", "sharon"])
     demo._execute_pair(demo.DEMOS[0], inst, sols, None, None, demo._Progress(2))
@@ -106,13 +106,14 @@ def test_a_fake_cost_is_used_by_the_demo(fake_sharon_cost, monkeypatch, capsys):
 
 
 def test_a_fake_cost_is_used_by_the_experiments(fake_sharon_cost, monkeypatch):
-    from cepopt.executor import api, session
+    from cepopt import pipeline
+    from cepopt.executor import session
     from cepopt.experiments import sharon_optimizers, validate_cost_models
 
     sharon_optimizers.run({"preset": "default", "queries": 6, "seed": 0, "length": 4},
                           only=("greedy",), graphs=("original",))
     assert fake_sharon_cost["evaluate"].calls == 1
-    monkeypatch.setattr(api, "execute", lambda *a, **k: ExecutionResult(pd.DataFrame(), 7, None, 0.0))
+    monkeypatch.setattr(pipeline, "execute", lambda *a, **k: ExecutionResult(pd.DataFrame(), 7, None, 0.0))
     monkeypatch.setattr(session, "get_spark", lambda *a, **k: None)
     monkeypatch.setattr(validate_cost_models, "RANDOM_PLANS", {})
     rows = validate_cost_models.run({"family": "sharon", "seed": 0, "quick": True})

@@ -38,27 +38,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     # upward
     ("cepopt.hamlet.graphlets", "cepopt.executor.greta"):
         "trend: Scope/scopes move to cepopt/hamlet/scope.py (family layer); greta imports them from there",
-    ("cepopt.executor.joinorder_driver", "cepopt.joinorder.methods"):
-        "join: predict with cepopt.joinorder.cost.predict instead of methods.evaluate",
-    ("cepopt.executor.joinorder_driver", "cepopt.solve"):
-        "join: re-planning on estimated statistics belongs to the pipeline, not the driver",
-    ("cepopt.executor.api", "cepopt.solve"):
-        "spark: the CLI pipeline (load_plan, execute_command) moves to cepopt/pipeline.py",
-    ("cepopt.executor.gloria_driver", "cepopt.solve"):
-        "spark: predict with cepopt.gloria.cost.predict instead of family('gloria').evaluate",
     # cycles hidden by function-level imports
     ("cepopt.hamlet.graphlets", "cepopt.hamlet.problem"):
         "trend: graphlets imports pane_size from problem, which imports graphlets",
-    ("cepopt.executor.aseq", "cepopt.executor.aseq_fast"):
-        "sharonx: aseq <-> aseq_fast <-> sharon_kernel import each other",
-    ("cepopt.executor.aseq_fast", "cepopt.executor.sharon_kernel"):
-        "sharonx: aseq <-> aseq_fast <-> sharon_kernel import each other",
-    **{edge: "solvers: function-level imports hide cycles among formulations/{model,export,native,cpsat,milp}"
-       for edge in [("cepopt.formulations.model", "cepopt.formulations.cpsat"),
-                    ("cepopt.formulations.export", "cepopt.formulations.cpsat"),
-                    ("cepopt.formulations.milp", "cepopt.formulations.model"),
-                    ("cepopt.formulations.native", "cepopt.formulations.export"),
-                    ("cepopt.formulations.export", "cepopt.formulations.model")]},
 }
 
 

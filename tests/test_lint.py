@@ -5,14 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_ruff_clean():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
-    if not Path(ruff).exists():
-        pytest.skip("ruff is not installed (it comes with the test extra)")
+    assert Path(ruff).exists(), "ruff is not installed: install the test extra (pip install -e '.[test]')"
     proc = subprocess.run([ruff, "check", "--quiet", str(ROOT)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -3,13 +3,10 @@ every published Gloria workload file."""
 
 from __future__ import annotations
 
-import doctest
-
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-import cepopt.syntax
 from cepopt.errors import ModelError, QuerySyntaxError
 from cepopt.model import (
     COMPARISON_OPS,
@@ -39,11 +36,6 @@ from cepopt.syntax import (
 )
 
 COUNT = Aggregate("COUNT")
-
-
-def test_doctests():
-    result = doctest.testmod(cepopt.syntax)
-    assert result.attempted > 0 and result.failed == 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -96,6 +96,23 @@ def _restricted(blocks: Sequence[Block], queries: frozenset[str]):
             yield block, sub
 
 
+def block_index(blocks: Sequence[Block]) -> dict[str, int]:
+    """Each query's block position in an option."""
+    return {q: k for k, b in enumerate(blocks) for q in b.queries}
+
+
+def _restricted_at(blocks: Sequence[Block], index: dict[str, int], queries: frozenset[str]):
+    """:func:`_restricted` (same blocks, same order) by looking the queries up instead of intersecting
+    every block: a big pool's option is mostly blocks of one query."""
+    groups: dict[int, list[str]] = {}
+    for q in queries:
+        k = index.get(q)
+        if k is not None:
+            groups.setdefault(k, []).append(q)
+    for k in sorted(groups):
+        yield blocks[k], frozenset(groups[k])
+
+
 def pair_cost(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blocks_b: Option) -> float:
     """Weight of one pair term (cost of Ej with predecessor Ei) for the options of its two pools."""
     ei, ej = term.t
@@ -155,6 +172,106 @@ def pair_derivable(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blo
         if src is None or src.snapshot != block.snapshot or not prim.intersection(src.queries) == inside:
             return False
     return True
+
+
+class TermTable:
+    """:func:`pair_cost` and :func:`pair_derivable` of one pair term over many option pairs, with every part
+    that depends on one side only computed once per option (what GLORIA's graph build spends its time on).
+    Same values as the two functions (tests compare them on every edge of random graphs)."""
+
+    def __init__(self, problem: GloriaProblem, term: PairTerm):
+        self.problem, self.term = problem, term
+        self.ej = term.t2[0]
+
+    def side_a(self, blocks_a: Option, index: dict[str, int] | None = None):
+        """(cost that no b-option changes, [(sub, x, block queries, evaluation)] of shared blocks whose
+        evaluation REUSE saves, derivability data) for one option of pool a; ``index``: each query's
+        block position in the option (:func:`block_index`), computed once per option by the caller."""
+        problem, term = self.problem, self.term
+        ei, ej = term.t
+        f = problem.freq
+        fixed = 0
+        shared = []
+        if index is None:
+            index = block_index(blocks_a)
+        for block, sub in _restricted_at(blocks_a, index, term.queries):
+            share = problem.share(term.a, term.t, block.queries, term.queries)
+            if block.snapshot is None:
+                fixed += f[ei] * f[ej] * len(sub) * share
+                continue
+            x = block.snapshot
+            fixed += f[ei] * flen(problem, x, ei) * problem.g(ej) * share
+            if term.entry:
+                fixed += f[ej] * f[x] * len(sub)
+            else:
+                shared.append((sub, x, frozenset(block.queries), f[ej] * f[x] * len(sub)))
+        whole, loose = [], []
+        if term.primary and not term.entry:
+            for block, sub in _restricted_at(blocks_a, index, term.primary):
+                if block.snapshot is not None and len(sub) >= 2:
+                    whole.append((sub, block.snapshot))
+                else:
+                    loose.extend(sub)
+        return fixed, shared, (whole, loose, blocks_a, index)
+
+    def side_b(self, blocks_b: Option):
+        """(where each query's block is, the inherited blocks holding primary queries, or None when some
+        inherited block mixes in other queries: then no option of pool a derives this one)."""
+        where_b = {q: b for b in blocks_b for q in b.queries}
+        inherited = []
+        prim = self.term.primary
+        if prim and not self.term.entry:
+            for block in blocks_b:
+                if block.snapshot is None or block.snapshot == self.ej:
+                    continue
+                inside = prim.intersection(block.queries)
+                if not inside:
+                    continue
+                if len(inside) != len(block.queries):
+                    return where_b, None
+                inherited.append((block, inside))
+        return where_b, inherited
+
+    @staticmethod
+    def cost(a_side, b_side) -> float:
+        fixed, shared, _ = a_side
+        where_b = b_side[0]
+        cost = fixed
+        for sub, x, queries, evaluation in shared:
+            first = where_b.get(next(iter(sub)))
+            if (first is not None and first.snapshot == x and sub.issubset(first.queries)
+                    and queries.issuperset(first.queries)):
+                continue  # REUSE
+            cost += evaluation
+        return cost
+
+    def derivable(self, a_side, b_side) -> bool:
+        if not self.term.primary or self.term.entry:
+            return True
+        whole, loose, blocks_a, index = a_side[2]
+        where_b, inherited = b_side
+        if inherited is None:
+            return False
+        ej = self.ej
+        for sub, x in whole:
+            target = where_b.get(next(iter(sub)))
+            if target is None:
+                return False
+            if target.snapshot == x and len(target.queries) == len(sub) and sub.issuperset(target.queries):
+                continue  # REUSE
+            if target.snapshot != ej or not sub.issubset(target.queries):
+                return False
+        for q in loose:
+            tb = where_b.get(q)
+            if tb is None or not (tb.snapshot is None or tb.snapshot == ej):
+                return False
+        prim = self.term.primary
+        for block, inside in inherited:
+            k = index.get(next(iter(inside)))
+            src = None if k is None else blocks_a[k]
+            if src is None or src.snapshot != block.snapshot or not prim.intersection(src.queries) == inside:
+                return False
+        return True
 
 
 def edge_cost(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blocks_b: Option) -> float:

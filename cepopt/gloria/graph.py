@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from cepopt.gloria.cost import Option, edge_cost, edge_derivable, plan_from_options, unary_cost
+from cepopt.gloria.cost import Option, TermTable, block_index, plan_from_options, unary_cost
 from cepopt.gloria.plan import GloriaPlan
 from cepopt.gloria.problem import GloriaProblem
 
@@ -90,13 +90,24 @@ def fill_unary(graph: CandidateGraph) -> None:
 
 def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opts_b: list[Option],
                deadline: float | None = None) -> dict[tuple[int, int], float]:
-    """Allowed (derivable) node pairs between pools a and b with their §3.2 weights."""
+    """Allowed (derivable) node pairs between pools a and b with their §3.2 weights (cost.edge_derivable
+    and cost.edge_cost, each side's part computed once per option: :class:`~cepopt.gloria.cost.TermTable`)."""
+    tables = [TermTable(problem, term) for term in problem.edges[(a, b)]]
+    b_sides = [[t.side_b(ob) for ob in opts_b] for t in tables]
     table = {}
     for i, oa in enumerate(opts_a):
         check_deadline(deadline)  # per row: an exhaustive table can hold millions of pairs
-        for j, ob in enumerate(opts_b):
-            if edge_derivable(problem, a, b, oa, ob):
-                table[(i, j)] = edge_cost(problem, a, b, oa, ob)
+        index = block_index(oa)
+        a_sides = [t.side_a(oa, index) for t in tables]
+        if len(tables) == 1:  # the usual case, without the generic loop's overhead
+            t, sa, sb = tables[0], a_sides[0], b_sides[0]
+            for j, side in enumerate(sb):
+                if t.derivable(sa, side):
+                    table[(i, j)] = t.cost(sa, side)
+            continue
+        for j in range(len(opts_b)):
+            if all(t.derivable(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)):
+                table[(i, j)] = sum(t.cost(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True))
     return table
 
 

@@ -9,14 +9,17 @@ noprune        the paper's NoPrune: the full graph (Figs 7a, 9b), then the path 
 greedy         the paper's Greedy baseline (§8.1); option ``tie`` = share | nonshare
 exhaustive     brute force over every set partition of each transition with every admissible
                snapshot type (Eq. 1); small workloads only
-cpsat / milp   the pairwise labelling model of spec §7.2 over ``candidates`` = noprune (default) |
-               safe | gloria | exhaustive; milp takes ``backend`` = highs | scip | cbc
+cpsat / milp   ``candidates=full``: the full-space model (formulations/gloria_full.py), Def. 2.7's
+               optimum over every partition of every pool without enumerating options; otherwise
+               the pairwise labelling model of spec §7.2 over ``candidates`` = noprune (default) |
+               safe | gloria | exhaustive; both solve the LP relaxation first; milp takes
+               ``backend`` = highs | scip | cbc
 =============  ==============================================================================
 
 Every plan is re-scored by :func:`cepopt.gloria.cost.evaluate`. CP-SAT and MILP report "optimal" only
-over the exhaustive candidates, the one space whose optimum is the true optimum of Def. 2.7 under the
-cost model (spec §7.3 item 5): over any other candidate set their proven optimum is a plan of the problem,
-"feasible", with no bound (stats ``candidates``, ``candidate_status``). Every method honours
+with ``candidates=full`` or ``exhaustive``, the spaces whose optimum is the true optimum of Def. 2.7
+under the cost model (spec §7.3 item 5): over any other candidate set their proven optimum is a plan of
+the problem, "feasible", with no bound (stats ``candidates``, ``candidate_status``). Every method honours
 ``time_limit`` while it builds its candidate graph ("timeout" when it runs out).
 """
 
@@ -40,6 +43,8 @@ from cepopt.solve import Family, declare, register
 __all__ = ["FAMILY", "candidate_graph"]
 
 CANDIDATES = ("noprune", "safe", "gloria", "exhaustive")
+#: the model without candidate nodes (cepopt.gloria.full), for cpsat and milp
+FULL = "full"
 
 
 def _baseline(problem: GloriaProblem):
@@ -172,22 +177,31 @@ def _solved(problem: GloriaProblem, candidates: str, solver, max_nodes: int, max
                         stats=stats, message=message)
 
 
-@register("gloria", "cpsat", "CP-SAT pairwise labelling model (spec §7.2); proves the optimum with "
-          "candidates=exhaustive, else optimal over noprune|safe|gloria nodes only (status feasible)", exact=True)
+@register("gloria", "cpsat", "CP-SAT, LP first: with candidates=full the full-space model (every partition of "
+          "every pool, Def. 2.7's optimum); else the pairwise labelling model over noprune|safe|gloria|exhaustive "
+          "nodes (optimal over those only: status feasible, except exhaustive)", exact=True)
 def cpsat(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
           candidates: str = "noprune", workers: Workers = 2, lp_heavy: bool = True, max_nodes: PositiveInt = 20000,
           max_options: PositiveInt = 2000) -> MethodResult:
+    if candidates == FULL:
+        from cepopt.formulations.gloria_full import solve_full
+
+        return solve_full(problem, backend="cpsat", time_limit=time_limit, seed=seed, workers=workers)
     from cepopt.formulations.gloria import solve_cpsat_gloria
 
     return _solved(problem, candidates, solve_cpsat_gloria, max_nodes, max_options, time_limit, seed=seed,
                    workers=workers, lp_heavy=lp_heavy)
 
 
-@register("gloria", "milp", "MILP pairwise labelling model (spec §7.2), backend=highs|scip|cbc; candidates as "
-          "for cpsat", exact=True)
+@register("gloria", "milp", "MILP (backend=highs|scip|cbc), LP first; candidates=full|noprune|safe|gloria|"
+          "exhaustive as for cpsat", exact=True)
 def milp(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
          candidates: str = "noprune", backend: str = "highs", max_nodes: PositiveInt = 20000,
          max_options: PositiveInt = 2000) -> MethodResult:
+    if candidates == FULL:
+        from cepopt.formulations.gloria_full import solve_full
+
+        return solve_full(problem, backend=backend, time_limit=time_limit, seed=seed)
     from cepopt.formulations.gloria import solve_milp_gloria
 
     return _solved(problem, candidates, solve_milp_gloria, max_nodes, max_options, time_limit, seed=seed,

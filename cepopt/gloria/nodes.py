@@ -23,6 +23,7 @@ of spec §4.2).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -46,8 +47,13 @@ def kleene_options(pool: Pool) -> list[Option]:
     return options
 
 
+@functools.lru_cache(maxsize=65536)
+def _single(q: str) -> Block:
+    return Block((q,))
+
+
 def _singles(queries) -> tuple[Block, ...]:
-    return tuple(Block((q,)) for q in sorted(queries))
+    return tuple(_single(q) for q in sorted(queries))
 
 
 def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], mode: str,

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from cepopt.errors import CepoptError
@@ -151,11 +152,13 @@ class GloriaPlan:
     def from_blocks(cls, blocks: Mapping[tuple[str, str], Iterable[Block]]) -> GloriaPlan:
         return cls(tuple(TransitionPlan(s, t, tuple(bs)) for (s, t), bs in blocks.items()))
 
+    @cached_property
+    def _by_transition(self) -> dict[tuple[str, str], TransitionPlan]:
+        return {(tp.source, tp.target): tp for tp in reversed(self.transitions)}
+
     def transition(self, source: str, target: str) -> TransitionPlan | None:
-        for tp in self.transitions:
-            if tp.source == source and tp.target == target:
-                return tp
-        return None
+        """The transition's plan (the first listed, if listed twice), by a dictionary built once."""
+        return self._by_transition.get((source, target))
 
     def blocks(self, source: str, target: str) -> tuple[Block, ...]:
         tp = self.transition(source, target)

@@ -211,6 +211,25 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
     opts = _options(instance.params or {}, options)
     workload = instance.workload
     template = build_template(workload)
+    freq = _frequencies(instance, workload)
+    keys: dict[tuple, int] = {}
+    classes: dict[str, int] = {}
+    for q in workload:
+        classes[str(q.name)] = keys.setdefault(_class_key(q), len(keys))
+    pools: list[Pool] = []
+    pool_of: dict[tuple[str, Transition], int] = {}
+    _kleene_pools(workload, template, classes, pools, pool_of)
+    _seq_pools(workload, template, classes, pools, pool_of)
+    terms = _pair_terms(workload, template, pools, pool_of)
+    problem = GloriaProblem(instance.name, workload, template, freq, opts["cost_model"],
+                            opts["kleene_cycle_cost"], pools, terms, classes, pool_of,
+                            fork_accounting=opts["fork_accounting"])
+    _link(problem)
+    _check_costs(problem)
+    return problem
+
+
+def _frequencies(instance: Any, workload: Any) -> dict[str, float]:
     freq: dict[str, float] = {}
     rates = dict(instance.statistics.rate_map)
     for event_type in workload.event_types():
@@ -220,20 +239,17 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
         if not value >= 0:
             raise CepoptError(f"statistics.rates.{event_type}: frequency must be >= 0, got {value!r}")
         freq[event_type] = int(value) if float(value).is_integer() else float(value)
+    return freq
 
-    keys: dict[tuple, int] = {}
-    classes: dict[str, int] = {}
-    for q in workload:
-        classes[str(q.name)] = keys.setdefault(_class_key(q), len(keys))
 
-    # Kleene groups: identical outermost Kleene sub-pattern within one sharing class.
+def _kleene_pools(workload, template: Template, classes: dict[str, int], pools: list[Pool],
+                  pool_of: dict[tuple[str, Transition], int]) -> None:
+    """Kleene groups: identical outermost Kleene sub-pattern within one sharing class."""
     groups: dict[tuple, list[str]] = {}
     for q in workload:
         qt = template.queries[str(q.name)]
         for cyc in qt.cycles:
             groups.setdefault((classes[qt.name], cyc.pattern), []).append(qt.name)
-    pools: list[Pool] = []
-    pool_of: dict[tuple[str, Transition], int] = {}
     for (cls, pattern), names in sorted(groups.items(), key=lambda kv: (kv[0][0], sorted(kv[1]))):
         cyc = next(c for c in template.queries[names[0]].cycles if c.pattern == pattern)
         members = frozenset(names)
@@ -250,6 +266,10 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
         for n in names:
             for t in cyc.transitions:
                 pool_of[(n, t)] = pool.index
+
+
+def _seq_pools(workload, template: Template, classes: dict[str, int], pools: list[Pool],
+               pool_of: dict[tuple[str, Transition], int]) -> None:
     seq: dict[tuple[Transition, int], set[str]] = {}
     for q in workload:
         qt = template.queries[str(q.name)]
@@ -266,7 +286,20 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
         for n in names:
             pool_of[(n, t)] = pool.index
 
-    # Pair terms: consecutive transitions of a query in different pools.
+
+def _primary(qt, pools: list[Pool], pool_of: dict[tuple[str, Transition], int], a: int, ej: str) -> bool:
+    """Is pool a the designated predecessor (derivability source) of the query's transition from Ej?"""
+    if qt.start == ej:
+        return False
+    cyc = qt.cycle_of_type(ej)
+    if cyc is None:
+        return True
+    return pools[a].kind == "kleene" and a == pool_of[(qt.name, next(iter(sorted(cyc.transitions))))]
+
+
+def _pair_terms(workload, template: Template, pools: list[Pool],
+                pool_of: dict[tuple[str, Transition], int]) -> list[PairTerm]:
+    """Pair terms: consecutive transitions of a query in different pools."""
     raw: dict[tuple[int, int, Transition, Transition], list[set[str]]] = {}
     for q in workload:
         qt = template.queries[str(q.name)]
@@ -278,42 +311,32 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
                 a, b = pool_of[(name, t)], pool_of[(name, t2)]
                 if a == b:
                     continue
-                entry = pools[b].kind == "kleene"
-                primary = False
-                if not entry:
-                    ej = t2[0]
-                    cyc = qt.cycle_of_type(ej)
-                    if qt.start == ej:
-                        primary = False
-                    elif cyc is not None:
-                        primary = pools[a].kind == "kleene" and a == pool_of[(name, next(iter(
-                            sorted(cyc.transitions))))]
-                    else:
-                        primary = True
+                primary = pools[b].kind != "kleene" and _primary(qt, pools, pool_of, a, t2[0])
                 slot = raw.setdefault((a, b, t, t2), [set(), set()])
                 slot[0].add(name)
                 if primary:
                     slot[1].add(name)
-    terms = [PairTerm(a, b, t, t2, frozenset(qs), frozenset(pr), pools[b].kind == "kleene")
-             for (a, b, t, t2), (qs, pr) in sorted(raw.items())]
-    problem = GloriaProblem(instance.name, workload, template, freq, opts["cost_model"],
-                            opts["kleene_cycle_cost"], pools, terms, classes, pool_of,
-                            fork_accounting=opts["fork_accounting"])
+    return [PairTerm(a, b, t, t2, frozenset(qs), frozenset(pr), pools[b].kind == "kleene")
+            for (a, b, t, t2), (qs, pr) in sorted(raw.items())]
+
+
+def _link(problem: GloriaProblem) -> None:
+    """Fan-outs, edges, predecessors and successors, and a topological order of the pools (if any)."""
     fanout: dict[tuple[int, Transition], list[frozenset[str]]] = {}
-    for term in terms:
+    for term in problem.terms:
         fanout.setdefault((term.a, term.t), []).append(term.queries)
-    for pool in pools:
+    for pool in problem.pools:
         for t, ending in pool.ends:
             fanout.setdefault((pool.index, t), []).append(ending)
         for t, _t2 in pool.internal:
             fanout.setdefault((pool.index, t), []).append(pool.queries)
     problem.fanout = {k: tuple(v) for k, v in fanout.items()}
     edges: dict[tuple[int, int], list[PairTerm]] = {}
-    for term in terms:
+    for term in problem.terms:
         edges.setdefault((term.a, term.b), []).append(term)
     problem.edges = {k: tuple(v) for k, v in edges.items()}
     graph = nx.DiGraph()
-    graph.add_nodes_from(range(len(pools)))
+    graph.add_nodes_from(range(len(problem.pools)))
     for a, b in problem.edges:
         problem.preds.setdefault(b, []).append(a)
         problem.succs.setdefault(a, []).append(b)
@@ -322,8 +345,6 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
         problem.order = list(nx.lexicographical_topological_sort(graph))
     except nx.NetworkXUnfeasible:
         problem.order = None
-    _check_costs(problem)
-    return problem
 
 
 def _check_costs(problem: GloriaProblem) -> None:

@@ -68,6 +68,6 @@ def plan_from_json(problem: Any, value: Any) -> HamletPlan:
         raise CepoptError("plan: expected an object with a 'policy' (dynamic, static, nonshared, exhaustive, replay)")
     try:
         decisions = tuple(Decision.from_json(d) for d in value.get("decisions", ()))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CepoptError(f"plan.decisions: malformed decision ({exc})") from None
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:  # OverflowError: float(10**400)
+        raise CepoptError(f"plan.decisions: malformed decision ({str(exc)[:100]})") from None
     return HamletPlan(str(value["policy"]), decisions)

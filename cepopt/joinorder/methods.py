@@ -37,7 +37,7 @@ import numpy as np
 from cepopt.errors import MethodLimitError
 from cepopt.joinorder import bruteforce as _bf
 from cepopt.joinorder import cost
-from cepopt.joinorder.cost import logsumexp
+from cepopt.joinorder.cost import log_cost_tree, logsumexp
 from cepopt.joinorder.dp import DpTimeout, dp_b, dp_ld
 from cepopt.joinorder.efreq import efreq
 from cepopt.joinorder.greedy import greedy
@@ -51,7 +51,7 @@ from cepopt.params import Bound, PositiveInt, Workers
 from cepopt.solution import MethodResult
 from cepopt.solve import Family, declare, register
 
-__all__ = ["FAMILY", "PAIRWISE_ONLY", "baseline_plan", "evaluate"]
+__all__ = ["FAMILY", "PAIRWISE_ONLY", "baseline_plan"]
 
 #: the methods whose models price pairwise selectivities only: they refuse seq_temporal="exact"
 PAIRWISE_ONLY = ("milp-order", "milp-tree", "cpsat-order")
@@ -62,11 +62,6 @@ NAME = "joinorder"
 Tolerance = Annotated[float, Bound(">=", 0), Bound("<", 1)]
 #: cpsat-order's integer scale: the coefficients round(scale * log) must stay well inside 64 bits
 Scale = Annotated[float, Bound(">", 0), Bound("<=", 1e9)]
-
-
-#: kept for executor/joinorder_driver.py until it calls cost.predict (join helper): the cost model is
-#: cepopt.joinorder.cost
-evaluate = cost.evaluate
 
 
 def baseline_plan(problem: JoinOrderProblem):
@@ -222,24 +217,55 @@ def _dp_ld(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 26):
     return _result(problem, plans, True, None, values)
 
 
-@register(NAME, "dp-b", "DP-B (§7.1, Selinger): exact bushy-tree DP over subsets, O(3^n)", exact=True)
-def _dp_b(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 20):
+@register(NAME, "dp-b", "DP-B (§7.1, Selinger): exact bushy-tree DP over subsets, O(3^n); compiled, with exact "
+          "upper-bound pruning (throughput cost)", exact=True)
+def _dp_b(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 24):
     _dp_limit("dp-b", problem, max_n)
     problem.tree_cost("tree")
     deadline = _deadline(time_limit)
     values: list[float] = []
+    stats: dict = {}
 
     def one(c: Conjunct):
-        tree, value = dp_b(c, deadline=deadline)
+        if c.has_latency or c.next_match:
+            tree, value = dp_b(c, deadline=deadline)
+        else:
+            from cepopt.joinorder.dp_fast import dp_b_pruned
+
+            tree, value, found = dp_b_pruned(c, _good_trees(c), deadline=deadline)
+            for key, v in found.items():
+                stats[key] = stats.get(key, 0) + v if key != "upper_bound_log" else v
         values.append(value)
         return tree
 
     try:
         plans = [tree_plan(c, one(c)) for c in problem.conjuncts]
     except DpTimeout:
-        return MethodResult(plan=None, status="timeout", message="dp-b: time limit reached")
+        return _tree_timeout(problem, "dp-b")
     solver = values if problem.cost != "bj" else None
-    return _result(problem, plans, True, None, solver)
+    return _result(problem, plans, True, stats, solver)
+
+
+def _good_trees(c: Conjunct) -> list:
+    """Cheap good trees (the upper bounds of DP-B's pruning, the start of the models): ZStream over
+    GREEDY's order and over the declared order."""
+    return [zstream(c, greedy(c))[0], zstream(c, trivial(c.n))[0]]
+
+
+def _tree_timeout(problem: JoinOrderProblem, name: str) -> MethodResult:
+    """The best cheap tree (ZStream over GREEDY's order) with a valid lower bound when an exact tree method
+    runs out of time: every tree pays its root and its leaves."""
+    from cepopt.joinorder.cost import leaf_log, log_node
+
+    plans = [tree_plan(c, min(_good_trees(c), key=lambda t, c=c: log_cost_tree(c, t))) for c in problem.conjuncts]
+    plan = _assemble(plans)
+    bound = None
+    if len(problem.conjuncts) == 1 and problem.cost in ("auto", "tree"):
+        c = problem.conjuncts[0]
+        bound = logsumexp([log_node(c, list(range(c.n)), tree=True)] + [leaf_log(c, i) for i in range(c.n)])
+    return MethodResult(plan=plan, status="feasible", bound=bound,
+                        message=f"{name}: time limit reached; the best cheap tree (ZStream over GREEDY's order) "
+                                "and the bound every tree pays (root and leaves)")
 
 
 @register(NAME, "zstream", "ZSTREAM (§2.3, Mei & Madden): best tree over the pattern's leaf order, O(n^3)")
@@ -314,7 +340,7 @@ def _model_method(problem, solve_one, kind: str, time_limit, name: str) -> Metho
                      solver if all(v is not None for v in solver) and problem.cost in ("auto", "ord", "tree")
                      else None)
     if not exact:
-        value = evaluate(problem, result.plan)
+        value = cost.evaluate(problem, result.plan)
         # A lower bound on the cost: each conjunct's cost divided by its proven ratio.
         return MethodResult(plan=result.plan, status="feasible", bound=value - log_ratio, stats=stats,
                             message=f"{name}: optimum not proven within the limits")
@@ -324,24 +350,28 @@ def _model_method(problem, solve_one, kind: str, time_limit, name: str) -> Metho
 @register(NAME, "milp-order", "M-ORD (spec §7.1-7.2): prefix-set MILP with tangent (OA) cuts until the "
           "optimum is proven; backend=highs|scip|cbc", exact=True)
 def _milp_order(problem, *, time_limit=None, seed=0, backend="highs", max_iters: PositiveInt = 50,
-                tol: Tolerance = 1e-7):
+                tol: Tolerance = 0.0, root_cuts: bool = False):
     from cepopt.formulations.joinorder import solve_order_milp
 
     if _tree_ld(problem):
         raise MethodLimitError("milp-order: scores orders by Cost_ord; use dp-ld for cost=tree")
     _pairwise_only(problem, "milp-order")
     return _model_method(problem, lambda c, tl: solve_order_milp(
-        c, time_limit=tl, seed=seed, backend=backend, max_iters=max_iters, tol=tol),
+        c, time_limit=tl, seed=seed, backend=backend, max_iters=max_iters, tol=tol, root_cuts=root_cuts),
         "order", time_limit, "milp-order")
 
 
-@register(NAME, "milp-tree", "M-BUSHY (spec §7.4): bushy-tree MILP with tangent (OA) cuts; "
-          "backend=highs|scip|cbc", exact=True)
+@register(NAME, "milp-tree", "M-BUSHY (spec §7.4): subset-flow MILP over the candidate nodes that survive DP-B's "
+          "upper-bound cut (model=flow, default; exact node costs, LP = DP optimum) or the compact slot model "
+          "with tangent (OA) cuts (model=compact); backend=highs|scip|cbc", exact=True)
 def _milp_tree(problem, *, time_limit=None, seed=0, backend="highs", max_iters: PositiveInt = 50,
-               tol: Tolerance = 1e-7):
-    from cepopt.formulations.joinorder import solve_tree_milp
+               tol: Tolerance = 0.0, model: Literal["flow", "compact"] = "flow"):
+    from cepopt.formulations.joinorder import solve_tree_flow, solve_tree_milp
 
     _pairwise_only(problem, "milp-tree")
+    if model == "flow":
+        return _model_method(problem, lambda c, tl: solve_tree_flow(c, time_limit=tl, seed=seed, backend=backend),
+                             "tree", time_limit, "milp-tree")
     return _model_method(problem, lambda c, tl: solve_tree_milp(
         c, time_limit=tl, seed=seed, backend=backend, max_iters=max_iters, tol=tol),
         "tree", time_limit, "milp-tree")

@@ -308,7 +308,7 @@ def _node_from_json(value: Any) -> str | Tree:
         return value
     negations: tuple[str, ...] = ()
     if isinstance(value, dict):
-        negations = tuple(value.get("not", ()))
+        negations = tuple(_json_list(value.get("not", []), "tree.not"))
         value = value.get("node")
     if not isinstance(value, list) or len(value) not in (1, 2):
         raise CepoptError(f"plan: a tree node is [left, right] or a leaf name, got {value!r}")
@@ -332,15 +332,24 @@ def plan_to_json(plan: Plan) -> dict:
     raise CepoptError(f"not a join-order plan: {plan!r}")
 
 
+def _json_list(value: Any, what: str) -> list:
+    """A JSON array, else a CepoptError naming ``what`` (tuple() would split a string or fail on null)."""
+    if not isinstance(value, list):
+        raise CepoptError(f"plan.{what}: expected a list, got {str(value)[:60]!r}")
+    return value
+
+
 def plan_from_json(value: Any) -> Plan:
     if not isinstance(value, dict) or "kind" not in value:
-        raise CepoptError(f"plan: expected an object with a 'kind', got {value!r}")
+        raise CepoptError(f"plan: expected an object with a 'kind', got {str(value)[:60]!r}")
     kind = value["kind"]
     if kind == "order":
-        return Order(tuple(value.get("events", ())), tuple(tuple(x) for x in value.get("negations", ())))
+        negations = _json_list(value.get("negations", []), "negations")
+        return Order(tuple(_json_list(value.get("events", []), "events")),
+                     tuple(tuple(_json_list(x, "negations[]")) for x in negations))
     if kind == "tree":
         node = _node_from_json(value.get("tree"))
         return node if isinstance(node, Tree) else Tree(node)
     if kind == "or":
-        return Disjunction(tuple(plan_from_json(b) for b in value.get("branches", ())))
-    raise CepoptError(f"plan: unknown kind {kind!r} (order, tree, or)")
+        return Disjunction(tuple(plan_from_json(b) for b in _json_list(value.get("branches", []), "branches")))
+    raise CepoptError(f"plan: unknown kind {str(kind)[:60]!r} (order, tree, or)")

@@ -61,7 +61,7 @@ import numpy as np
 from cepopt.errors import CepoptError
 from cepopt.joinorder.reduce import SimpleConjunct, conjuncts
 from cepopt.model import Condition, Filter, Query, Statistics
-from cepopt.params import check_keys, parse_choice
+from cepopt.params import check_keys, parse_choice, short_repr
 
 __all__ = ["PROBLEM_OPTIONS", "Conjunct", "JoinOrderProblem", "build", "build_query", "from_arrays"]
 
@@ -185,10 +185,10 @@ def _bool(key: str, value: Any) -> bool:
 def _float(key: str, value: Any, lo: float, hi: float, lo_open: bool = False) -> float:
     try:
         x = float(value)
-    except (TypeError, ValueError):
-        raise CepoptError(f"params.{key}: expected a number, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer of 400 digits
+        raise CepoptError(f"params.{key}: expected a number, got {short_repr(value)}") from None
     if isinstance(value, bool) or not math.isfinite(x) or x < lo or x > hi or (lo_open and x == lo):
-        raise CepoptError(f"params.{key}: must be in {'(' if lo_open else '['}{lo}, {hi}], got {value!r}")
+        raise CepoptError(f"params.{key}: must be in {'(' if lo_open else '['}{lo}, {hi}], got {short_repr(value)}")
     return x
 
 

@@ -107,6 +107,31 @@ class CostModel:
         """NonShared(q) - Shared(p, q): what query q saves by sharing p (before p's fixed charge)."""
         return self.nonshared(q) - self.shared_query(q, start, length)
 
+    def gains(self, length: int, placed: Iterable[tuple[str, int]]) -> list:
+        """gain(p, q) for each (query, start) of a pattern of ``length`` (the loop of the compact models,
+        with the lookups hoisted)."""
+        types, cum_of, r, both = self.types, self._cum, self.rates, self.comb == "both_required"
+        out = []
+        for q, start in placed:
+            seq, cum = types[q], cum_of[q]
+            end = start + length
+            first = r[seq[0]]
+            nonshared = first * cum[-1]
+            has_prefix, has_suffix = start > 0, end < len(seq)
+            comp = 0
+            if has_prefix:
+                comp += first * cum[start]
+            if has_suffix:
+                comp += r[seq[end]] * (cum[-1] - cum[end])
+            if both:
+                comb = first * r[seq[start]] * r[seq[end]] if has_prefix and has_suffix else 0
+            elif not has_prefix and not has_suffix:
+                comb = 0
+            else:
+                comb = (first if has_prefix else 1) * r[seq[start]] * (r[seq[end]] if has_suffix else 1)
+            out.append(nonshared - (comp + comb))
+        return out
+
     def fixed(self, pattern: Sequence[str]) -> float:
         """The one-time term of Eq. 7: Rate(E_m) * Rate(p)."""
         return self.rates[pattern[0]] * self.rate_of(pattern)

@@ -30,7 +30,7 @@ from math import comb
 
 from cepopt.sharon.graph import SharonGraph, Vertex
 
-__all__ = ["causing_queries", "enumerate_options", "count_options", "expand", "expanded_size"]
+__all__ = ["causing_all", "causing_queries", "enumerate_options", "count_options", "expand", "expanded_size"]
 
 
 def causing_queries(graph: SharonGraph, i: int) -> frozenset[str]:
@@ -43,6 +43,28 @@ def causing_queries(graph: SharonGraph, i: int) -> frozenset[str]:
         if any(len(cells[(q, pos)]) > 1 for pos in range(s, s + len(v.pattern))):
             out.add(q)
     return frozenset(out)
+
+
+def causing_all(graph: SharonGraph) -> list[frozenset[str]]:
+    """Q_cause(v) for every vertex at once: positions counted per query, then a slice per (v, q)."""
+    counts: dict[str, list[int]] = {}
+    starts = graph.starts
+    for v in graph.vertices:
+        n = len(v.pattern)
+        for q in v.queries:
+            row = counts.get(q)
+            if row is None:
+                row = counts[q] = [0] * (max(starts[q].values(), default=0) + 64)
+            s = starts[q][v.pattern]
+            if s + n > len(row):
+                row.extend([0] * (s + n - len(row)))
+            for pos in range(s, s + n):
+                row[pos] += 1
+    out = []
+    for v in graph.vertices:
+        n = len(v.pattern)
+        out.append(frozenset(q for q in v.queries if max(counts[q][starts[q][v.pattern]:starts[q][v.pattern] + n]) > 1))
+    return out
 
 
 def count_options(n_queries: int, n_droppable: int) -> int:
@@ -69,8 +91,9 @@ def expanded_size(graph: SharonGraph, max_options: int | None, extra: Sequence[V
                   all_subsets: bool = False) -> int:
     """Number of options the expansion would enumerate (before the BValue filter), without doing it."""
     total = 0
+    causing = None if all_subsets else causing_all(graph)
     for i, v in enumerate(graph.vertices):
-        n = count_options(len(v.queries), len(v.queries if all_subsets else causing_queries(graph, i)))
+        n = count_options(len(v.queries), len(v.queries if all_subsets else causing[i]))
         total += n if max_options is None else min(n, max_options)
     if all_subsets:
         for v in extra:
@@ -94,8 +117,8 @@ def expand(graph: SharonGraph, weigh: Callable[[tuple[str, ...], frozenset[str],
              "max_options": max_options}
     out: list[Vertex] = []
     seen: set[tuple] = set()
-    sources = [(v, causing_queries(graph, i) if not all_subsets else v.queries)
-               for i, v in enumerate(graph.vertices)]
+    causing = None if all_subsets else causing_all(graph)
+    sources = [(v, causing[i] if not all_subsets else v.queries) for i, v in enumerate(graph.vertices)]
     if all_subsets:
         sources += [(v, v.queries) for v in extra]
     for v, droppable in sources:

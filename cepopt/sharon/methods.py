@@ -21,8 +21,12 @@ Methods:
   turns them on).
 * ``cpsat-compact`` / ``milp-compact`` - the compact x[p,q]/y[p] model (also honours subsets=all).
 
-Time limits (issue 21): a method's clock starts when it is called and covers the expanded graph, the
-models and the solves. Every exact method keeps the best plan it has seen - GWMIN's, the LP tree's
+Time limits (issue 21): the limit covers the problem's build (solve() passes on what is left), the
+expanded graph, the models and the solves. Past the limit a method only re-scores its plan (and, when
+no solver plan exists, runs GWMIN on the original graph: about 0.3 s CPU per 1,000 queries); a step that
+was running when the limit passed (a graph or model build, a solver's own check interval) is not
+interrupted: ``pytest -m bench tests/sharon/test_time_limits.py`` measures the wall time of 2 s calls.
+Every exact method keeps the best plan it has seen - GWMIN's, the LP tree's
 incumbent, the solver's, the plan finder's - and, when the time runs out, returns it with status
 ``feasible``, the best proven bound (the solver's, the tree's, or the graph's clique-cover bound) and a
 message that says so. Proofs hold for the weights' own arithmetic: with integer weights a proof made in
@@ -38,7 +42,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from cepopt.errors import CepoptError
+from cepopt.errors import CepoptError, MethodLimitError
 from cepopt.formulations.model import certify
 from cepopt.formulations.sharon import (
     COMPACT_HIGHS_OPTIONS,
@@ -61,7 +65,7 @@ from cepopt.sharon.plan_finder import find_plan
 from cepopt.sharon.problem import PROBLEM_OPTIONS, SharonProblem, build
 from cepopt.sharon.reduction import reduce_graph
 from cepopt.solution import MethodResult
-from cepopt.solve import Family, MethodLimitError, declare, register
+from cepopt.solve import Family, declare, register
 
 __all__ = ["FAMILY"]
 
@@ -103,6 +107,9 @@ class _Clock:
     """The method's time limit as a deadline (``time.perf_counter()``), from the call on."""
 
     def __init__(self, time_limit: float | None):
+        from cepopt.formulations.native import check_time_limit
+
+        check_time_limit(time_limit)  # inf, nan, 1e308, <= 0: a user error before any work
         self.start = time.perf_counter()
         self.deadline = None if time_limit is None else self.start + time_limit
 
@@ -174,6 +181,8 @@ def _exact_settle(problem: SharonProblem, best: _Best, clock: _Clock, graph=None
     one); True when it did (``best`` then holds the optimum and its bound)."""
     if problem.expansion_stats.get("options_cut"):
         return False
+    if graph is None and problem._graph is None and len(problem.original) > VERIFY_VERTICES:
+        return False  # the expanded graph is at least as large: not worth building
     try:
         g = graph if graph is not None else problem.graph
     except MethodLimitError:
@@ -195,9 +204,11 @@ def _finish(problem: SharonProblem, best: _Best, *, proven: bool, unit, stats: d
     bound and a message naming the plan's source."""
     if not proven and best.bound is not None:
         proven = certify(best.value, best.bound, unit, "max")
-    if not proven and clock is not None and _exact_settle(problem, best, clock, graph):
+    if not proven and clock is not None and not clock.over() and _exact_settle(problem, best, clock, graph):
         proven = True
         stats["verified_by"] = "exact enumeration"
+        message = "proven by exact enumeration (the solver's floating-point or rounded proof does not carry over " \
+                  "to these integer weights)"
     plan, dropped, removed = _clean(problem, best.plan)
     if dropped:
         stats["non_beneficial_entries_removed"] = dropped
@@ -236,11 +247,25 @@ def _gwmin_best(problem: SharonProblem, graph, best: _Best) -> list[int] | None:
     return chosen
 
 
-def _graph_bound(graph, best: _Best) -> None:
+def _fallback(problem: SharonProblem, graph, best: _Best, clock: _Clock, stats: dict) -> None:
+    """When a search stops early: GWMIN's plan, then (with time left) the root LP of the clique model,
+    whose rounding often beats GWMIN and whose value bounds the optimum; the clique-cover bound always."""
+    chosen = _gwmin_best(problem, graph, best)
     try:
         best.tighten(graph.cover_bound())
     except MethodLimitError:
-        pass
+        return
+    if clock.over():
+        return
+    start = [0] * len(graph)
+    for i in chosen or ():
+        start[i] = 1
+    tree = _lp_tree(graph, 1, clock, 2, start)
+    if tree is not None:
+        picked = decode_mwis(tree.x)
+        best.offer(problem.plan_of(picked, graph), graph.weight_of(picked), "LP rounding")
+        best.tighten(tree.bound)
+        stats["root_lp_bound"] = tree.root_bound
 
 
 # ------------------------------------------------------------------------------------------ heuristics
@@ -287,10 +312,9 @@ def sharon(problem: SharonProblem, *, time_limit=None, seed=0,
                             message="the literal Alg. 2 reduction is unsound (spec §4): no proof of optimality")
     if fstats["complete"]:
         return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=stats))
-    _gwmin_best(problem, g, best)
-    if best.source == "GWMIN":
-        stats["fallback"] = "gwmin"
-    _graph_bound(g, best)
+    _fallback(problem, g, best, clock, stats)
+    if best.source != "plan finder":
+        stats["fallback"] = best.source
     stopped = fstats.get("stopped") or rstats.get("stopped")
     return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights), stats=stats,
                                       message=f"plan finder stopped ({stopped}); best plan so far or GWMIN"))
@@ -303,15 +327,16 @@ def exhaustive(problem: SharonProblem, *, time_limit=None, seed=0,
     """``max_subset_vertices``: beyond it (2^n plans) the method does not search; it returns GWMIN's plan
     as ``feasible`` with the clique-cover bound. Not ``max_vertices``, which is the problem option capping
     the expanded graph."""
+    clock = _Clock(time_limit)
     g = problem.graph
     best = _Best(SharonPlan.empty())
     if len(g) > max_subset_vertices:
-        _gwmin_best(problem, g, best)
-        _graph_bound(g, best)
+        stats = _stats(problem, plans=0)
+        _fallback(problem, g, best, clock, stats)
         msg = (f"exhaustive search over 2^{len(g)} plans refused (max_subset_vertices={max_subset_vertices}): "
-               "GWMIN's plan with the clique-cover bound")
-        return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights),
-                                          stats=_stats(problem, plans=0), message=msg))
+               "the best of GWMIN and the rounded root LP, with the best bound")
+        return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights), stats=stats,
+                                          message=msg))
     chosen = _exhaustive(g, max_vertices=max_subset_vertices)
     best.offer(problem.plan_of(chosen), g.weight_of(chosen), "exhaustive search")
     return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=_stats(problem, plans=2 ** len(g))))
@@ -329,8 +354,7 @@ def bruteforce(problem: SharonProblem, *, time_limit=None, seed=0, max_sets: Pos
     stats = _stats(problem, independent_sets=found.visited)
     if found.complete:
         return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=stats))
-    _gwmin_best(problem, g, best)
-    _graph_bound(g, best)
+    _fallback(problem, g, best, clock, stats)
     return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights), stats=stats,
                                       message=f"enumeration stopped ({found.stopped})", clock=clock))
 
@@ -364,31 +388,32 @@ def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict
     return keep, sub, {"dominated_removed": len(g) - len(keep)}
 
 
-def _mwis_start(problem: SharonProblem, sub, keep: list[int], best: _Best) -> list[int]:
-    """GWMIN's plan as the first incumbent, as a 0-1 vector over ``keep``: GWMIN on the original graph
-    mapped to the full-candidate options (always in the expanded graph, and independent there too),
-    cheap even when the expanded graph is large. Vertices the dominance reduction removed are left out
-    (the vector stays feasible)."""
-    try:
-        picked_original = gwmin(problem.original)
-    except MethodLimitError:
-        return [0] * len(keep)
-    where = {v.key: i for i, v in enumerate(sub.vertices)}
-    picked = {where[k] for k in (problem.original.vertices[i].key for i in picked_original) if k in where}
-    x = [1 if i in picked else 0 for i in range(len(keep))]
-    chosen = sorted(picked)
-    best.offer(problem.plan_of(chosen, sub), sub.weight_of(chosen), "GWMIN")
-    return x
+def _mwis_start(problem: SharonProblem, keep: list[int], best: _Best) -> list[int]:
+    """GWMIN's plan on the method's graph (so a time-out never returns less than ``greedy``) as the first
+    incumbent, and as a 0-1 start over ``keep`` (vertices the dominance reduction removed are left out:
+    the vector stays feasible)."""
+    chosen = _gwmin_best(problem, problem.graph, best)
+    picked = set(chosen or ())
+    return [1 if v in picked else 0 for v in keep]
 
 
 def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: bool, split: bool, extend: bool,
           lp_nodes: int, workers: int, solver_options: dict, **solve_options) -> MethodResult:
     """cpsat and milp: reduced graph, GWMIN start, LP tree, then the solver with the best start as hint,
     each within the time left; the best plan seen and the best bound at the end."""
+    from cepopt.formulations.export import export_now
+    from cepopt.formulations.native import check_seed, settings
+
     clock = _Clock(time_limit)
+    check_seed(seed, *((-(2**31), 2**31 - 1) if backend == "cpsat" else (0, 2**31 - 1)), solver=backend)
     keep, sub, extra = _mwis_graph(problem, reduce)
+    model = None
+    if settings().export is not None:  # --export: the model, even when the LP tree proves the answer first
+        model = mwis_model(sub, extend=extend)
+        export_now(model, backend)
     best = _Best(SharonPlan.empty())
-    start = _mwis_start(problem, sub, keep, best)
+    start = _mwis_start(problem, keep, best)
+    best.tighten(sub.cover_bound())
     unit = _unit(sub.weights)
     tree = None if clock.over() else _lp_tree(sub, lp_nodes, clock, workers, start)
     if tree is not None:
@@ -404,7 +429,7 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
     stats = _stats(problem, variables=len(keep), **extra)
     message = ""
     if not clock.over():
-        model = mwis_model(sub, extend=extend)
+        model = model or mwis_model(sub, extend=extend)
         model.hint = start
         res = solve_sharon_model(model, backend, seed=seed, split=split, workers=workers, deadline=clock.deadline,
                                  options=solver_options, **solve_options)
@@ -491,12 +516,22 @@ def _compact_start(problem: SharonProblem, model, best: _Best) -> list[int]:
 
 def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bool, split: bool,
              **solve_options) -> MethodResult:
+    """cpsat-compact and milp-compact: the compact model, solved within the time left. GWMIN on the
+    original graph (greedy's plan when expand=false) runs first when it is greedy's plan or the hint,
+    else only when the solver finds no plan; a bound without the solver (the clique cover of the
+    original graph, or the per-position gain bound of the expanded problem) only when the solver gives
+    none."""
+    from cepopt.formulations.export import export_now
+    from cepopt.formulations.native import check_seed
+
     clock = _Clock(time_limit)
+    check_seed(seed, *((-(2**31), 2**31 - 1) if backend == "cpsat" else (0, 2**31 - 1)), solver=backend)
     model = compact_model(problem)
+    export_now(model, backend)
     best = _Best(SharonPlan.empty())
-    start = _compact_start(problem, model, best)
-    if hint:
-        model.hint = start
+    if hint or not problem.expand:
+        start = _compact_start(problem, model, best)
+        model.hint = start if hint else None
     unit = _unit(model.objective)
     stats = _stats(problem)
     message = ""
@@ -512,6 +547,10 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
             return _finish(problem, best, proven=True, unit=unit, stats=stats)
         elif res.message:
             message = res.message
+    if not best.plan.shared:
+        _compact_start(problem, model, best)  # no plan from the solver: GWMIN's
+    if best.bound is None:
+        best.tighten(problem.original.cover_bound() if not problem.expand else problem.cell_bound())
     graph = problem.original if not problem.expand else None
     return _finish(problem, best, proven=False, unit=unit, stats=stats, message=message, clock=clock, graph=graph)
 

@@ -26,8 +26,9 @@ Entries are sorted canonically (pattern, then sorted query names), so equal plan
 serialise identically. JSON form: ``[{"pattern": ["A", "B"], "queries": ["q1", "q2"]}, ...]``.
 
 >>> plan = SharonPlan.of([(("B", "C"), {"q2", "q1"}), (("A", "B"), ["q3", "q4"])])
->>> plan.shared[0]
-(('A', 'B'), frozenset({'q3', 'q4'}))
+>>> pattern, queries = plan.shared[0]
+>>> pattern, sorted(queries)
+(('A', 'B'), ['q3', 'q4'])
 >>> plan.for_query("q1")
 (('B', 'C'),)
 """

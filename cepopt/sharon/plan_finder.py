@@ -46,10 +46,11 @@ def next_level(graph: SharonGraph, parents: list[tuple[int, ...]], scores: list[
                 if other not in adj:
                     children.append(pa + (other,))
                     child_scores.append(scores[a] + graph.vertices[other].weight)
+            # checked per parent (one block may be the whole level: level 1 is a single block)
+            if (deadline is not None and time.perf_counter() > deadline) or (
+                    max_level is not None and len(children) > max_level):
+                return None
         i = j
-        if (deadline is not None and time.perf_counter() > deadline) or (
-                max_level is not None and len(children) > max_level):
-            return None
     return children, child_scores
 
 

@@ -28,15 +28,16 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from cepopt.errors import CepoptError
 from cepopt.model import Statistics, Workload
 from cepopt.params import check_keys, parse_bool
-from cepopt.sharon.cost import COMB_RULES, CostModel, evaluate, predict
+from cepopt.sharon.cost import COMB_RULES, CostModel
 from cepopt.sharon.expansion import expand as expand_graph
 from cepopt.sharon.graph import SharonGraph, Vertex
-from cepopt.sharon.patterns import detect, query_types, sharing_classes
+from cepopt.sharon.patterns import detect_with_starts, query_types, sharing_classes
 from cepopt.sharon.plan import SharonPlan
 
 __all__ = ["SharonProblem", "build", "PROBLEM_OPTIONS", "parse_bool"]
@@ -108,15 +109,7 @@ class SharonProblem:
         types = query_types(workload)
         classes = sharing_classes(workload)
         cost = CostModel(types, _rates(statistics, types), comb)
-        candidates = detect(types, classes)
-        starts: dict[str, dict[tuple[str, ...], int]] = defaultdict(dict)
-        for name, seq in types.items():
-            n = len(seq)
-            for s in range(n):
-                for e in range(s + 2, n + 1):
-                    p = tuple(seq[s:e])
-                    if (classes[name], p) in candidates and name in candidates[(classes[name], p)]:
-                        starts[name][p] = s
+        candidates, starts = detect_with_starts(types, classes)
         injected = {tuple(p): w for p, w in (weights or {}).items()}
         known = {p for _, p in candidates}
         for p in injected:
@@ -197,15 +190,26 @@ class SharonProblem:
                 raise CepoptError(f"plan: pattern {label} is shared by queries with different windows, "
                                   "predicates or grouping")
 
-    # The two methods below are kept for executor/sharon_driver.py until it calls cost.predict: the cost
-    # model lives in cepopt.sharon.cost (evaluate, predict).
-    def score(self, plan: SharonPlan) -> float:
-        """Eq. 9: :func:`cepopt.sharon.cost.evaluate`."""
-        return evaluate(self, plan)
-
-    def predicted_cost(self, plan: SharonPlan) -> float:
-        """:func:`cepopt.sharon.cost.predict`."""
-        return predict(self, plan)
+    def cell_bound(self):
+        """An upper bound on Score over every plan of every option set (original, expanded, subsets=all):
+        a plan's score is at most the sum of its entries' gains (fixed charges are >= 0), and the
+        entries holding a query q are disjoint in q; so spreading gain(p, q) evenly over p's positions
+        in q, the best share per position, summed, bounds it. Exact for integer rates (Fractions)."""
+        best: dict[tuple[str, int], tuple] = {}  # (q, position) -> (gain, length) of the best share
+        for (_, p), queries in self.candidates.items():
+            n = len(p)
+            placed = [(q, self.starts[q][p]) for q in queries]
+            for (q, s), g in zip(placed, self.cost.gains(n, placed), strict=True):
+                for pos in range(s, s + n):
+                    old = best.get((q, pos))
+                    if g > 0 and (old is None or g * old[1] > old[0] * n):  # g/n > old share, exactly
+                        best[(q, pos)] = (g, n)
+        by_length: dict[int, object] = defaultdict(int)
+        for g, n in best.values():
+            by_length[n] += g
+        if all(isinstance(total, int) for total in by_length.values()):
+            return math.ceil(sum((Fraction(total, n) for n, total in by_length.items()), Fraction(0)))
+        return sum(total / n for n, total in by_length.items()) * (1 + 1e-12)  # float rounding
 
     # ------------------------------------------------------------------ helpers for methods
     def plan_of(self, indices, graph: SharonGraph | None = None) -> SharonPlan:

@@ -1,5 +1,5 @@
-"""executor.api: ExecutionResult, plan loading, results files, dispatch; the Spark driver equals the
-in-process kernels and brute force (spark marker)."""
+"""executor.api and the pipeline: ExecutionResult, plan loading, results files, dispatch; the Spark engine
+equals the local engine and brute force (spark marker)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import pandas as pd
 import pytest
 
 from cepopt.errors import CepoptError, UnknownNameError
-from cepopt.executor.api import ExecutionResult, driver_module, execute_command, load_plan, write_results
+from cepopt.executor.api import ExecutionResult, driver_module, write_results
+from cepopt.executor.api import execute as execute_plan
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results, results_frame
-from cepopt.executor.sharon_driver import execute_local
 from cepopt.executor.streams import resolve_stream_pandas
 from cepopt.instance import from_json
+from cepopt.pipeline import execute_command, load_plan
 from cepopt.sharon.plan import SharonPlan
 from cepopt.solve import build_problem
 
@@ -122,7 +123,7 @@ def test_local_driver_equals_brute_force_under_every_plan(instance):
     for plan in (SharonPlan.empty(), SharonPlan.of([(("A", "B"), {"q1", "q2", "q3"})]),
                  SharonPlan.of([(("A", "B"), {"q1", "q2"})])):
         for block in (None, 2):
-            r = execute_local(problem, plan, events, windows_per_block=block)
+            r = execute_plan(problem, plan, events, family="sharon", engine="local", windows_per_block=block)
             assert compare_results(expected, r.results) == []
             digests.add(r.digest())
     assert len(digests) == 1
@@ -130,33 +131,30 @@ def test_local_driver_equals_brute_force_under_every_plan(instance):
 
 @pytest.mark.spark
 def test_spark_driver_equals_local_kernels(instance, spark, tmp_path):
-    from cepopt.executor.api import execute
+    from cepopt.pipeline import execute
 
     fam, problem, _ = build_problem(instance)
     events = resolve_stream_pandas(STREAM, instance)
     plan = SharonPlan.of([(("A", "B"), {"q1", "q2", "q3"})])
-    local = execute_local(problem, plan, events, windows_per_block=2)
+    local = execute_plan(problem, plan, events, family="sharon", engine="local", windows_per_block=2)
     remote = execute(instance, plan, events, spark=spark, windows_per_block=2)
-    assert compare_results(local.results, remote.results) == []
+    assert compare_results(local.results, remote.to_pandas()) == []
     assert remote.digest() == local.digest()
     assert remote.operations == local.operations and remote.metrics["mode"] == "spark"
     out = execute_command(instance, "nonshared", STREAM, output=str(tmp_path / "res.csv"))
     assert out["results_digest"] == local.digest()
     assert out["results_rows"] == len(local.results) and out["operations"] > 0
     assert out["predicted_cost"] is not None and out["plan"] == []
-    assert (tmp_path / "res.csv").is_file()
+    written = pd.concat(pd.read_csv(f, dtype={"value": str}) for f in (tmp_path / "res.csv").glob("part-*.csv"))
+    assert len(written) == out["results_rows"]  # Spark writes a folder of part files
 
 
 @pytest.mark.spark
 def test_execute_embedded_stream_example3(spark):
-    from cepopt.errors import CepoptError
-    from cepopt.executor.api import execute
     from cepopt.instances import load
+    from cepopt.pipeline import execute
 
-    try:
-        inst = load("sharon-example3")
-    except CepoptError:
-        pytest.skip("sharon-example3 is not bundled")
-    r = execute(inst, SharonPlan.of([(("A", "B"), set(inst.workload.names))]), spark=spark)
-    q1 = r.results[(r.results["query"] == "q1") & (r.results["aggregate"] == "COUNT(*)")]
+    inst = load("sharon-example3")  # bundled: a failure to load it is a failure, not a skip
+    r = execute(inst, SharonPlan.of([(("A", "B"), set(inst.workload.names))]), spark=spark).to_pandas()
+    q1 = r[(r["query"] == "q1") & (r["aggregate"] == "COUNT(*)")]
     assert q1["value"].tolist() == [7]

@@ -1,4 +1,4 @@
-"""A-Seq (non-shared) kernel = brute force, on the paper's example and random small streams."""
+"""A-Seq (the non-shared plan of the Sharon kernel) = brute force, on the paper's example and random small streams."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepopt.executor.aseq import aseq_partition
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results, results_frame
+from cepopt.executor.sharon_kernel import sharon_partition
 from cepopt.model import Aggregate, Filter, Query, Seq, Type, Window, Workload
 
 TYPES = "ABCD"
 
 
-def run(queries, events):
-    accs, ops = aseq_partition(queries, events)
+def run(queries, events, jit=False):
+    accs, ops = sharon_partition(queries, None, events, jit=jit)
     return results_frame([r for a in accs.values() for r in a.rows()]), ops
 
 

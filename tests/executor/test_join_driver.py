@@ -92,7 +92,7 @@ def _instance(query: Query, rates: dict):
 
 @pytest.mark.spark
 def test_driver_runs_every_plan_to_the_brute_force_matches(spark):
-    from cepopt.executor.api import execute
+    from cepopt.pipeline import execute
     from cepopt.solve import build_problem, solve
 
     ev = generate(seed=5, events=500, symbols=4)
@@ -106,8 +106,9 @@ def test_driver_runs_every_plan_to_the_brute_force_matches(spark):
     for name in ("trivial", "dp-b"):
         plan = solve(inst, name, problem=problem).plan
         result = execute(inst, plan, ev, spark=spark, problem=problem)
-        assert sorted(result.results["value"]) == expected
-        assert set(result.results["aggregate"]) == {"match"}
+        table = result.to_pandas()
+        assert sorted(table["value"]) == expected
+        assert set(table["aggregate"]) == {"match"}
         # Operations = the brute-force partial matches at the nodes the plan's cost counts.
         tree = join_tree(compile_query(q), plan, count_all=plan.kind == "tree")
         ref = node_counts(tree, ev)
@@ -118,8 +119,11 @@ def test_driver_runs_every_plan_to_the_brute_force_matches(spark):
 
 
 @pytest.mark.spark
-def test_cli_execute_estimates_statistics_and_plans(spark, tmp_path, capsys):
+def test_cli_execute_and_plans_on_estimated_statistics(spark, tmp_path, capsys):
     from cepopt.cli import main
+    from cepopt.executor.joinorder_driver import execute
+    from cepopt.joinorder.problem import build_query
+    from cepopt.solve import method
     from cepopt.syntax import format_query
 
     q = pattern("conjunction", 3, seed=4, symbols=5, window=300)
@@ -130,18 +134,23 @@ def test_cli_execute_estimates_statistics_and_plans(spark, tmp_path, capsys):
     csv = tmp_path / "events.csv"
     ev = generate(seed=1, events=300, symbols=5)
     ev.to_csv(csv, index=False)
-    assert main(["execute", str(path), "--stream", str(csv), "--plan", "dp-b", "--estimate-stats", "--json"]) == 0
+    assert main(["execute", str(path), "--stream", str(csv), "--plan", "dp-b", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["results_rows"] == len(reference_matches(q, ev))
-    assert "estimated_statistics" in out["metrics"] and out["operations"] > 0
+    assert out["results_rows"] == len(reference_matches(q, ev)) and out["operations"] > 0
     assert main(["execute", str(path), "--stream", str(csv), "--plan", "trivial", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["results_digest"] == out["results_digest"]
+    # stream -> statistics -> plan -> execution (the steps the pipeline chains; the driver plans nothing)
+    problem = build_query(q, estimate_statistics(q, ev), name="stock3")
+    found = method("joinorder", "dp-b").fn(problem, time_limit=10, seed=0)
+    plan = getattr(found, "plan", found)
+    result = execute(problem, plan, spark.createDataFrame(ev), spark)
+    assert result.digest() == out["results_digest"] and result.operations > 0
 
 
 @pytest.mark.spark
 def test_disjunction_runs_one_branch_per_conjunct(spark):
-    from cepopt.executor.api import execute
     from cepopt.model import Not, Or
+    from cepopt.pipeline import execute
     from cepopt.solve import build_problem, solve
 
     ev = generate(seed=2, events=300, symbols=4)
@@ -155,4 +164,4 @@ def test_disjunction_runs_one_branch_per_conjunct(spark):
     result = execute(inst, plan, ev, spark=spark, problem=problem)
     expected = sorted(set(reference_matches(Query(Seq((a, Not(d), b)), q.window, where=q.where), ev))
                       | set(reference_matches(Query(Seq((c, b2)), q.window), ev)))
-    assert sorted(result.results["value"]) == expected and expected
+    assert sorted(result.to_pandas()["value"]) == expected and expected

@@ -12,10 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepopt.executor.partitions import merge_partials, window_blocks
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results, results_frame
-from cepopt.executor.sharon_exec import compile_sharon
+from cepopt.executor.sharon_exec import compile_sharon, local_partitions, run_local
 from cepopt.model import Equivalence, Query, Seq, Statistics, Type, Window, Workload
 from cepopt.sharon.plan import SharonPlan
 
@@ -23,30 +22,12 @@ from .test_sharon_exec import plans, workloads
 
 
 def run_protocol(compiled, events: pd.DataFrame, seed: int = 0) -> tuple[pd.DataFrame, Counter]:
-    """A minimal local engine: per class, rows of its types and columns, copied to their blocks,
-    grouped by keys + block, shuffled, run, merged."""
+    """The partitions of the local engine, rows shuffled, each run by the compiled plan, merged."""
     rnd = np.random.default_rng(seed)
-    parts, metrics = [], Counter()
-    for i, cls in enumerate(compiled.classes):
-        df = events[events["type"].isin(cls.types)].copy()
-        for c in cls.columns:
-            if c not in df.columns:
-                df[c] = None
-        df = df[list(cls.columns)]
-        lo, hi = window_blocks(df["ts"].to_numpy(dtype=np.int64), cls)
-        reps = np.maximum(0, hi - lo + 1)
-        df = df.loc[df.index.repeat(reps)].copy()
-        df["_block"] = (np.concatenate([np.arange(a, b + 1) for a, b in zip(lo, hi, strict=True)])
-                        if len(df) else np.zeros(0, dtype=np.int64))
-        keys = list(cls.keys) + ["_block"]
-        for key, part in df.groupby(keys, dropna=False, sort=False):
-            part = part.iloc[rnd.permutation(len(part))].drop(columns="_block").reset_index(drop=True)
-            block = int(key[-1]) if cls.windows_per_block is not None else None
-            p, m = compiled.run(i, part, block)
-            parts.append(p)
-            metrics.update(m)
-    partials = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    return merge_partials(partials) if len(partials) else results_frame([]), metrics
+    parts = [(i, part.iloc[rnd.permutation(len(part))].reset_index(drop=True), block)
+             for i, part, block in local_partitions(compiled, events)]
+    merged, metrics = run_local(compiled, parts)
+    return (merged if len(merged) else results_frame([])), Counter(metrics)
 
 
 def _problem(workload):
@@ -57,14 +38,14 @@ def _problem(workload):
 
 
 def check(problem, plan, events, *, windows_per_block=64, seed=0, driver=True):
-    from cepopt.executor.sharon_driver import execute_local
+    from cepopt.executor.api import execute
 
     compiled = pickle.loads(pickle.dumps(compile_sharon(problem, plan, windows_per_block=windows_per_block)))
     got, metrics = run_protocol(compiled, events, seed)
     expected = reference_results(problem.workload, events)
     assert compare_results(expected, got) == [], str(plan)
     if driver:
-        local = execute_local(problem, plan, events, windows_per_block=windows_per_block)
+        local = execute(problem, plan, events, family="sharon", engine="local", windows_per_block=windows_per_block)
         assert compare_results(local.results, got) == []
         assert (metrics["update"], metrics["combine"]) == (local.metrics["update"], local.metrics["combine"])
     return got, metrics

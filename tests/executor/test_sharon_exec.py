@@ -76,7 +76,7 @@ def plans(draw, workload):
     return SharonPlan.of(entries)
 
 
-@settings(max_examples=50)
+@settings(max_examples=50, deadline=None)
 @given(st.data())
 def test_every_random_plan_equals_brute_force(data):
     workload = data.draw(workloads())
@@ -108,10 +108,7 @@ def test_example3_shared_and_windows():
 def test_bundled_instance_stream_if_present():
     from cepopt.instances import load
 
-    try:
-        inst = load("sharon-example3")
-    except CepoptError:
-        pytest.skip("sharon-example3 is not bundled")
+    inst = load("sharon-example3")  # bundled: a failure to load it is a failure, not a skip
     ev = pd.DataFrame(list(inst.stream))
     expected = reference_results(inst.workload, ev)
     for plan in (SharonPlan.empty(), SharonPlan.of([(("A", "B"), set(inst.workload.names))])):
@@ -167,16 +164,12 @@ def test_experiment_quick(spark, tmp_path):
     assert out.markdown_path is not None and (tmp_path / "sharon-executor.png").is_file()
 
 
-def test_int64_overflow_guard_switches_to_python_ints(monkeypatch):
-    """With the int64 headroom shrunk to 50, every kernel path (level updates, boundary maps,
-    combinations) must switch to Python ints and still agree with brute force."""
+def test_prime_passes_are_exact():
+    """With prime passes forced beside the int64 one, every kernel path (level updates, boundary maps,
+    combinations, min/max, float sums) goes through the Chinese remainder theorem and still agrees with
+    brute force."""
     import random
 
-    import cepopt.executor.aseq as aseq
-    import cepopt.executor.sharon_kernel as sk
-
-    monkeypatch.setattr(aseq, "_INT64_SAFE", 50)
-    monkeypatch.setattr(sk, "_INT64_SAFE", 50)
     rnd = random.Random(5)
     ev = pd.DataFrame({"ts": sorted(rnd.randrange(25) for _ in range(45)),
                        "type": [rnd.choice(TYPES) for _ in range(45)],
@@ -188,52 +181,51 @@ def test_int64_overflow_guard_switches_to_python_ints(monkeypatch):
     expected = reference_results(w, ev)
     for plan in (SharonPlan.empty(), SharonPlan.of([(("A", "B", "C"), {"q1", "q2", "q3"})]),
                  SharonPlan.of([(("B", "C"), {"q1", "q2", "q3", "q4"})])):
-        got, _ = run(w.queries, plan, ev)
-        assert compare_results(expected, got) == [], str(plan)
-    from cepopt.executor.aseq import aseq_partition
-
-    accs, _ = aseq_partition(w.queries, ev)
-    assert compare_results(expected, results_frame([r for a in accs.values() for r in a.rows()])) == []
+        for jit in (False, True):
+            accs, _ = sharon_partition(w.queries, plan, ev, jit=jit, extra_primes=2)
+            got = results_frame([r for a in accs.values() for r in a.rows()])
+            assert compare_results(expected, got) == [], str(plan)
 
 
 @st.composite
 def count_workloads(draw):
-    """COUNT(*)-only workloads: the vectorized kernel's domain (repeated types, filters, windows)."""
+    """COUNT(*)-only workloads (repeated types, filters, windows)."""
     w = draw(workloads())
     return Workload(tuple(Query(q.pattern, q.window, where=q.where, name=q.name) for q in w.queries))
 
 
-@settings(max_examples=60)
-@given(st.data())
-def test_vectorized_kernel_equals_general_kernel_and_brute_force(data):
-    """aseq_fast = brute force, and its operation counts equal the general kernel's, under random plans."""
-    from cepopt.executor.aseq_fast import eligible, fast_partition
-    from cepopt.executor.sharon_kernel import general_partition
-
-    workload = data.draw(count_workloads())
-    events = data.draw(streams(max_events=14))
-    plan = data.draw(plans(workload))
-    assert eligible(workload.queries)
-    expected = reference_results(workload, events)
-    fa, fops = fast_partition(workload.queries, plan, events)
-    ga, gops = general_partition(workload.queries, plan, events)
+def _compiled_vs_oracle(workload, plan, events, *, brute=True, extra_primes=0):
+    """The compiled loops = the same loops run as Python = brute force, with the same operation counts."""
+    fa, fops = sharon_partition(workload.queries, plan, events, jit=True, extra_primes=extra_primes)
+    ga, gops = sharon_partition(workload.queries, plan, events, jit=False, extra_primes=extra_primes)
     got = results_frame([r for a in fa.values() for r in a.rows()])
-    assert compare_results(expected, got) == [], str(plan)
-    assert compare_results(expected, results_frame([r for a in ga.values() for r in a.rows()])) == []
+    python = results_frame([r for a in ga.values() for r in a.rows()])
+    assert compare_results(python, got) == [], str(plan)
+    if brute:
+        assert compare_results(reference_results(workload, events), got) == [], str(plan)
     assert fops == gops
 
 
-def test_flush_does_not_reuse_reads_of_the_last_batch():
-    """Regression: the general kernel cached Seg_1 reads per batch; at the end of the partition a query
-    whose whole pattern is the shared one reused a snapshot read taken before the last batch's updates."""
-    from cepopt.executor.sharon_kernel import general_partition
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_compiled_kernel_equals_python_kernel_and_brute_force(data):
+    """The numba-compiled loops = the plain Python ones = brute force, same operation counts, under
+    random plans, every aggregate."""
+    workload = data.draw(workloads() if data.draw(st.booleans()) else count_workloads())
+    events = data.draw(streams(max_events=14))
+    plan = data.draw(plans(workload))
+    _compiled_vs_oracle(workload, plan, events)
 
+
+def test_flush_does_not_reuse_reads_of_the_last_batch():
+    """Regression: a kernel cached first-segment reads per batch; at the end of the partition a query
+    whose whole pattern is the shared one reused a snapshot read taken before the last batch's updates."""
     w = Workload((Query(Seq((Type("C"), Type("D"))), Window(10, 10), name="q1"),
                   Query(Seq((Type("C"), Type("D"), Type("E"))), Window(10, 10), name="q2")))
     ev = pd.DataFrame({"ts": [1, 3, 3], "type": ["C", "D", "E"]})
     plan = SharonPlan.of([(("C", "D"), {"q1", "q2"})])
-    for fn in (general_partition, sharon_partition):
-        accs, _ = fn(w.queries, plan, ev)
+    for jit in (False, True):
+        accs, _ = sharon_partition(w.queries, plan, ev, jit=jit)
         got = results_frame([r for a in accs.values() for r in a.rows()])
         assert compare_results(reference_results(w, ev), got) == []
 
@@ -252,40 +244,7 @@ def test_ec_shared_workload_is_in_the_papers_sharing_regime():
     assert {q for _, qs in g.plan.shared for q in qs} == set(inst.workload.names)
 
 
-def _fast_vs_oracle(workload, plan, events, *, min_events=None, max_batches=None, brute=True):
-    """fast_partition (chunk sizes patched) = brute force and the general kernel, same operation counts."""
-    from cepopt.executor import aseq_fast
-    from cepopt.executor.sharon_kernel import general_partition
-
-    saved = aseq_fast.MIN_EVENTS, aseq_fast.MAX_BATCHES
-    try:
-        if min_events is not None:
-            aseq_fast.MIN_EVENTS, aseq_fast.MAX_BATCHES = min_events, max_batches
-        fa, fops = aseq_fast.fast_partition(workload.queries, plan, events)
-    finally:
-        aseq_fast.MIN_EVENTS, aseq_fast.MAX_BATCHES = saved
-    ga, gops = general_partition(workload.queries, plan, events)
-    got = results_frame([r for a in fa.values() for r in a.rows()])
-    general = results_frame([r for a in ga.values() for r in a.rows()])
-    assert compare_results(general, got) == [], str(plan)
-    if brute:
-        assert compare_results(reference_results(workload, events), got) == [], str(plan)
-    assert fops == gops
-
-
-@settings(max_examples=60)
-@given(st.data())
-def test_chunk_boundaries_anywhere(data):
-    """Chunks of 1-3 batches (cut inside windows, between equal-time-stamp neighbours' slides) give
-    the brute-force results and the general kernel's operation counts, under random plans."""
-    workload = data.draw(count_workloads())
-    events = data.draw(streams(max_events=14))
-    plan = data.draw(plans(workload))
-    lo = data.draw(st.integers(1, 3))
-    _fast_vs_oracle(workload, plan, events, min_events=lo, max_batches=data.draw(st.integers(lo, 4)))
-
-
-@settings(max_examples=40)
+@settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_mixed_windows_and_filters(data):
     """Queries with different windows (one frame each) and filters, non-shared and shared among equal windows."""
@@ -303,8 +262,7 @@ def test_mixed_windows_and_filters(data):
         queries.append(Query(Seq(tuple(Type(t) for t in types)), window, where=where, name=f"q{i + 1}"))
     workload = Workload(tuple(queries))
     events = data.draw(streams(max_events=14))
-    _fast_vs_oracle(workload, SharonPlan.empty(), events, min_events=data.draw(st.integers(1, 64)),
-                    max_batches=4096)
+    _compiled_vs_oracle(workload, SharonPlan.empty(), events)
     head = tuple(t.name for t in queries[0].pattern.items[:2])
 
     def once(q):
@@ -314,41 +272,25 @@ def test_mixed_windows_and_filters(data):
     same = [q for q in queries if q.window == queries[0].window and not q.where and once(q)
             and tuple(t.name for t in q.pattern.items[:2]) == head]
     if len(same) >= 2:
-        _fast_vs_oracle(workload, SharonPlan.of([(head, {q.name for q in same})]), events)
+        _compiled_vs_oracle(workload, SharonPlan.of([(head, {q.name for q in same})]), events)
 
 
-@settings(max_examples=40)
+@settings(max_examples=40, deadline=None)
 @given(st.data())
-def test_fast_kernel_int64_guard(data):
-    """With the int64 headroom shrunk, the fast kernel is exact or hands over (Fallback), and
-    sharon_partition is always exact."""
-    import cepopt.executor.aseq as aseq
-    from cepopt.executor.aseq_fast import Fallback, fast_partition
-
-    workload = data.draw(count_workloads())
+def test_forced_prime_passes(data):
+    """With prime passes forced, the results joined by the Chinese remainder theorem stay exact."""
+    workload = data.draw(workloads())
     events = data.draw(streams(max_events=14))
     plan = data.draw(plans(workload))
-    expected = reference_results(workload, events)
-    saved = aseq._INT64_SAFE
-    aseq._INT64_SAFE = data.draw(st.sampled_from([2, 5, 20, 100]))
-    try:
-        try:
-            fa, _ = fast_partition(workload.queries, plan, events)
-            got = results_frame([r for a in fa.values() for r in a.rows()])
-            assert compare_results(expected, got) == []
-        except Fallback:
-            pass
-        got, _ = run(workload.queries, plan, events)
-        assert compare_results(expected, got) == []
-    finally:
-        aseq._INT64_SAFE = saved
+    _compiled_vs_oracle(workload, plan, events, extra_primes=data.draw(st.integers(1, 3)))
 
 
-def test_fast_kernel_hands_over_past_int64():
-    """SEQ of 12 A over 300 A events counts C(300, 12) > 2^63: the fast kernel refuses, the caller is exact."""
+def test_counts_past_int64_take_prime_passes():
+    """SEQ of 12 A over 300 A events counts C(300, 12) > 2^63: the bounds ask for prime passes and the
+    counts are exact; a count past 2^200 too."""
     import math
 
-    from cepopt.executor.aseq_fast import Fallback, fast_partition
+    from cepopt.executor.sharon_kernel import compile_plan, run_partition
 
     ev = pd.DataFrame({"ts": range(302), "type": ["A"] * 300 + ["B"] * 2})
     a12 = tuple(Type("A") for _ in range(12))
@@ -356,16 +298,26 @@ def test_fast_kernel_hands_over_past_int64():
                   Query(Seq(a12 + (Type("B"),)), Window(1000, 1000), name="q2")))
     plan = SharonPlan.of([(tuple("A" for _ in range(12)), {"q1", "q2"})])
     for p in (SharonPlan.empty(), plan):
-        with pytest.raises(Fallback):
-            fast_partition(w.queries, p, ev)
+        res = run_partition(compile_plan(w.queries, p), ev, jit=False)
+        assert res.passes > 1
         got, _ = run(w.queries, p, ev)
         assert sorted(got["value"].tolist()) == [math.comb(300, 12), 2 * math.comb(300, 12)]
+    ev = pd.DataFrame({"ts": range(400), "type": ["A"] * 400, "v": [3] * 400})
+    from cepopt.model import Aggregate
+
+    q = Query(Seq(tuple(Type("A") for _ in range(60))), Window(1000, 1000),
+              (Aggregate("COUNT"), Aggregate("SUM", "A", "v")), name="q")
+    for jit in (False, True):
+        accs, _ = sharon_partition([q], None, ev, jit=jit)
+        got = dict(zip(*[results_frame(accs["q"].rows())[c] for c in ("aggregate", "value")], strict=True))
+        assert got["COUNT(*)"] == math.comb(400, 60) > 2 ** 200
+        assert got["SUM(A.v)"] == 3 * 60 * math.comb(400, 60)
 
 
 @pytest.mark.parametrize("slide", [50, 200])
-def test_long_partition_many_chunks(slide):
-    """A partition of a few thousand batches (many chunks, expiry, boundary maps across chunks):
-    the fast kernel = the general kernel, results and operation counts, default and tiny chunk sizes."""
+def test_long_partition_ring_wraps(slide):
+    """A partition of a few thousand batches (START records wrapping around their ring buffers, expiry,
+    boundary maps across many windows): compiled = Python, results and operation counts."""
     import random
 
     rnd = random.Random(slide)
@@ -374,8 +326,8 @@ def test_long_partition_many_chunks(slide):
                        "type": [rnd.choice(TYPES) for _ in range(n)], "v": [rnd.randrange(-4, 9) for _ in range(n)]})
     rows = [("A", "B", "C", "D"), ("A", "B", "C"), ("B", "C", "D"), ("A", "B", "D"), ("C", "A", "B"), ("D", "C")]
     window = Window(200, slide)
-    w = Workload(tuple(Query(Seq(tuple(Type(t) for t in r)), window, name=f"q{i + 1}") for i, r in enumerate(rows)))
+    w = Workload(tuple(Query(Seq(tuple(Type(t) for t in r)), window, aggregates(r), name=f"q{i + 1}")
+                       for i, r in enumerate(rows)))
     for plan in (SharonPlan.empty(), SharonPlan.of([(("A", "B"), {"q1", "q2", "q4", "q5"})]),
                  SharonPlan.of([(("B", "C"), {"q1", "q2", "q3"})])):
-        _fast_vs_oracle(w, plan, ev, brute=False)
-        _fast_vs_oracle(w, plan, ev, min_events=7, max_batches=30, brute=False)
+        _compiled_vs_oracle(w, plan, ev, brute=False)

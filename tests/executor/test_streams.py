@@ -7,11 +7,11 @@ import pytest
 
 from cepopt.errors import CepoptError, UnknownNameError
 from cepopt.executor.streams import (
-    _in_time_order,
     parse_generator_spec,
     read_stream,
     read_stream_pandas,
     resolve_stream_pandas,
+    stream_format,
 )
 from cepopt.instances.streams import generate, names
 
@@ -118,15 +118,61 @@ def test_hamlet_reader(shared_dir):
     assert len(first) == 2000
 
 
+def test_uris_are_not_looked_up_before_spark(tmp_path):
+    # a URI is Spark's to read: no local existence check refuses it
+    assert stream_format("hdfs://namenode:8020/data/events.csv") == "csv"
+    assert stream_format("s3a://bucket/streams/day1.parquet") == "parquet"
+    assert stream_format("s3a://bucket/streams/day1/") == "parquet"
+    (tmp_path / "s.csv").write_text("ts,type\n1,A\n")
+    assert stream_format((tmp_path / "s.csv").as_uri()) == "csv"
+    with pytest.raises(CepoptError, match="no such stream file"):
+        stream_format((tmp_path / "none.csv").as_uri())
+
+
+def test_pandas_reader_names_bad_time_stamps(tmp_path):
+    big = tmp_path / "big.csv"
+    big.write_text("ts,type\n1,A\n99999999999999999999,B\n")
+    with pytest.raises(CepoptError, match=r"big.csv, line 3: time stamp ts is beyond the 64-bit range"):
+        read_stream_pandas(big)
+    notype = tmp_path / "notype.csv"
+    notype.write_text("ts,type\n1,A\n2,\n")
+    with pytest.raises(CepoptError, match=r"notype.csv, line 3: event type is missing"):
+        read_stream_pandas(notype)
+
+
+def _consume(sdf, source):
+    """Run a job over ``sdf`` as an engine does, with its failures as one line."""
+    from cepopt.executor.engines import spark_failure
+
+    try:
+        return sdf.collect()
+    except Exception as exc:  # noqa: BLE001
+        raise spark_failure(exc, str(source)) from None
+
+
 @pytest.mark.spark
 def test_spark_reader_errors(spark, tmp_path):
     good = tmp_path / "good.csv"
     good.write_text("ts,type,v\n1,A,2\n2,B,1\n")
     assert dict(read_stream(good, spark).dtypes)["ts"] == "bigint"
+    assert dict(read_stream(good.as_uri(), spark).dtypes)["v"] == "double"
+    cases = {
+        "ts,type\n1,A\n2,B\nx,C\n": r"bad.csv, line 4: time stamp ts is not an integer: 'x'$",
+        "ts,type\n1,A\n,B\n": r"bad.csv, line 3: time stamp ts is missing$",
+        "ts,type\n1,A\n99999999999999999999,B\n": r"bad.csv, line 3: time stamp ts is beyond the 64-bit range",
+        "ts,type\n1,A\n2,\n": r"bad.csv, line 3: event type is missing$",
+        # v is numeric in the first rows (the declared schema), then not
+        "ts,type,v\n" + "1,A,2\n" * 1001 + "2,B,abc\n": r"bad.csv, line 1003: column v is not a number: 'abc'$",
+    }
     bad = tmp_path / "bad.csv"
-    bad.write_text("ts,type\n1,A\n2,B\nx,C\n")
-    with pytest.raises(CepoptError, match=r"bad.csv, line 4: time stamp ts is not an integer: 'x'"):
-        read_stream(bad, spark)
+    for text, match in cases.items():
+        bad.write_text(text)
+        with pytest.raises(CepoptError, match=match):
+            _consume(read_stream(bad, spark), bad)
+    ok = tmp_path / "ok.csv"
+    ok.write_text("ts,type,v\n1.0,A,NA\n2,B,\n3,C,NaN\n")  # an integral float is a time stamp; NA is missing
+    rows = _consume(read_stream(ok, spark), ok)
+    assert [(r["ts"], r["v"]) for r in rows] == [(1, None), (2, None), (3, None)]
     nocol = tmp_path / "nocol.csv"
     nocol.write_text("t,type\n1,A\n")
     with pytest.raises(CepoptError, match="no column 'ts'"):
@@ -134,36 +180,41 @@ def test_spark_reader_errors(spark, tmp_path):
 
 
 @pytest.mark.spark
-def test_spark_reader_sorts_by_time_stably(spark, tmp_path):
-    # the pandas reader sorts; the Spark reader returned the file order (join-order ids followed it)
-    path = tmp_path / "unsorted.csv"
-    path.write_text("ts,type,v\n3,C,1\n1,A,2\n3,B,3\n2,D,4\n1,E,5\n")
-    rows = [(r["ts"], r["type"]) for r in read_stream(path, spark).collect()]
-    assert rows == [(1, "A"), (1, "E"), (2, "D"), (3, "C"), (3, "B")]  # ties keep the file order
-    expected = read_stream_pandas(path)
-    assert rows == list(zip(expected["ts"], expected["type"], strict=True))
-    parquet = tmp_path / "unsorted.parquet"
-    pd.read_csv(path).to_parquet(parquet)
-    assert [(r["ts"], r["type"]) for r in read_stream(parquet, spark).collect()] == rows
+def test_garbage_parquet_is_one_line(spark, tmp_path):
+    garbage = tmp_path / "garbage.parquet"
+    garbage.write_bytes(b"PAR1 this is not parquet at all" * 10)
+    with pytest.raises(CepoptError, match=r"garbage.parquet: not a readable Parquet stream"):
+        read_stream(garbage, spark)
+    pd.DataFrame({"ts": [1.5, 2.0], "type": ["A", "B"]}).to_parquet(tmp_path / "f.parquet")
+    with pytest.raises(CepoptError, match=r"f.parquet: an event's time stamp ts is not an integer: '1.5'"):
+        _consume(read_stream(tmp_path / "f.parquet", spark), tmp_path / "f.parquet")
 
 
 @pytest.mark.spark
-def test_spark_reader_sees_disorder_between_partitions(spark, tmp_path):
-    # every partition is sorted, but the file's second half comes earlier in time
-    n = 20_000
-    ts = list(range(n // 2, n)) + list(range(n // 2))
-    path = tmp_path / "halves.csv"
-    pd.DataFrame({"ts": ts, "type": "A"}).to_csv(path, index=False)
-    sorted_path = tmp_path / "sorted.csv"
-    pd.DataFrame({"ts": sorted(ts), "type": "A"}).to_csv(sorted_path, index=False)
+def test_results_do_not_depend_on_the_file_order(spark, tmp_path):
+    """No global sort: each partition's events are ordered by the engines' input step, so an unsorted
+    file (within and across Spark partitions) gives the results of the sorted stream."""
+    from cepopt.executor.engines import run_local, run_spark
+
+    from .toy_plan import random_events, toy_plan
+
+    events = random_events(3000, seed=7, span=400)
+    plan = toy_plan()
+    expected = run_local(plan, events.sort_values("ts", kind="stable"))
+    unsorted = tmp_path / "unsorted.csv"
+    events.to_csv(unsorted, index=False)
+    halves = tmp_path / "halves.parquet"
+    ordered = events.sort_values("ts", kind="stable")
+    pd.concat([ordered.iloc[1500:], ordered.iloc[:1500]]).to_parquet(halves)
     old = spark.conf.get("spark.sql.files.maxPartitionBytes")
     spark.conf.set("spark.sql.files.maxPartitionBytes", "16k")
     try:
-        raw = spark.read.csv(str(path), header=True, inferSchema=True)
-        assert raw.rdd.getNumPartitions() > 1
-        assert not _in_time_order(raw)
-        assert _in_time_order(spark.read.csv(str(sorted_path), header=True, inferSchema=True))  # not re-sorted
-        assert [r["ts"] for r in read_stream(path, spark).select("ts").collect()] == sorted(ts)
-        assert [r["ts"] for r in read_stream(sorted_path, spark).select("ts").collect()] == sorted(ts)
+        for path in (unsorted, halves):
+            sdf = read_stream(path, spark)
+            assert path.suffix == ".parquet" or sdf.rdd.getNumPartitions() > 1
+            run = run_spark(plan, sdf, spark, source=str(path))
+            run.results.unpersist()
+            assert (run.digest, run.rows) == (expected.digest, expected.rows)
+            assert run.metrics["reads"] == expected.metrics["reads"]
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", old)

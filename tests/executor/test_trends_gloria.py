@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import cepopt.gloria.plan as gplan
 from cepopt.executor import gloria_kernel
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results
 from cepopt.model import Kleene, Query, Seq, Type, Window, Workload
-
-gplan = pytest.importorskip("cepopt.gloria.plan")
 
 TYPES = "ABCD"
 

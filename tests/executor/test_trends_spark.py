@@ -1,4 +1,5 @@
-"""Trend kernels on Spark (applyInPandas per partition and window) equal the in-process kernels."""
+"""Trend kernels on the Spark engine (applyInPandas per partition and window block) equal the in-process
+kernels."""
 
 from __future__ import annotations
 
@@ -10,6 +11,24 @@ from cepopt.executor import greta, hamlet_kernel
 from cepopt.executor.results import compare_results
 from cepopt.instance import load
 from cepopt.model import Aggregate, AttrRef, Equivalence, Filter, Kleene, Query, Seq, Type, Window, Workload
+
+
+def _run_spark(wl, policy, sdf, spark):
+    """The Hamlet kernels of ``wl`` under ``policy`` on the Spark engine: (results, finished metrics)."""
+    from types import SimpleNamespace
+
+    from cepopt.executor.engines import run_spark
+    from cepopt.executor.trend_exec import compile_hamlet
+
+    compiled = compile_hamlet(SimpleNamespace(workload=wl), policy)
+    run = run_spark(compiled, sdf, spark)
+    results = run.results.toPandas()
+    run.results.unpersist()
+    from cepopt.executor.results import parse_value, results_frame
+
+    frame = results_frame(zip(results["query"], results["group"], results["window"], results["aggregate"],
+                              map(parse_value, results["value"]), strict=True))
+    return frame, compiled.finish(run.metrics)
 
 
 def _stream(n=80, seed=3):
@@ -32,15 +51,11 @@ def _workload():
 
 @pytest.mark.spark
 def test_spark_equals_in_process(spark):
-    from cepopt.executor.hamlet_driver import run_classes
-    from cepopt.hamlet.policy import get_policy
-    from cepopt.hamlet.problem import compile_workload
-
     wl, events = _workload(), _stream()
     truth, _ = greta.run_local(wl, events)
     assert len(truth) > 0
     sdf = spark.createDataFrame(events)
-    got, metrics = run_classes(compile_workload(wl), get_policy("dynamic"), sdf, spark)
+    got, metrics = _run_spark(wl, "dynamic", sdf, spark)
     assert compare_results(got, truth) == []
     _, local = hamlet_kernel.run_local(wl, events, "dynamic")
     assert metrics["propagations"] == local["propagations"]
@@ -49,11 +64,12 @@ def test_spark_equals_in_process(spark):
 
 @pytest.mark.spark
 def test_execute_bundled_example(spark):
-    from cepopt.executor.api import execute
     from cepopt.hamlet.plan import HamletPlan
+    from cepopt.pipeline import execute
 
     res = execute("hamlet-example", HamletPlan("dynamic"), spark=spark)
-    values = dict(zip(res.results["query"], res.results["value"], strict=True))
+    frame = res.to_pandas()
+    values = dict(zip(frame["query"], frame["value"], strict=True))
     assert values == {"q1": 132, "q2": 72}
     assert res.metrics["shared_bursts"] == 2
     inst = load("hamlet-example")
@@ -72,8 +88,8 @@ def test_execute_replays_the_optimal_plan(spark):
     """The optimal plan of a stream (share, extend, none: 80; every per-burst policy 96) is what runs
     on Spark; on another stream it is refused with one line."""
     from cepopt.errors import CepoptError
-    from cepopt.executor.api import execute
     from cepopt.instance import from_json
+    from cepopt.pipeline import execute
     from cepopt.solve import solve
 
     stream = [{"ts": 0, "type": "A"}, {"ts": 1, "type": "C"}] + [{"ts": t, "type": "B"} for t in range(2, 8)]
@@ -84,15 +100,15 @@ def test_execute_replays_the_optimal_plan(spark):
     res = execute(inst, plan, spark=spark)
     assert (res.predicted_cost, res.metrics["policy"]) == (80, "replay")
     assert [res.metrics[f"action_{a}"] for a in ("share", "extend", "none")] == [1, 1, 1]
-    assert set(res.results["value"]) == {63}
+    assert set(res.to_pandas()["value"]) == {63}
     with pytest.raises(CepoptError, match="not a burst the plan decided"):
         execute(inst, plan, pd.DataFrame(stream[:-1]), spark=spark)
 
 
 @pytest.mark.spark
 def test_gloria_driver(spark):
-    from cepopt.executor.api import execute
     from cepopt.executor.reference import reference_results
+    from cepopt.pipeline import execute
     from cepopt.solve import solve
 
     inst = load("gloria-fig7")
@@ -100,7 +116,7 @@ def test_gloria_driver(spark):
     kinds = "F A E B C A B C D E C D F A B C D".split()
     events = pd.DataFrame({"ts": range(0, 10 * len(kinds), 10), "type": kinds})
     res = execute(inst, plan, events, spark=spark)
-    assert compare_results(res.results, reference_results(inst.workload, events)) == []
+    assert compare_results(res.to_pandas(), reference_results(inst.workload, events)) == []
     assert res.metrics["snapshots"] > 0 and res.predicted_cost is not None
 
 
@@ -108,7 +124,7 @@ def test_gloria_driver(spark):
 def test_gloria_driver_mixed_windows_equals_in_process(spark):
     """Windows of one slide but different lengths run in one class on Spark as in process."""
     from cepopt.executor import gloria_kernel
-    from cepopt.executor.gloria_driver import execute
+    from cepopt.executor.api import execute
     from cepopt.gloria.problem import build
     from cepopt.instances.gloria_generator import random_instance
     from cepopt.instances.streams import generate as stream
@@ -125,8 +141,8 @@ def test_gloria_driver_mixed_windows_equals_in_process(spark):
     events = stream("workload", seed=1, instance=inst, events=400)
     local, local_m = gloria_kernel.run_local(inst.workload, plan, events)
     assert len(local) > 0
-    res = execute(build(inst), plan, spark.createDataFrame(events), spark)
-    assert compare_results(res.results, local) == []
+    res = execute(build(inst), plan, spark.createDataFrame(events), family="gloria", spark=spark)
+    assert compare_results(res.to_pandas(), local) == []
     assert res.operations == local_m["operations"]
 
 
@@ -137,11 +153,8 @@ def test_missing_values_from_csv_are_one_missing_value_on_spark(spark, tmp_path)
     compare as a number. The stream reader turns NaN into null, so the GROUP-BY partition of the
     missing g holds both kinds of events and no filter or condition holds on a missing v: Spark
     equals the brute-force oracle on the same file."""
-    from cepopt.executor.hamlet_driver import run_classes
     from cepopt.executor.reference import reference_results
     from cepopt.executor.streams import read_stream, read_stream_pandas
-    from cepopt.hamlet.policy import get_policy
-    from cepopt.hamlet.problem import compile_workload
     from cepopt.model import AttrRef, Condition
 
     path = tmp_path / "missing.csv"
@@ -155,5 +168,5 @@ def test_missing_values_from_csv_are_one_missing_value_on_spark(spark, tmp_path)
     ))
     truth = reference_results(wl, read_stream_pandas(path), conditions="adjacent")
     assert len(truth) > 0
-    got, _ = run_classes(compile_workload(wl), get_policy("dynamic"), read_stream(path, spark), spark)
+    got, _ = _run_spark(wl, "dynamic", read_stream(path, spark), spark)
     assert compare_results(got, truth) == []

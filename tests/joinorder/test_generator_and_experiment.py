@@ -38,7 +38,10 @@ def test_preset_shapes():
     assert paper.workload[0].window.length == 1200
     assert len(paper.statistics.selectivities) == 5
     assert all(0.002 <= v <= 0.88 for _, v in paper.statistics.selectivities)
-    assert gen.make_instance(10, seed=1, preset="small-window").workload[0].window.length == 0.1
+    small = gen.make_instance(10, seed=1, preset="small-window")
+    # W r < 5 (the paper's W = 0.1 s, rates 1-45) with a window of one time unit: rates 0.1-4.5
+    assert small.workload[0].window.length == 1
+    assert all(0.1 <= r <= 4.5 for _, r in small.statistics.rates)
     dense = gen.make_instance(10, seed=1, preset="dense")
     assert len(dense.statistics.selectivities) == 45 // 4
     assert all(0.5 <= v <= 0.95 for _, v in dense.statistics.selectivities)
@@ -61,6 +64,11 @@ def test_quick_experiment(tmp_path):
     assert (exact["cost_ratio"] - 1).abs().max() < 1e-6
     assert out.markdown_path is not None and out.markdown_path.exists()
     assert list(tmp_path.glob("*.png"))
+    # the scale sweep's quick points: only the exact methods named run there (hard preset included)
+    sweep = df[df["n"] == 8]
+    assert set(sweep["method"]) == {"dp-b", "milp-tree", "milp-order", "dp-ld"}
+    assert set(sweep["preset"]) == {"paper", "hard"}
+    assert "| milp-order | 40 | all |" in out.markdown_path.read_text()
 
 
 @pytest.mark.parametrize("out", ["file", "file/sub"])
@@ -81,3 +89,21 @@ def test_predicates_out_of_range(predicates):
 @pytest.mark.parametrize("predicates", [0, 10])
 def test_predicates_bounds(predicates):
     assert len(gen.make_instance(5, predicates=predicates).statistics.selectivities) == predicates
+
+
+def test_each_condition_reads_its_own_attribute():
+    q = gen.make_instance(8, seed=2, predicates=6).workload[0]
+    attrs = [(c.left.attr, c.right.attr) for c in q.conditions]
+    assert all(a == b for a, b in attrs) and len({a for a, _ in attrs}) == len(attrs) == 6
+
+
+def test_windows_below_the_time_unit_are_refused():
+    with pytest.raises(CepoptError, match="--window must be at least 1 time unit"):
+        gen.make_instance(4, window=0.1)
+
+
+def test_generator_warns_when_streams_are_beyond_executing(capsys):
+    gen.generate(_args(size=6, seed=3))  # paper: W = 1200 s, rates up to 45/s
+    assert "beyond executing" in capsys.readouterr().err
+    gen.generate(_args(size=6, seed=3, preset="small-window"))
+    assert capsys.readouterr().err == ""

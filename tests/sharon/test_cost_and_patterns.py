@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 
@@ -12,6 +11,8 @@ from cepopt.errors import CepoptError
 from cepopt.instance import Instance
 from cepopt.model import Kleene, Query, Seq, Statistics, Type, Window, Workload
 from cepopt.sharon.cost import CostModel
+from cepopt.sharon.cost import evaluate as cost_evaluate
+from cepopt.sharon.cost import predict as cost_predict
 from cepopt.sharon.patterns import detect, detect_sharable_patterns, query_types
 from cepopt.sharon.plan import SharonPlan
 from cepopt.sharon.problem import SharonProblem
@@ -81,7 +82,7 @@ def test_conflict_includes_containment_in_the_middle():
     assert conflict(outer, inner, pr.starts) and conflict(inner, outer, pr.starts)
     assert not conflict(outer, Vertex(("B", "C"), frozenset({"q3"}), 1), pr.starts)
     with pytest.raises(CepoptError, match="overlap"):
-        pr.score(SharonPlan.of([(outer.pattern, outer.queries), (inner.pattern, inner.queries)]))
+        cost_evaluate(pr, SharonPlan.of([(outer.pattern, outer.queries), (inner.pattern, inner.queries)]))
 
 
 def test_rates_per_window_preferred():
@@ -110,7 +111,7 @@ def test_repeated_event_type_decision():
     pr = SharonProblem.from_workload(w, st, expand=True)
     assert pr.cost.nonshared("q1") == 1 * 5
     with pytest.raises(CepoptError, match="does not occur exactly once"):
-        pr.score(SharonPlan.of([(("A", "B"), {"q1", "q2"})]))
+        cost_evaluate(pr, SharonPlan.of([(("A", "B"), {"q1", "q2"})]))
     inst = Instance("sharon", w, st)
     for method in ("bruteforce", "sharon", "cpsat-compact"):
         sol = solve(inst, method)
@@ -134,19 +135,18 @@ def test_sharing_classes_do_not_mix():
     st = Statistics(rates={t: 1 for t in "ABCDE"})
     pr = SharonProblem.from_workload(w, st, expand=False)
     with pytest.raises(CepoptError, match="different windows"):
-        pr.score(SharonPlan.of([(("A", "B"), {"q1", "q3"})]))
+        cost_evaluate(pr, SharonPlan.of([(("A", "B"), {"q1", "q3"})]))
     sol = solve(Instance("sharon", w, st), "cpsat")
     assert len(sol.plan) == 2 and sol.objective == 2 * pr.original.vertices[0].weight
 
 
-def test_detection_is_fast():
+def test_detection_on_500_queries():
+    """Its speed is benchmarked (tests/sharon/test_patterns_bench.py, pytest -m bench), not asserted here."""
     import random
 
     rng = random.Random(1)
     types = {f"q{i}": tuple(rng.choice("ABCDEFGHIJKLMNOP") for _ in range(10)) for i in range(500)}
-    start = time.process_time()  # CPU time: robust to a loaded machine
     found = detect(types)
-    assert time.process_time() - start < 2.0
     assert found and all(len(qs) >= 2 for qs in found.values())
 
 
@@ -167,9 +167,9 @@ def test_predicted_cost_and_baseline():
     fam = family("sharon")
     pr = SharonProblem.from_workload(SPEC94, RATES94, expand=False)
     base = fam.baseline_plan(pr)
-    assert pr.predicted_cost(base) == pr.cost.total_nonshared() == 12 + 12 + 7
+    assert cost_predict(pr, base) == pr.cost.total_nonshared() == 12 + 12 + 7
     plan = SharonPlan.of([(("A", "B"), {"q1", "q2", "q3"})])
-    assert pr.predicted_cost(plan) == pr.cost.total_nonshared() - 15
+    assert cost_predict(pr, plan) == pr.cost.total_nonshared() - 15
     assert fam.evaluate(pr, plan) == 15 and fam.sense == "max" and "expand" in fam.problem_options
     assert fam.plan_from_json(pr, fam.plan_to_json(plan)) == plan
 

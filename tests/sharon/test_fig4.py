@@ -9,6 +9,7 @@ from fractions import Fraction
 import pytest
 
 from cepopt.errors import CepoptError
+from cepopt.sharon.cost import evaluate as cost_evaluate
 from cepopt.sharon.expansion import causing_queries, count_options, enumerate_options
 from cepopt.sharon.graph import SharonGraph, Vertex, conflict
 from cepopt.sharon.gwmin import guaranteed_weight, gwmin
@@ -49,7 +50,7 @@ def test_weights_edges_degrees(fig4_problem, expected, labels):
 
 def test_example5_scores(fig4_problem, expected):
     for key, score in expected["example5_scores"].items():
-        assert fig4_problem.score(plan_of(expected, key.split(","))) == score
+        assert cost_evaluate(fig4_problem, plan_of(expected, key.split(","))) == score
 
 
 def test_conflict_definition_checks(fig4_problem, expected, labels):
@@ -59,7 +60,7 @@ def test_conflict_definition_checks(fig4_problem, expected, labels):
     assert conflict(v["p1"], v["p6"], g.starts)  # caused by q1
     assert not conflict(v["p2"], v["p7"], g.starts)  # no common query
     with pytest.raises(CepoptError, match="overlap"):
-        fig4_problem.score(plan_of(expected, ["p1", "p2"]))
+        cost_evaluate(fig4_problem, plan_of(expected, ["p1", "p2"]))
 
 
 def test_example7_greedy_bound_and_score_max(fig4_problem, expected, labels):

@@ -46,9 +46,15 @@ def test_quick_experiment(tmp_path):
 
     out = run_experiment(get_experiment("sharon-optimizers"), quick=True, out_dir=tmp_path, progress=False)
     df = out.frame
-    assert out.ran == 4 and out.markdown_path.exists()
+    assert out.ran == 5 and out.markdown_path.exists()
     assert (tmp_path / "sharon-optimizers-default.png").exists()
     assert set(df.graph) == {"original", "expanded", "all"}
+    # the scale point (200 queries here): the compact models on the expanded problem, its build counted
+    scale = df[df.queries == 200]
+    assert set(scale.method) == {"cpsat-compact", "milp-compact"} and set(scale.graph) == {"expanded"}
+    assert (scale.total_s >= scale.build_s).all() and (scale.status == "optimal").all()
+    assert "| expanded | cpsat-compact | default | 20000 |" not in out.markdown_path.read_text()  # not run
+    df = df[df.queries != 200]
     # every exact method that proves an optimum agrees with the compact model on the original graph
     orig = df[(df.graph == "original") & (df.status == "optimal")]
     for _, g in orig.groupby(["preset", "queries"]):

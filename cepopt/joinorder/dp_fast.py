@@ -1,0 +1,257 @@
+"""DP-B compiled (numba) with exact branch-and-bound pruning (issue 22 part 3).
+
+Same recursion as :func:`cepopt.joinorder.dp.dp_b` (spec §4.6): ``best[S] = PM(S) ⊕ min over splits
+S = A ⊎ B (A ∋ min S) of best[A] ⊕ best[B]`` in log space (``⊕`` = logaddexp), leaves at their leaf
+cost. Three exact cuts:
+
+* **Upper bound.** ``ub`` is the log cost of a known tree (ZStream over GREEDY's and the declared leaf
+  orders). Any tree holding S as a node costs at least ``best[S] ⊕ PM(all) ⊕ leaves outside S`` (every
+  node costs > 0; the root and the leaves are in every tree), so a subset whose bound passes ``ub`` is
+  never a node of an optimal tree: it is dropped (``best = inf``) before or after its splits are
+  enumerated. Nodes of an optimal tree have bounds <= optimum <= ub, so their values are exact.
+* **Dominated splits.** ``max(best[A], best[B]) >= current minimum`` cannot win (``a ⊕ b > max(a, b)``):
+  skipped without the exp/log of ``⊕``. When fewer subsets survive below S than S has submasks, the
+  survivors (and the single events) are tried instead of every submask: a pruned part never wins.
+* Subsets of one layer (one size) are independent: spread over the cores (``prange``).
+
+Ties go to the first split enumerated (submasks in decreasing order), as in :func:`dp_b`; values agree
+with it to floating-point rounding. Throughput cost only (no latency, no next-match): the callers fall
+back on :func:`dp_b` otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from cepopt.joinorder.cost import all_node_logs, leaf_log
+from cepopt.joinorder.dp import DpTimeout, popcount_layers
+from cepopt.joinorder.problem import Conjunct
+
+__all__ = ["dp_b_pruned"]
+
+_KERNEL = None
+
+
+def _kernel():
+    global _KERNEL
+    if _KERNEL is None:
+        import numba
+
+        @numba.njit(cache=True, inline="always")
+        def better(best, S, A, cur, arg):
+            a = best[A]
+            b = best[S ^ A]
+            hi = a if a > b else b
+            if hi < cur:
+                lo = b if a > b else a
+                val = hi if lo == -np.inf else hi + math.log1p(math.exp(lo - hi))
+                if val < cur:
+                    return val, A
+            return cur, arg
+
+        @numba.njit(parallel=True, cache=True, fastmath=False)
+        def layer(masks, V, best, split, outside, ub, full, alive, width):
+            inf = np.inf
+            pruned = 0
+            for k in numba.prange(len(masks)):
+                S = masks[k]
+                if S != full and (V[S] > ub or np.logaddexp(V[S], outside[S]) > ub):
+                    best[S] = inf
+                    pruned += 1
+                    continue
+                low = S & -S
+                rest = S ^ low
+                cur = inf
+                arg = 0
+                if len(alive) < width:  # few survivors below: try them instead of every submask
+                    for j in range(len(alive)):
+                        X = alive[j]
+                        if X & S == X:
+                            cur, arg = better(best, S, X, cur, arg)
+                    for i in range(64):  # a single event against the rest
+                        bit = np.int64(1) << i
+                        if bit > S:
+                            break
+                        if S & bit:
+                            cur, arg = better(best, S, bit, cur, arg)
+                else:
+                    sub = rest
+                    while True:
+                        A = low | sub
+                        if A != S:
+                            cur, arg = better(best, S, A, cur, arg)
+                        if sub == 0:
+                            break
+                        sub = (sub - 1) & rest
+                if cur == inf:
+                    best[S] = inf
+                    pruned += 1
+                    continue
+                value = np.logaddexp(V[S], cur)
+                if S != full and np.logaddexp(value, outside[S]) > ub:
+                    best[S] = inf
+                    pruned += 1
+                    continue
+                best[S] = value
+                split[S] = arg
+            return pruned
+
+        _KERNEL = layer
+    return _KERNEL
+
+
+def _outside(conj: Conjunct, V: np.ndarray) -> np.ndarray:
+    r"""A lower bound, for every S, on the *variable* cost (internal nodes but the root) that a tree holding
+    S as a node pays outside S's subtree (ln): the root's two children C ⊎ (all \ C): either S is one of
+    them (then the other, PM(all \ S) when it is not a leaf, is paid too) or S lies strictly inside C
+    (then PM(C) and PM(all \ C) are). For S = all: -inf. Variable parts only: the root and the leaves,
+    paid by every tree, can dwarf them (dense: PM(all) / PM(child) ~ W r), and a total in floating point
+    would lose the very difference the bound is about."""
+    n = conj.n
+    full = (1 << n) - 1
+    sizes = np.zeros(1 << n, dtype=np.uint8)
+    for h in range(n):
+        sizes[1 << h:2 << h] = sizes[:1 << h] + 1
+    node = np.where(sizes >= 2, V, -np.inf)  # PM of a node, -inf for a leaf (paid as a leaf already)
+    del sizes
+    # full ^ S == full - S: the complement's entry is the reversed array's
+    pair = np.logaddexp(V, node[::-1])  # a root child C: PM(C) + PM(all \ C)
+    pair[full] = pair[0] = np.inf
+    # superset minimum (C ⊇ S) of ``pair`` by bit, on views (no index arrays: n = 24 stays in memory)
+    for h in range(n):
+        view = pair.reshape(-1, 2, 1 << h)
+        np.minimum(view[:, 0, :], view[:, 1, :], out=view[:, 0, :])
+    strict = np.full(1 << n, np.inf)  # strict supersets: C = S | bit (bit ∉ S), then its supersets
+    for h in range(n):
+        sv, pv = strict.reshape(-1, 2, 1 << h), pair.reshape(-1, 2, 1 << h)
+        np.minimum(sv[:, 0, :], pv[:, 1, :], out=sv[:, 0, :])
+    del pair
+    out = np.minimum(node[::-1], strict)  # S a root child (its sibling) or inside one
+    out[full] = -np.inf
+    return out
+
+
+def dp_b_pruned(conj: Conjunct, ub_trees: list, *, deadline: float | None = None,
+                margin: float = 1e-9) -> tuple[object, float, dict]:
+    """(optimal tree, its log cost, stats). ``ub_trees``: known trees (index pairs); the best of them
+    gives the upper bound (widened by ``margin`` relative, for rounding)."""
+    if conj.has_latency or conj.next_match:
+        raise ValueError("dp_b_pruned: throughput cost only")
+    n = conj.n
+    if n == 1:
+        return 0, leaf_log(conj, 0), {}
+    full = (1 << n) - 1
+    V = all_node_logs(conj, tree=True)
+    leaves = np.array([leaf_log(conj, i) for i in range(n)])
+    ub = min((_var_log(V, t, full) for t in ub_trees), default=np.inf)
+    ub_margin = ub + margin * max(1.0, abs(ub))
+    best = np.full(1 << n, np.inf)  # ln of the internal nodes' cost of the best subtree (leaves apart)
+    best[1 << np.arange(n)] = -np.inf
+    split = np.zeros(1 << n, dtype=np.int64)
+    outside = _outside(conj, V)
+    masks, starts = popcount_layers(n)
+    masks = masks.astype(np.int64)
+    kernel = _kernel()
+    pruned = 0
+    alive = np.zeros(0, dtype=np.int64)  # surviving subsets of two or more events, smaller layers
+    for k in range(2, n + 1):
+        if deadline is not None and time.perf_counter() > deadline:
+            raise DpTimeout
+        layer = masks[starts[k]:starts[k + 1]]
+        pruned += kernel(layer, V, best, split, outside, ub_margin, full, alive, 1 << (k - 1))
+        alive = np.concatenate([alive, layer[np.isfinite(best[layer])]])
+    stats = {"upper_bound_log": float(ub), "subsets": (1 << n) - n - 1, "subsets_pruned": int(pruned)}
+    if best[full] == np.inf:  # pragma: no cover - the upper-bound tree itself survives
+        raise AssertionError("dp_b_pruned: every tree pruned; the upper bound is below the optimum")
+    value = float(np.logaddexp(best[full], np.logaddexp.reduce(leaves)))
+
+    def tree(mask: int):
+        if mask & (mask - 1) == 0:
+            return mask.bit_length() - 1
+        lm = int(split[mask])
+        if not lm & mask & -mask:  # the child holding the smaller index first, as dp_b
+            lm ^= mask
+        return (tree(lm), tree(mask ^ lm))
+
+    return tree(full), value, stats
+
+
+def _var_log(V: np.ndarray, tree, full: int) -> float:
+    """ln Σ PM over the tree's internal nodes but the root (its variable cost)."""
+    terms: list[float] = []
+
+    def walk(node) -> int:
+        if isinstance(node, int):
+            return 1 << node
+        mask = walk(node[0]) | walk(node[1])
+        if mask != full:
+            terms.append(V[mask])
+        return mask
+
+    walk(tree)
+    return float(np.logaddexp.reduce(terms)) if terms else -np.inf
+
+
+_SPLITS = None
+
+
+def _splits_kernel():
+    global _SPLITS
+    if _SPLITS is None:
+        import numba
+
+        @numba.njit(cache=True)
+        def enumerate_splits(keep, n, count_only, S_out, A_out):
+            k = 0
+            full = (1 << n) - 1
+            for S in range(1 << n):
+                if (S != full and not keep[S]) or S & (S - 1) == 0:
+                    continue
+                low = S & -S
+                rest = S ^ low
+                sub = rest
+                while True:
+                    A = low | sub
+                    B = S ^ A
+                    if A != S and (keep[A] or A & (A - 1) == 0) and (keep[B] or B & (B - 1) == 0):
+                        if not count_only:
+                            S_out[k] = S
+                            A_out[k] = A
+                        k += 1
+                    if sub == 0:
+                        break
+                    sub = (sub - 1) & rest
+            return k
+
+        _SPLITS = enumerate_splits
+    return _SPLITS
+
+
+def splits_of(keep: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every split S = A ⊎ B (A ∋ min S, B non-empty) of the root or a kept subset S into parts that are
+    kept or single events: (S, A) arrays."""
+    kernel = _splits_kernel()
+    empty = np.zeros(0, dtype=np.int64)
+    count = kernel(keep, n, True, empty, empty)
+    S = np.zeros(count, dtype=np.int64)
+    A = np.zeros(count, dtype=np.int64)
+    kernel(keep, n, False, S, A)
+    return S, A
+
+
+def candidate_nodes(conj: Conjunct, ub_trees: list, margin: float = 1e-9) -> np.ndarray:
+    """The subsets that may be a non-root node of an optimal tree (a bool per subset; single events and
+    the root False): those whose own PM plus the outside bound (:func:`_outside`) stays within the best
+    known tree's variable cost."""
+    n = conj.n
+    full = (1 << n) - 1
+    V = all_node_logs(conj, tree=True)
+    ub = min(_var_log(V, t, full) for t in ub_trees)
+    ub += margin * max(1.0, abs(ub))
+    keep = np.logaddexp(V, _outside(conj, V)) <= ub
+    keep[0] = keep[full] = False
+    keep[1 << np.arange(n)] = False
+    return keep

@@ -1,0 +1,389 @@
+"""The engines that run a compiled plan (executor/partitions.py) on a stream: Spark and local.
+
+Both do the same, per partition class of the compiled plan: keep the class's event types, select its
+columns, give each event the window blocks that hold it (:func:`~cepopt.executor.partitions.window_blocks`:
+an event goes to at most two blocks), group by the class's keys and the block, run the kernel on each
+group (the *input step* first orders the group's events canonically, by time then type then the other
+columns, so that operation counts do not depend on the order events arrive in), and merge the partials
+of every group exactly (:func:`~cepopt.executor.partitions.merge_text`).
+
+* :func:`run_spark`: ``groupBy(keys + block).applyInPandas`` with the compiled plan broadcast once; the
+  partials are hash-partitioned by (query, group, window, aggregate) and merged on the cluster into a
+  results DataFrame (:data:`~cepopt.executor.results.RESULT_SCHEMA`, values as exact text), persisted.
+  One job computes it (or writes it, with ``output``); the kernels' counters come back in an
+  accumulator, and so do the row count, an order-independent digest computed where the rows are
+  (:func:`~cepopt.executor.results.digest_sum`) and the first rows by key (a preview): nothing else
+  reaches the driver.
+* :func:`run_local`: the same kernels in process, pandas ``groupby``, no JVM (pyspark is not imported).
+
+A kernel's :class:`~cepopt.errors.CepoptError` on a worker, and a bad event met while reading
+(executor/streams.py), reach the caller as one CepoptError.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cepopt.errors import CepoptError
+from cepopt.executor.partitions import PARTIAL_COLUMNS, PARTIAL_SCHEMA, merge_text, window_blocks
+from cepopt.executor.results import RESULT_COLUMNS, RESULT_KEYS, RESULT_SCHEMA, digest_hex, digest_sum, parse_value
+
+__all__ = ["ENGINES", "EngineRun", "Progress", "prepare_partition", "run_local", "run_spark"]
+
+ENGINES = ("spark", "local")
+BLOCK = "__cepopt_block"
+#: result rows (the first by key) the Spark engine brings back for a preview, with the digest
+PREVIEW_ROWS = 10
+
+
+@dataclass
+class EngineRun:
+    """What an engine gives: the results (a persisted Spark DataFrame with text values, or a pandas
+    results frame with Python values), the kernels' summed counters, the digest and row count of the
+    results, and the wall time of the run."""
+
+    results: Any
+    metrics: dict
+    digest: str
+    rows: int
+    time_s: float
+    engine: str
+    extra: dict = field(default_factory=dict)
+
+
+class Progress:
+    """Progress of a long execution on stderr: nothing for the first ``after`` seconds, then a line at
+    most every ``every`` seconds."""
+
+    def __init__(self, label: str = "execute", *, after: float = 5.0, every: float = 5.0, stream=None):
+        self.label, self.after, self.every = label, after, every
+        self.start = time.perf_counter()
+        self.last = self.start + after - every
+        self.stream = stream or sys.stderr
+        self.shown = False
+
+    def __call__(self, message: str | Callable[[], str | None]) -> None:
+        now = time.perf_counter()
+        if now - self.last < self.every:
+            return
+        text = message() if callable(message) else message
+        if text:
+            self.last = now
+            self.shown = True
+            print(f"cepopt: {self.label}: {text} ({now - self.start:.0f} s)", file=self.stream, flush=True)
+
+
+def prepare_partition(events: pd.DataFrame) -> pd.DataFrame:
+    """The input step of a partition: its events in a canonical order (time, type, then the other
+    columns), whatever order they arrived in (a shuffle's order is arbitrary; ties decide bursts)."""
+    ts = events["ts"].to_numpy()
+    if len(ts) < 2 or bool((ts[1:] > ts[:-1]).all()):
+        return events.reset_index(drop=True)
+    cols = ["ts", "type"] + [c for c in events.columns if c not in ("ts", "type")]
+    try:
+        return events.sort_values(cols, kind="stable", na_position="last").reset_index(drop=True)
+    except TypeError:  # a column mixing types that do not compare
+        return events.sort_values(["ts", "type"], kind="stable").reset_index(drop=True)
+
+
+def _add(total: dict, metrics: dict) -> dict:
+    for k, v in metrics.items():
+        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+            continue
+        total[k] = total.get(k, 0) + (v.item() if hasattr(v, "item") else v)
+    return total
+
+
+def _timed_run(compiled, index: int, events: pd.DataFrame, block: int | None) -> tuple[pd.DataFrame, dict]:
+    """The kernel on one partition; the engine's own wall and CPU time of it (``engine_kernel_s``,
+    ``engine_kernel_cpu_s``), and the kernel's counters where it gives none (``kernel_s``, ``partitions``,
+    ``events``)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    partials, metrics = compiled.run(index, events, block)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    metrics = _add({}, metrics)
+    metrics.setdefault("kernel_s", wall)
+    metrics.setdefault("kernel_cpu_s", cpu)
+    metrics.setdefault("partitions", 1)
+    metrics.setdefault("events", len(events))
+    metrics["engine_kernel_s"] = wall
+    metrics["engine_kernel_cpu_s"] = cpu
+    return partials, metrics
+
+
+# ---------------------------------------------------------------------------------------------
+# local engine
+# ---------------------------------------------------------------------------------------------
+
+
+def _local_class(cls, events: pd.DataFrame) -> pd.DataFrame:
+    """The events of one class with its columns (missing ones as None) and, when blocked, its block."""
+    df = events[events["type"].isin(cls.types)]
+    missing = [c for c in cls.columns if c not in df.columns]
+    if missing:
+        df = df.assign(**dict.fromkeys(missing))
+    df = df[list(cls.columns)]
+    if cls.windows_per_block is None or cls.slide is None:
+        return df
+    first, last = window_blocks(df["ts"].to_numpy(), cls)
+    inside = first <= last
+    two = last > first
+    parts = [df[inside].assign(**{BLOCK: first[inside]}), df[two].assign(**{BLOCK: last[two]})]
+    return pd.concat(parts, ignore_index=False).sort_index(kind="stable")
+
+
+def _local_groups(cls, df: pd.DataFrame) -> Iterator[tuple[int | None, pd.DataFrame]]:
+    blocked = BLOCK in df.columns
+    keys = list(cls.keys) + ([BLOCK] if blocked else [])
+    if not keys:
+        if len(df):
+            yield None, df
+        return
+    for key, part in df.groupby(keys, dropna=False, sort=True):
+        block = int(key[-1] if isinstance(key, tuple) else key) if blocked else None
+        yield block, part.drop(columns=[BLOCK]) if blocked else part
+
+
+def run_local(compiled, events: pd.DataFrame, *, progress: Progress | None = None) -> EngineRun:
+    """Run ``compiled`` on a pandas stream in process (module docstring)."""
+    start = time.perf_counter()
+    progress = progress or Progress()
+    metrics: dict = {}
+    partials = []
+    done = 0
+    for index, cls in enumerate(compiled.classes):
+        for block, part in _local_groups(cls, _local_class(cls, events)):
+            out, m = _timed_run(compiled, index, prepare_partition(part), block)
+            _add(metrics, m)
+            if len(out):
+                partials.append(out[PARTIAL_COLUMNS])
+            done += 1
+            progress(lambda done=done, index=index: f"class {index + 1}/{len(compiled.classes)}, {done} partitions")
+    merged = merge_text(pd.concat(partials, ignore_index=True) if partials else pd.DataFrame(columns=PARTIAL_COLUMNS))
+    total, rows = digest_sum(merged)
+    results = merged.assign(value=[parse_value(v) for v in merged["value"]])
+    results = results.sort_values(RESULT_KEYS, kind="stable").reset_index(drop=True)
+    metrics["stream_events"] = int(len(events))
+    return EngineRun(results, metrics, digest_hex(total), rows, time.perf_counter() - start, "local")
+
+
+# ---------------------------------------------------------------------------------------------
+# Spark engine
+# ---------------------------------------------------------------------------------------------
+
+
+def _floor_div(a, b: int):
+    """Spark expression of a // b for longs (exact, rounding down as Python does)."""
+    from pyspark.sql import functions as F
+
+    return ((a - F.pmod(a, F.lit(b))) / F.lit(b)).cast("long") if b != 1 else a
+
+
+def _block_columns(cls):
+    """Spark expressions (first, last) of :func:`window_blocks` for column ``ts``."""
+    from pyspark.sql import functions as F
+
+    k, w, s = int(cls.windows_per_block), cls.length, cls.slide
+    ts = F.col("ts")
+    if float(w).is_integer() and float(s).is_integer():
+        w, s = int(w), int(s)
+        lo = F.greatest(F.lit(0).cast("long"), _floor_div(ts - F.lit(w), s) + 1)
+        hi = _floor_div(ts, s)
+    else:
+        lo = F.greatest(F.lit(0).cast("long"), (F.floor((ts - F.lit(float(w))) / F.lit(float(s))) + 1).cast("long"))
+        hi = F.floor(ts / F.lit(float(s))).cast("long")
+    first, last = _floor_div(lo, k), _floor_div(hi, k)
+    return F.when(lo > hi, last + 1).otherwise(first), last
+
+
+def _spark_class(cls, events):
+    """The class's events and columns on Spark, with the block column when blocked."""
+    from pyspark.sql import functions as F
+
+    sdf = events.filter(F.col("type").isin(list(cls.types)))
+    present = set(events.columns)
+    sdf = sdf.select(*[F.col(c) if c in present else F.lit(None).cast("string").alias(c) for c in cls.columns])
+    if cls.windows_per_block is None or cls.slide is None:
+        return sdf.withColumn(BLOCK, F.lit(0).cast("long")), False
+    first, last = _block_columns(cls)
+    if cls.length == cls.slide:  # tumbling windows: every event lies in exactly one block
+        return sdf.withColumn(BLOCK, first), True
+    blocks = (F.when(first > last, F.array().cast("array<bigint>"))
+              .when(first == last, F.array(first)).otherwise(F.array(first, last)))
+    return sdf.withColumn(BLOCK, F.explode(blocks)), True
+
+
+def _kernel_udf(compiled_bc, index: int, blocked: bool, counters):
+    def run(key: tuple, pdf: pd.DataFrame) -> pd.DataFrame:
+        from cepopt.executor.streams import ERROR_MARK
+
+        block = int(key[-1]) if blocked else None
+        events = prepare_partition(pdf.drop(columns=[BLOCK]))
+        try:
+            partials, metrics = _timed_run(compiled_bc.value, index, events, block)
+        except CepoptError as exc:
+            raise CepoptError(f"{ERROR_MARK}{' '.join(str(exc).split())}") from None
+        counters.add(metrics)
+        return partials[PARTIAL_COLUMNS] if len(partials) else pd.DataFrame(columns=PARTIAL_COLUMNS)
+
+    return run
+
+
+def _merge_udf(digests, firsts):
+    def merge(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        parts = [b for b in batches if len(b)]
+        if not parts:
+            return
+        merged = merge_text(pd.concat(parts, ignore_index=True))
+        digests.add(digest_sum(merged))
+        head = merged.sort_values(RESULT_KEYS).head(PREVIEW_ROWS)
+        firsts.add(list(head.itertuples(index=False, name=None)))
+        yield merged
+
+    return merge
+
+
+def _dict_param():
+    from pyspark.accumulators import AccumulatorParam
+
+    class DictSum(AccumulatorParam):
+        def zero(self, value):
+            return {}
+
+        def addInPlace(self, a, b):
+            return _add(a, b)
+
+    return DictSum()
+
+
+def _digest_param():
+    from pyspark.accumulators import AccumulatorParam
+
+    class DigestSum(AccumulatorParam):
+        def zero(self, value):
+            return (0, 0)
+
+        def addInPlace(self, a, b):
+            return ((a[0] + b[0]) % 2 ** 256, a[1] + b[1])
+
+    return DigestSum()
+
+
+def _first_rows_param():
+    from pyspark.accumulators import AccumulatorParam
+
+    class FirstRows(AccumulatorParam):
+        def zero(self, value):
+            return []
+
+        def addInPlace(self, a, b):
+            return sorted(a + b, key=lambda r: r[:4])[:PREVIEW_ROWS]
+
+    return FirstRows()
+
+
+def _spark_progress(sc, progress: Progress, done: threading.Event) -> threading.Thread:
+    tracker = sc.statusTracker()
+
+    def message() -> str | None:
+        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+        stages = [s for s in stages if s is not None]
+        if not stages:
+            return None
+        total = sum(s.numTasks for s in stages)
+        finished = sum(s.numCompletedTasks for s in stages)
+        return f"{finished}/{total} tasks of the running stages done"
+
+    def loop() -> None:
+        while not done.wait(1.0):
+            progress(message)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    return thread
+
+
+def spark_failure(exc: BaseException, source: str | None = None) -> CepoptError:
+    """One line for a failed Spark job: the user error it carries (a bad event, a kernel's message), or
+    the first line of Spark's own error."""
+    from cepopt.executor.session import _first_line
+    from cepopt.executor.streams import user_error
+
+    found = user_error(exc, source)
+    if found is not None:
+        return found
+    text = str(exc)
+    if "Traceback (most recent call last)" in text:  # a Python error on a worker: its last line says it
+        python = text[text.index("Traceback (most recent call last)"):]
+        errors = [e for e in re.findall(r"^([A-Za-z_][\w.]*(?:Error|Exception)\b.*)$", python, re.M)
+                  if "Traceback" not in e and not e.startswith(("org.", "java.", "py4j."))]
+        if errors:  # the last exception of the Python traceback (frames are indented, it is not)
+            return CepoptError(f"the Spark job failed on a worker: {errors[-1]}")
+    return CepoptError(f"the Spark job failed: {_first_line(exc)}")
+
+
+def write_frame(results, output: str) -> None:
+    """Write a results DataFrame with Spark: Parquet, or CSV with a header, by the extension of ``output``
+    (any path or URI Spark writes; a folder of part files)."""
+    writer = results.write.mode("overwrite")
+    if output.lower().rstrip("/").endswith(".csv"):
+        writer.option("header", True).csv(output)
+    else:
+        writer.parquet(output)
+
+
+def run_spark(compiled, events, spark, *, source: str | None = None, output: str | None = None,
+              progress: Progress | None = None) -> EngineRun:
+    """Run ``compiled`` on the Spark DataFrame ``events`` (module docstring); with ``output``, the
+    results are written there by the same job."""
+    start = time.perf_counter()
+    sc = spark.sparkContext
+    compiled_bc = sc.broadcast(compiled)
+    counters = sc.accumulator({}, _dict_param())
+    digests = sc.accumulator((0, 0), _digest_param())
+    firsts = sc.accumulator([], _first_rows_param())
+    frames = []
+    for index, cls in enumerate(compiled.classes):
+        sdf, blocked = _spark_class(cls, events)
+        keys = list(cls.keys) + [BLOCK]
+        frames.append(sdf.groupBy(*keys).applyInPandas(_kernel_udf(compiled_bc, index, blocked, counters),
+                                                       PARTIAL_SCHEMA))
+    if frames:
+        partials = frames[0]
+        for frame in frames[1:]:
+            partials = partials.unionByName(frame)
+    else:
+        partials = spark.createDataFrame([], PARTIAL_SCHEMA)
+    results = partials.repartition(*RESULT_KEYS).mapInPandas(_merge_udf(digests, firsts), RESULT_SCHEMA).persist()
+    done = threading.Event()
+    watcher = _spark_progress(sc, progress or Progress(), done)
+    try:
+        if output:
+            write_frame(results, output)
+        else:  # one job computes (and caches) the results; nothing comes back but the accumulators
+            results.write.format("noop").mode("overwrite").save()
+    except CepoptError:
+        results.unpersist()
+        raise
+    except Exception as exc:  # noqa: BLE001 -- Py4J / Spark errors: one line
+        results.unpersist()
+        raise spark_failure(exc, source) from exc
+    finally:
+        done.set()
+        watcher.join(timeout=2)
+        compiled_bc.unpersist()
+    total, rows = digests.value
+    metrics = dict(counters.value)
+    extra = {"preview": pd.DataFrame(firsts.value, columns=RESULT_COLUMNS)}
+    if output:
+        extra["output"] = output
+    return EngineRun(results, metrics, digest_hex(total), int(rows), time.perf_counter() - start, "spark", extra)
