@@ -44,7 +44,7 @@ from numba import njit
 
 from cepopt.executor.greta import C_EVAL, C_PROP, C_REUSED, C_SNAP, C_VALUES, addm
 
-__all__ = ["gloria_kernel", "gloria_run", "run_local"]
+__all__ = ["gloria_kernel", "gloria_run"]
 
 #: kernel status: done, or the keys buffer was too small (the caller enlarges it and runs again)
 OK, KEYS_FULL = 0, 1
@@ -351,7 +351,7 @@ def gloria_run(compiled, index: int, inp) -> tuple:
     aggregates than COUNT(*), edge predicates), the compiled block walk for the others. Returns
     (out, out_mm, counters)."""
     from cepopt.executor.greta import C_PROP, COUNTERS, greta_kernel
-    from cepopt.executor.trend_exec import FIRST_LANES, _new_state, exact_run
+    from cepopt.executor.trend_inputs import FIRST_LANES, exact_run, kernel_state
 
     lay = inp.layout
     cls = lay.cls
@@ -374,7 +374,7 @@ def gloria_run(compiled, index: int, inp) -> tuple:
         lanes = len(mods)
         if len(alone):
             part = np.zeros(len(COUNTERS), dtype=np.int64)
-            greta_kernel(lay.scope_start, inp.ev, inp.qt, at, alone, _new_state(inp, lanes), mods, one, out, omm,
+            greta_kernel(lay.scope_start, inp.ev, inp.qt, at, alone, kernel_state(inp, lanes), mods, one, out, omm,
                          part)
             counters[C_PROP] += part[C_PROP]
         if not len(run):
@@ -399,14 +399,3 @@ def gloria_run(compiled, index: int, inp) -> tuple:
     out, omm, counters, lanes = exact_run(inp, kernel, compiled.lanes.get(index, FIRST_LANES))
     compiled.lanes[index] = lanes
     return out, omm, counters
-
-
-def run_local(workload, plan: Any, events, params: dict | None = None):
-    """Execute a Gloria plan over a whole stream in-process: results table and operation counters."""
-    from cepopt.executor.trend_exec import compile_gloria, run_all
-
-    class _Problem:
-        pass
-
-    _Problem.workload = workload
-    return run_all(compile_gloria(_Problem, plan, windows_per_block=None), events)

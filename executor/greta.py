@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["COUNTERS", "greta_kernel", "run_local"]
+__all__ = ["COUNTERS", "greta_kernel", "new_state"]
 
 #: the counters every trend kernel fills (int64 array, in this order)
 COUNTERS = ("propagations", "values", "snapshots", "snapshot_reads", "evaluations", "bursts", "shared_bursts",
@@ -349,14 +349,3 @@ def greta_kernel(scope_start, ev, qt, at, run, st, mods, one, out, out_mm, count
         counters[C_VALUES] += qi[q, QI_VALUES]
         qi[q, QI_PROP] = 0
         qi[q, QI_VALUES] = 0
-
-
-def run_local(workload, events, params: dict | None = None):
-    """GRETA over a whole stream in-process: results table and operation counters."""
-    from cepopt.executor.trend_exec import compile_hamlet, run_all
-    from cepopt.hamlet.problem import compile_workload
-
-    class _Problem:
-        classes = compile_workload(workload, params)
-
-    return run_all(compile_hamlet(_Problem, None, windows_per_block=None), events)

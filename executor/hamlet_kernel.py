@@ -99,7 +99,7 @@ from cepopt.executor.greta import (
     reset_query,
 )
 
-__all__ = ["finish_metrics", "hamlet_groups", "hamlet_run", "run_local"]
+__all__ = ["finish_metrics", "hamlet_groups", "hamlet_run"]
 
 # graphlet scalars gi[...]
 G_OPEN, G_NSNAP, G_TCOM, G_TPEN, G_PTIE, G_NEV, G_CUP, G_HASX, G_BURST, G_UPTO, G_TRACE, G_STATUS = range(12)
@@ -862,7 +862,7 @@ def hamlet_run(compiled, index: int, inp, decisions: list | None, trace: list | 
     from collections import Counter
 
     from cepopt.executor.greta import C_BURSTS, C_PRED, C_PROP, COUNTERS
-    from cepopt.executor.trend_exec import FIRST_LANES, _new_state, exact_run
+    from cepopt.executor.trend_inputs import FIRST_LANES, exact_run, kernel_state
     from cepopt.hamlet.graphlets import group_bursts
 
     lay = inp.layout
@@ -883,7 +883,7 @@ def hamlet_run(compiled, index: int, inp, decisions: list | None, trace: list | 
         from cepopt.executor.greta import greta_kernel
 
         lanes = len(mods)
-        st = _new_state(inp, lanes)
+        st = kernel_state(inp, lanes)
         if len(alone):
             part = np.zeros(len(COUNTERS), dtype=np.int64)
             greta_kernel(lay.scope_start, inp.ev, inp.qt, at, alone, st, mods, one, out, omm, part)
@@ -946,19 +946,3 @@ def finish_metrics(metrics: dict) -> dict:
     metrics["operations"] = (metrics.get("pred_edges", 0) + metrics.get("shared_edges", 0)
                              + metrics.get("snapshot_edges", 0) + metrics.get("evaluations", 0))
     return metrics
-
-
-def run_local(workload, events, policy="dynamic", params: dict | None = None, decisions: list | None = None,
-              trace: list | None = None):
-    """Hamlet over a whole stream in-process: results table and operation counters. ``decisions``
-    collects the policy's Decision per burst, ``trace`` every snapshot created as (kind, type,
-    {query: count value}). A :class:`cepopt.hamlet.policy.ReplayPolicy` replays a plan's decisions on
-    the bursts it was made for (CepoptError on other bursts)."""
-    from cepopt.executor.trend_exec import HamletCompiled, _partition_class, run_all
-    from cepopt.hamlet.policy import get_policy
-    from cepopt.hamlet.problem import compile_workload
-
-    pol = get_policy(policy) if isinstance(policy, str) else policy
-    classes = compile_workload(workload, params)
-    compiled = HamletCompiled(classes, pol, tuple(_partition_class(cls, None) for cls in classes))
-    return run_all(compiled, events, decisions=decisions, trace=trace)
