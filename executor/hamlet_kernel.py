@@ -287,186 +287,275 @@ def hamlet_groups(scope_start, ev, qt, at, st, grp, rows, bur, gl, pool, trace, 
     sets; ``rows``: per group and row its burst, solo flag, burst row and pe set; ``bur``: per burst
     its first row, shared set and whether it may extend the open graphlet, per burst row the
     signature classes and kinds."""
-    tcode, tie, src, masks = ev
-    ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes = qt
-    alanes, arank, nonzero = at
-    sums, cnt, mm, qi, res, rmm, sto, sval, smm, val, vmm = st
-    cands, gk, g_e, gext, gee, gneed, pv = grp
-    burst_of, solo, brow, pid = rows
-    b_first, b_shared, b_ext, sig_class, sig_kind = bur
-    Sval, CD, KK, ecd, ek, vec, tot, tmm, gi, gq, gS, gM, wact, last_x, idc = gl
-    pcd, evt = pool
-    tr_i, tr_m, tr_v = trace
-    nl = mods.shape[0]
-    nm = CD.shape[1]
+    gi = gl[8]
     gi[G_TRACE] = 0
     gi[G_STATUS] = OK
     for s in range(scope_start.shape[0] - 1):
-        a, b = scope_start[s], scope_start[s + 1]
-        for g in range(gk.shape[0]):
-            kc, e_type, need = gk[g], g_e[g], gneed[g]
-            for c in range(kc):
-                reset_query(cands[g, c], sums, cnt, mm, qi, res, rmm)
-                last_x[c] = -1
-            for p in range(idc.shape[0]):
-                idc[p] = 0
-            gi[G_UPTO] = a
-            gi[G_OPEN] = 0
-            shared_on = False
-            for i in range(a, b):
-                relevant = False
-                for c in range(kc):
-                    relevant |= masks[cands[g, c], i]
-                if not relevant:
-                    continue
-                for c in range(kc):
-                    advance(cands[g, c], tie[i], sums, cnt, mm, qi, mods)
-                closing = tcode[i] != e_type or solo[g, i]
-                if closing:
-                    shared_on = False
-                bi = burst_of[g, i]
-                opening = False
-                if bi >= 0 and b_first[bi] == i:
-                    ns = 0
-                    for c in range(kc):
-                        ns += b_shared[bi, c]
-                    shared_on = ns >= 2
-                    if shared_on:
-                        counters[C_SHARED] += 1
-                        opening = not (b_ext[bi] and gi[G_OPEN] == 1)
-                    closing = closing or opening or not shared_on
-                if closing and gi[G_OPEN] == 1:
-                    close_graphlet(g, e_type, cands, kc, flags, tgt, mq, scan, masks, sums, cnt, qi, res, sto, sval,
-                                   gi, gq, gS, wact, CD, KK, Sval, pcd, evt, vec, mods, counters)
-                if opening:
-                    open_graphlet(g, bi, cands, kc, e_type, tgt, mq, b_shared, gi, gq, gS, wact)
-                    counters[C_GRAPHLETS] += 1
-                if bi >= 0 and shared_on:
-                    if gi[G_PTIE] != -1 and gi[G_PTIE] != tie[i]:
-                        commit_maps(gi, gq, CD, KK, kc, mods)
-                    gi[G_PTIE] = tie[i]
-                    if gi[G_HASX] == 0:
-                        # graphlet-level snapshot x: start(E,q) + every earlier matched predecessor (§3.7 (b))
-                        sid = new_snapshot(gi, CD, KK, Sval)
-                        counters[C_SNAP] += 1
-                        ids_upto(g, tie[i], gi, pid, idc)
-                        for c in range(kc):
-                            if not gS[c]:
-                                continue
-                            q = cands[g, c]
-                            x_value(q, i, c, sid, e_type, tcode, tie, ptr, ptv, ptm, flags, scan, sums, cnt, qi, sto,
-                                    sval, Sval, one, mods, counters)
-                            pc = pe_count(g, c, pv, idc)
-                            counters[C_SNEDGES] += pc if last_x[c] < 0 else 1 + pc - last_x[c]
-                            last_x[c] = pc
-                        if tr_i.shape[0]:
-                            trace_snapshot(0, g, sid, kc, gS, gi, Sval, tr_i, tr_m, tr_v)
-                        gi[G_HASX] = 1
-                    # the matched sharing queries and the signature case (Def. 3.11)
-                    r = brow[g, i]
-                    lo, hi, first = 1 << 62, -1, -1
-                    nmatch = 0
-                    for c in range(kc):
-                        gM[c] = gS[c] and masks[cands[g, c], i]
-                        nmatch += gM[c]
-                        if gS[c]:
-                            lo = min(lo, sig_class[r, c])
-                            hi = max(hi, sig_class[r, c])
-                            if first < 0:
-                                first = c
-                    ns = gi[G_NSNAP]
-                    if lo == hi:
-                        kind = sig_kind[r, first]
-                        for mp in range(nm):
-                            for sid in range(ns):
-                                ek[mp, sid] = False
-                                for lane in range(nl):
-                                    ecd[mp, sid, lane] = 0.0
-                        if kind == 1:
-                            # no edge blocked: c = x + the committed events' maps
-                            for mp in range(nm):
-                                for sid in range(ns):
-                                    ek[mp, sid] = KK[0, mp, sid]
-                                    for lane in range(nl):
-                                        ecd[mp, sid, lane] = CD[0, mp, sid, lane]
-                            for lane in range(nl):
-                                ecd[0, 0, lane] = addm(ecd[0, 0, lane], 1.0, mods[lane])
-                            ek[0, 0] = True
-                            counters[C_PROP] += 1 + gi[G_TCOM]
-                        elif kind == 2:
-                            counters[C_PROP] += blocked_maps(i, g, cands[g, first], e_type, tcode, tie, masks, burst_of,
-                                                             e_ptr, edges, ecodes, gi, ecd, ek, pcd, evt, wact, mods)
-                        if kind == 1 or kind == 2:
-                            # d[w] += w(e) * c for COUNT(E) (w = 1) and each attribute present and non-zero
-                            for mp in range(1, nm):
-                                if not wact[mp]:
-                                    continue
-                                if mp >= 2 and not nonzero[mp - 2, src[i]]:
-                                    continue
-                                for sid in range(ns):
-                                    if not ek[0, sid]:
-                                        continue
-                                    ek[mp, sid] = True
-                                    for lane in range(nl):
-                                        w = 1.0 if mp == 1 else alanes[mp - 2, src[i], lane]
-                                        ecd[mp, sid, lane] = addm(ecd[mp, sid, lane], mulm(w, ecd[0, sid, lane],
-                                                                                             mods[lane]), mods[lane])
-                    else:
-                        # event-level snapshot z: Eq. 2 per query (Def. 3.11)
-                        sid = new_snapshot(gi, CD, KK, Sval)
-                        ns = gi[G_NSNAP]
-                        counters[C_SNAP] += 1
-                        for c in range(kc):
-                            if gM[c]:
-                                z_value(c, cands[g, c], i, sid, e_type, need, gext[g, c], gee[g, c], tcode, tie, src,
-                                        masks, ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes, alanes, arank,
-                                        sums, cnt, mm, qi, sto, sval, smm, gi, gq, CD, pcd, evt, Sval, vec, tot, tmm,
-                                        mods, one, counters)
-                        if tr_i.shape[0]:
-                            trace_snapshot(1, g, sid, kc, gS, gi, Sval, tr_i, tr_m, tr_v)
-                        for mp in range(nm):
-                            for sj in range(ns):
-                                ek[mp, sj] = False
-                                for lane in range(nl):
-                                    ecd[mp, sj, lane] = 0.0
-                        ek[0, sid] = True
-                        for lane in range(nl):
-                            ecd[0, sid, lane] = 1.0
-                        counters[C_PROP] += 1
-                    # Eq. 7's b*n*s_p, per event: |pe(e)| edges, each read at the coefficient vector's width
-                    if nmatch:
-                        any_ext = False
-                        for c in range(kc):
-                            any_ext |= gM[c] and gext[g, c]
-                        if any_ext:
-                            union = union_scan(a, i, g, cands, kc, gM, e_type, tcode, tie, masks, ptm, gext, e_ptr,
-                                               edges, ecodes)
-                        else:
-                            ids_upto(g, tie[i], gi, pid, idc)
-                            union = union_ids(g, gM, kc, pv, idc)
-                        counters[C_SEDGES] += union * gi[G_NSNAP]
-                    add_event(i, need, kc, gi, gq, gM, CD, KK, ecd, ek, wact, pcd, evt, mods)
-                for c in range(kc):
-                    q = cands[g, c]
-                    if masks[q, i] and not (bi >= 0 and shared_on and gS[c]):
-                        query_step(q, i, tcode, tie, src, ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes,
-                                   alanes, arank, sums, cnt, mm, qi, res, rmm, sto, sval, smm, val, vmm, mods, one)
-                if gi[G_STATUS] != OK:
-                    return gi[G_STATUS]
-            if gi[G_OPEN] == 1:
-                close_graphlet(g, e_type, cands, kc, flags, tgt, mq, scan, masks, sums, cnt, qi, res, sto, sval, gi,
-                               gq, gS, wact, CD, KK, Sval, pcd, evt, vec, mods, counters)
-            for c in range(kc):
-                q = cands[g, c]
-                emit(s, q, res, rmm, out, out_mm)
-                counters[C_PROP] += qi[q, QI_PROP]
-                counters[C_PRED] += qi[q, QI_PROP]
-                counters[C_VALUES] += qi[q, QI_VALUES]
-                qi[q, QI_PROP] = 0
-                qi[q, QI_VALUES] = 0
-            if gi[G_STATUS] != OK:
-                return gi[G_STATUS]
+        for g in range(grp[1].shape[0]):
+            status = group_scope(s, g, scope_start[s], scope_start[s + 1], ev, qt, at, st, grp, rows, bur, gl, pool,
+                                 trace, mods, one, out, out_mm, counters)
+            if status != OK:
+                return status
     return OK
+
+
+@njit(cache=True, _nrt=False)
+def group_scope(s, g, a, b, ev, qt, at, st, grp, rows, bur, gl, pool, trace, mods, one, out, out_mm, counters):
+    """Group ``g`` on the scope ``s`` (rows a..b): every event, then the results of its candidates."""
+    masks = ev[3]
+    sums, cnt, mm, qi, res, rmm = st[0], st[1], st[2], st[3], st[4], st[5]
+    cands, kc = grp[0], grp[1][g]
+    gi, last_x, idc = gl[8], gl[13], gl[14]
+    for c in range(kc):
+        reset_query(cands[g, c], sums, cnt, mm, qi, res, rmm)
+        last_x[c] = -1
+    for p in range(idc.shape[0]):
+        idc[p] = 0
+    gi[G_UPTO] = a
+    gi[G_OPEN] = 0
+    shared_on = False
+    for i in range(a, b):
+        relevant = False
+        for c in range(kc):
+            relevant |= masks[cands[g, c], i]
+        if not relevant:
+            continue
+        for c in range(kc):
+            advance(cands[g, c], ev[1][i], sums, cnt, mm, qi, mods)
+        shared_on = burst_boundary(g, i, shared_on, ev, qt, st, grp, rows, bur, gl, pool, mods, counters)
+        bi = rows[0][g, i]
+        if bi >= 0 and shared_on:
+            shared_event(g, i, a, ev, qt, at, st, grp, rows, bur, gl, pool, trace, mods, one, counters)
+        private_steps(g, i, bi >= 0 and shared_on, ev, qt, at, st, grp, gl, mods, one)
+        if gi[G_STATUS] != OK:
+            return gi[G_STATUS]
+    if gi[G_OPEN] == 1:
+        close_open(g, ev, qt, st, grp, gl, pool, mods, counters)
+    for c in range(kc):
+        q = cands[g, c]
+        emit(s, q, res, rmm, out, out_mm)
+        counters[C_PROP] += qi[q, QI_PROP]
+        counters[C_PRED] += qi[q, QI_PROP]
+        counters[C_VALUES] += qi[q, QI_VALUES]
+        qi[q, QI_PROP] = 0
+        qi[q, QI_VALUES] = 0
+    return gi[G_STATUS]
+
+
+@njit(cache=True, _nrt=False)
+def close_open(g, ev, qt, st, grp, gl, pool, mods, counters):
+    """Close the group's open graphlet."""
+    masks = ev[3]
+    flags, tgt, mq, scan = qt[3], qt[4], qt[5], qt[6]
+    sums, cnt, qi, res, sto, sval = st[0], st[1], st[3], st[4], st[6], st[7]
+    close_graphlet(g, grp[2][g], grp[0], grp[1][g], flags, tgt, mq, scan, masks, sums, cnt, qi, res, sto, sval, gl[8],
+                   gl[9], gl[10], gl[12], gl[1], gl[2], gl[0], pool[0], pool[1], gl[5], mods, counters)
+
+
+@njit(cache=True, _nrt=False)
+def burst_boundary(g, i, shared_on, ev, qt, st, grp, rows, bur, gl, pool, mods, counters):
+    """Close the open graphlet where event i ends it, open one where i starts a shared burst that
+    does not extend it; returns whether i's burst is shared."""
+    tcode = ev[0]
+    cands, kc, e_type = grp[0], grp[1][g], grp[2][g]
+    b_first, b_shared, b_ext = bur[0], bur[1], bur[2]
+    gi = gl[8]
+    closing = tcode[i] != e_type or rows[1][g, i]
+    if closing:
+        shared_on = False
+    bi = rows[0][g, i]
+    opening = False
+    if bi >= 0 and b_first[bi] == i:
+        ns = 0
+        for c in range(kc):
+            ns += b_shared[bi, c]
+        shared_on = ns >= 2
+        if shared_on:
+            counters[C_SHARED] += 1
+            opening = not (b_ext[bi] and gi[G_OPEN] == 1)
+        closing = closing or opening or not shared_on
+    if closing and gi[G_OPEN] == 1:
+        close_open(g, ev, qt, st, grp, gl, pool, mods, counters)
+    if opening:
+        open_graphlet(g, bi, cands, kc, e_type, qt[4], qt[5], b_shared, gi, gl[9], gl[10], gl[12])
+        counters[C_GRAPHLETS] += 1
+    return shared_on
+
+
+@njit(cache=True, _nrt=False)
+def private_steps(g, i, shared, ev, qt, at, st, grp, gl, mods, one):
+    """GRETA's step for every candidate that matches event i outside a shared graphlet."""
+    tcode, tie, src, masks = ev
+    ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes = qt
+    sums, cnt, mm, qi, res, rmm, sto, sval, smm, val, vmm = st
+    cands, kc = grp[0], grp[1][g]
+    gS = gl[10]
+    for c in range(kc):
+        q = cands[g, c]
+        if masks[q, i] and not (shared and gS[c]):
+            query_step(q, i, tcode, tie, src, ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes, at[0], at[1],
+                       sums, cnt, mm, qi, res, rmm, sto, sval, smm, val, vmm, mods, one)
+
+
+@njit(cache=True, _nrt=False)
+def shared_event(g, i, a, ev, qt, at, st, grp, rows, bur, gl, pool, trace, mods, one, counters):
+    """Event i of a shared graphlet: the graphlet-level snapshot on its first event, its
+    coefficient maps (Def. 3.11's signature case) and Eq. 7's shared edges."""
+    gi, CD, KK, ecd, ek, wact = gl[8], gl[1], gl[2], gl[3], gl[4], gl[12]
+    tie = ev[1]
+    if gi[G_PTIE] != -1 and gi[G_PTIE] != tie[i]:
+        commit_maps(gi, gl[9], CD, KK, grp[1][g], mods)
+    gi[G_PTIE] = tie[i]
+    if gi[G_HASX] == 0:
+        graphlet_snapshot(g, i, ev, qt, st, grp, rows, gl, trace, mods, one, counters)
+    nmatch, first, same = signature(g, i, ev, grp, rows, bur, gl)
+    if same:
+        event_maps(g, i, first, ev, qt, at, rows, bur, grp, gl, pool, mods, counters)
+    else:
+        event_snapshot(g, i, ev, qt, at, st, grp, gl, pool, trace, mods, one, counters)
+    if nmatch:
+        counters[C_SEDGES] += shared_edges(g, i, a, ev, qt, grp, rows, gl)
+    add_event(i, grp[5][g], grp[1][g], gi, gl[9], gl[11], CD, KK, ecd, ek, wact, pool[0], pool[1], mods)
+
+
+@njit(cache=True, _nrt=False)
+def graphlet_snapshot(g, i, ev, qt, st, grp, rows, gl, trace, mods, one, counters):
+    """The graphlet-level snapshot x: start(E,q) + every earlier matched predecessor (§3.7 (b))."""
+    tcode, tie = ev[0], ev[1]
+    ptr, ptv, ptm, flags, scan = qt[0], qt[1], qt[2], qt[3], qt[6]
+    sums, cnt, qi, sto, sval = st[0], st[1], st[3], st[6], st[7]
+    cands, kc, e_type, pv = grp[0], grp[1][g], grp[2][g], grp[6]
+    Sval, CD, KK, gi, gS, last_x, idc = gl[0], gl[1], gl[2], gl[8], gl[10], gl[13], gl[14]
+    sid = new_snapshot(gi, CD, KK, Sval)
+    counters[C_SNAP] += 1
+    ids_upto(g, tie[i], gi, rows[3], idc)
+    for c in range(kc):
+        if not gS[c]:
+            continue
+        x_value(cands[g, c], i, c, sid, e_type, tcode, tie, ptr, ptv, ptm, flags, scan, sums, cnt, qi, sto, sval, Sval,
+                one, mods, counters)
+        pc = pe_count(g, c, pv, idc)
+        counters[C_SNEDGES] += pc if last_x[c] < 0 else 1 + pc - last_x[c]
+        last_x[c] = pc
+    if trace[0].shape[0]:
+        trace_snapshot(0, g, sid, kc, gS, gi, Sval, trace[0], trace[1], trace[2])
+    gi[G_HASX] = 1
+
+
+@njit(cache=True, _nrt=False)
+def signature(g, i, ev, grp, rows, bur, gl):
+    """The sharing queries that match event i (``gM``) and Def. 3.11's signature case: (matches,
+    the first sharing candidate, whether every sharing query has i in one signature class)."""
+    masks = ev[3]
+    cands, kc = grp[0], grp[1][g]
+    sig_class = bur[3]
+    gS, gM = gl[10], gl[11]
+    r = rows[2][g, i]
+    lo, hi, first = 1 << 62, -1, -1
+    nmatch = 0
+    for c in range(kc):
+        gM[c] = gS[c] and masks[cands[g, c], i]
+        nmatch += gM[c]
+        if gS[c]:
+            lo = min(lo, sig_class[r, c])
+            hi = max(hi, sig_class[r, c])
+            if first < 0:
+                first = c
+    return nmatch, first, lo == hi
+
+
+@njit(cache=True, _nrt=False)
+def clear_maps(ecd, ek, nm, ns):
+    for mp in range(nm):
+        for sid in range(ns):
+            ek[mp, sid] = False
+            for lane in range(ecd.shape[2]):
+                ecd[mp, sid, lane] = 0.0
+
+
+@njit(cache=True, _nrt=False)
+def event_maps(g, i, first, ev, qt, at, rows, bur, grp, gl, pool, mods, counters):
+    """One signature class: event i's coefficients are the committed events' maps (kind 1) or the
+    maps of the predecessors no edge predicate blocks (kind 2), then the weighted maps."""
+    tcode, tie, src, masks = ev
+    cands, e_type = grp[0], grp[2][g]
+    CD, KK, ecd, ek, gi, wact = gl[1], gl[2], gl[3], gl[4], gl[8], gl[12]
+    nm, nl, ns = CD.shape[1], mods.shape[0], gi[G_NSNAP]
+    kind = bur[4][rows[2][g, i], first]
+    clear_maps(ecd, ek, nm, ns)
+    if kind == 1:
+        # no edge blocked: c = x + the committed events' maps
+        for mp in range(nm):
+            for sid in range(ns):
+                ek[mp, sid] = KK[0, mp, sid]
+                for lane in range(nl):
+                    ecd[mp, sid, lane] = CD[0, mp, sid, lane]
+        for lane in range(nl):
+            ecd[0, 0, lane] = addm(ecd[0, 0, lane], 1.0, mods[lane])
+        ek[0, 0] = True
+        counters[C_PROP] += 1 + gi[G_TCOM]
+    elif kind == 2:
+        counters[C_PROP] += blocked_maps(i, g, cands[g, first], e_type, tcode, tie, masks, rows[0], qt[7], qt[8],
+                                         qt[9], gi, ecd, ek, pool[0], pool[1], wact, mods)
+    if kind == 1 or kind == 2:
+        weighted_maps(src[i], at, ecd, ek, wact, ns, mods)
+
+
+@njit(cache=True, _nrt=False)
+def weighted_maps(row, at, ecd, ek, wact, ns, mods):
+    """d[w] += w(e) * c for COUNT(E) (w = 1) and each attribute present and non-zero."""
+    alanes, nonzero = at[0], at[2]
+    for mp in range(1, ecd.shape[0]):
+        if not wact[mp] or (mp >= 2 and not nonzero[mp - 2, row]):
+            continue
+        for sid in range(ns):
+            if not ek[0, sid]:
+                continue
+            ek[mp, sid] = True
+            for lane in range(mods.shape[0]):
+                w = 1.0 if mp == 1 else alanes[mp - 2, row, lane]
+                ecd[mp, sid, lane] = addm(ecd[mp, sid, lane], mulm(w, ecd[0, sid, lane], mods[lane]), mods[lane])
+
+
+@njit(cache=True, _nrt=False)
+def event_snapshot(g, i, ev, qt, at, st, grp, gl, pool, trace, mods, one, counters):
+    """Signature classes differ: an event-level snapshot z, Eq. 2 per matching query (Def. 3.11)."""
+    tcode, tie, src, masks = ev
+    ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes = qt
+    sums, cnt, mm, qi, sto, sval, smm = st[0], st[1], st[2], st[3], st[6], st[7], st[8]
+    cands, kc, e_type, gext, gee, need = grp[0], grp[1][g], grp[2][g], grp[3], grp[4], grp[5][g]
+    Sval, CD, KK, ecd, ek, vec, tot, tmm, gi, gq, gS, gM, _wact, _last_x, _idc = gl
+    sid = new_snapshot(gi, CD, KK, Sval)
+    counters[C_SNAP] += 1
+    for c in range(kc):
+        if gM[c]:
+            z_value(c, cands[g, c], i, sid, e_type, need, gext[g, c], gee[g, c], tcode, tie, src, masks, ptr, ptv, ptm,
+                    flags, tgt, mq, scan, e_ptr, edges, ecodes, at[0], at[1], sums, cnt, mm, qi, sto, sval, smm, gi,
+                    gq, CD, pool[0], pool[1], Sval, vec, tot, tmm, mods, one, counters)
+    if trace[0].shape[0]:
+        trace_snapshot(1, g, sid, kc, gS, gi, Sval, trace[0], trace[1], trace[2])
+    clear_maps(ecd, ek, CD.shape[1], gi[G_NSNAP])
+    ek[0, sid] = True
+    for lane in range(mods.shape[0]):
+        ecd[0, sid, lane] = 1.0
+    counters[C_PROP] += 1
+
+
+@njit(cache=True, _nrt=False)
+def shared_edges(g, i, a, ev, qt, grp, rows, gl):
+    """Eq. 7's b*n*s_p, per event: |pe(e)| edges, each read at the coefficient vector's width."""
+    tcode, tie, masks = ev[0], ev[1], ev[3]
+    cands, kc, e_type, gext = grp[0], grp[1][g], grp[2][g], grp[3]
+    gi, gM, idc = gl[8], gl[11], gl[14]
+    any_ext = False
+    for c in range(kc):
+        any_ext |= gM[c] and gext[g, c]
+    if any_ext:
+        union = union_scan(a, i, g, cands, kc, gM, e_type, tcode, tie, masks, qt[2], gext, qt[7], qt[8], qt[9])
+    else:
+        ids_upto(g, tie[i], gi, rows[3], idc)
+        union = union_ids(g, gM, kc, grp[6], idc)
+    return union * gi[G_NSNAP]
 
 
 @njit(cache=True, _nrt=False)
