@@ -133,131 +133,194 @@ def value(r, qj, q, i, tcode, masks, flags, pn, pb, plen, pval, bqs, binfo, vdon
 def gloria_kernel(scope_start, ev, qt, gq, blk, buf, mods, one, out, counters):
     """Execute the plan's blocks (module docstring) for the Gloria queries ``gq[0]`` on every scope;
     returns a status (OK, or KEYS_FULL: a block's key list needs more room)."""
-    tcode, tie, src, masks = ev
-    ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes = qt
-    run, live = gq
-    binfo, bqs, in_ptr, in_v, out_ptr, out_v = blk
-    bsum, bfold, bev, keys, klen, kmem, mark, pn, pb, plen, pval, vdone, vcache, ev_sid, res, xbuf, used = buf
-    kq, nl, nb = run.shape[0], mods.shape[0], binfo.shape[0]
+    tie = ev[1]
+    run = gq[0]
+    res = buf[14]
     stamp = 0
     for s in range(scope_start.shape[0] - 1):
         a, e = scope_start[s], scope_start[s + 1]
-        for b in range(nb):
-            bfold[b] = 0
-            for lane in range(nl):
-                bsum[b, lane] = 0.0
-            for qj in range(kq):
-                for lane in range(nl):
-                    bev[b, qj, lane] = 0.0
-            for k in range(klen[b]):
-                kmem[b, keys[b, k]] = False
-            klen[b] = 0
-        for qj in range(kq):
-            for lane in range(nl):
-                res[qj, lane] = 0.0
+        reset_scope(buf, run.shape[0], mods.shape[0])
         nsid = 0
         i = a
         while i < e:
             j = i
             while j < e and tie[j] == tie[i]:
                 j += 1
-            # read: every event of the batch takes its blocks' running aggregates (earlier time stamps)
-            for r in range(j - i):
-                row = i + r
-                pn[r] = 0
-                for qj in range(kq):
-                    vdone[r, qj] = False
-                t = tcode[row]
-                for ib in range(in_ptr[t], in_ptr[t + 1]):
-                    b = in_v[ib]
-                    hit = False
-                    for qj in range(kq):
-                        hit |= bqs[b, qj] and masks[run[qj], row]
-                    if not hit:
-                        continue
-                    p = pn[r]
-                    pb[r, p] = b
-                    plen[r, p] = klen[b]
-                    if binfo[b, 2] < 0:
-                        counters[C_PROP] += bfold[b]
-                    for qj in range(kq):
-                        if bqs[b, qj]:
-                            for lane in range(nl):
-                                pval[r, p, qj, lane] = bsum[b, lane] if binfo[b, 2] < 0 else bev[b, qj, lane]
-                    pn[r] = p + 1
-            for r in range(j - i):
-                row = i + r
-                t = tcode[row]
-                for qj in range(kq):
-                    q = run[qj]
-                    if flags[1, q, t] and value(r, qj, q, row, tcode, masks, flags, pn, pb, plen, pval, bqs, binfo,
-                                                vdone, vcache, mods, one, counters):
-                        for lane in range(nl):
-                            res[qj, lane] = addm(res[qj, lane], vcache[r, qj, lane], mods[lane])
-                for x in range(ev_sid.shape[0]):
-                    ev_sid[x] = -1
-                for ob in range(out_ptr[t], out_ptr[t + 1]):
-                    b = out_v[ob]
-                    stamp += 1
-                    nsid, status = fold(r, row, b, t, stamp, nsid, run, live, tcode, masks, flags, ptr, ptv, binfo,
-                                        bqs, pn, pb, plen, pval, keys, klen, kmem, mark, bsum, bfold, bev, vdone,
-                                        vcache, ev_sid, xbuf, used, mods, one, counters)
-                    if status != OK:
-                        return status
+            read_batch(i, j, ev, gq, blk, buf, counters)
+            stamp, nsid, status = fold_batch(i, j, stamp, nsid, ev, qt, gq, blk, buf, mods, one, counters)
+            if status != OK:
+                return status
             i = j
-        for qj in range(kq):
-            for lane in range(nl):
+        for qj in range(run.shape[0]):
+            for lane in range(mods.shape[0]):
                 out[s, run[qj], 0, lane] = res[qj, lane]
     return OK
 
 
 @njit(cache=True, _nrt=False)
-def fold(r, row, b, t, stamp, nsid, run, live, tcode, masks, flags, ptr, ptv, binfo, bqs, pn, pb, plen, pval, keys,
-         klen, kmem, mark, bsum, bfold, bev, vdone, vcache, ev_sid, xbuf, used, mods, one, counters):
+def reset_scope(buf, kq, nl):
+    """Empty running aggregates, key lists and results for a new scope."""
+    bsum, bfold, bev, keys, klen, kmem = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
+    res = buf[14]
+    for b in range(bsum.shape[0]):
+        bfold[b] = 0
+        for lane in range(nl):
+            bsum[b, lane] = 0.0
+        for qj in range(kq):
+            for lane in range(nl):
+                bev[b, qj, lane] = 0.0
+        for k in range(klen[b]):
+            kmem[b, keys[b, k]] = False
+        klen[b] = 0
+    for qj in range(kq):
+        for lane in range(nl):
+            res[qj, lane] = 0.0
+
+
+@njit(cache=True, _nrt=False)
+def read_batch(i, j, ev, gq, blk, buf, counters):
+    """Every event of the batch (rows i..j, one time stamp) takes its blocks' running aggregates."""
+    tcode, masks = ev[0], ev[3]
+    run = gq[0]
+    binfo, bqs, in_ptr, in_v = blk[0], blk[1], blk[2], blk[3]
+    bsum, bfold, bev, klen, pn, pb, plen, pval, vdone = buf[0], buf[1], buf[2], buf[4], buf[7], buf[8], buf[9], \
+        buf[10], buf[11]
+    kq, nl = run.shape[0], bsum.shape[1]
+    for r in range(j - i):
+        row = i + r
+        pn[r] = 0
+        for qj in range(kq):
+            vdone[r, qj] = False
+        t = tcode[row]
+        for ib in range(in_ptr[t], in_ptr[t + 1]):
+            b = in_v[ib]
+            if not block_hit(b, row, run, masks, bqs):
+                continue
+            p = pn[r]
+            pb[r, p] = b
+            plen[r, p] = klen[b]
+            if binfo[b, 2] < 0:
+                counters[C_PROP] += bfold[b]
+            for qj in range(kq):
+                if bqs[b, qj]:
+                    for lane in range(nl):
+                        pval[r, p, qj, lane] = bsum[b, lane] if binfo[b, 2] < 0 else bev[b, qj, lane]
+            pn[r] = p + 1
+
+
+@njit(cache=True, inline="always")
+def block_hit(b, row, run, masks, bqs):
+    """Whether a query of block b matches the event at ``row``."""
+    for qj in range(run.shape[0]):
+        if bqs[b, qj] and masks[run[qj], row]:
+            return True
+    return False
+
+
+@njit(cache=True, _nrt=False)
+def fold_batch(i, j, stamp, nsid, ev, qt, gq, blk, buf, mods, one, counters):
+    """The batch's results, then each event folded into the blocks leaving its type: (stamp, nsid,
+    status)."""
+    tcode, masks = ev[0], ev[3]
+    flags = qt[3]
+    run = gq[0]
+    binfo, bqs, out_ptr, out_v = blk[0], blk[1], blk[4], blk[5]
+    pn, pb, plen, pval, vdone, vcache, ev_sid, res = buf[7], buf[8], buf[9], buf[10], buf[11], buf[12], buf[13], \
+        buf[14]
+    for r in range(j - i):
+        row = i + r
+        t = tcode[row]
+        for qj in range(run.shape[0]):
+            q = run[qj]
+            if flags[1, q, t] and value(r, qj, q, row, tcode, masks, flags, pn, pb, plen, pval, bqs, binfo, vdone,
+                                        vcache, mods, one, counters):
+                for lane in range(mods.shape[0]):
+                    res[qj, lane] = addm(res[qj, lane], vcache[r, qj, lane], mods[lane])
+        for x in range(ev_sid.shape[0]):
+            ev_sid[x] = -1
+        for ob in range(out_ptr[t], out_ptr[t + 1]):
+            stamp += 1
+            nsid, status = fold(r, row, out_v[ob], t, stamp, nsid, ev, qt, gq, blk, buf, mods, one, counters)
+            if status != OK:
+                return stamp, nsid, status
+    return stamp, nsid, OK
+
+
+@njit(cache=True, _nrt=False)
+def fold(r, row, b, t, stamp, nsid, ev, qt, gq, blk, buf, mods, one, counters):
     """Add e to the running aggregate of block b leaving its type: its value (unshared), its own
     snapshot (X = its type, or when its expression is not one for the whole block), or its
     expression over the block's X snapshots (REUSE, Eq. 3: one propagation per term)."""
-    kq, nl = run.shape[0], mods.shape[0]
+    run = gq[0]
+    binfo = blk[0]
     if binfo[b, 2] < 0:
-        for qj in range(kq):
-            if bqs[b, qj]:
-                if value(r, qj, run[qj], row, tcode, masks, flags, pn, pb, plen, pval, bqs, binfo, vdone, vcache,
-                         mods, one, counters):
-                    for lane in range(nl):
-                        bsum[b, lane] = addm(bsum[b, lane], vcache[r, qj, lane], mods[lane])
-                    bfold[b] += 1
-                break
+        fold_unshared(r, row, b, ev, qt, gq, blk, buf, mods, one, counters)
         return nsid, OK
-    hit = False
-    for qj in range(kq):
-        hit |= bqs[b, qj] and masks[run[qj], row]
-    if not hit:
+    if not block_hit(b, row, run, ev[3], blk[1]):
         return nsid, OK
-    reuse = binfo[b, 2] != t and expression(r, row, b, t, stamp, run, live, tcode, masks, flags, ptr, ptv, binfo,
-                                             bqs, pn, pb, plen, pval, keys, mark, xbuf, used, mods)
-    if reuse:
+    if binfo[b, 2] != t and expression(r, row, b, t, stamp, ev, qt, gq, blk, buf, mods):
         counters[C_REUSED] += 1
-        # the union of the parts' keys is marked with this stamp; xbuf holds the expression's values
-        for p in range(pn[r]):
-            bp = pb[r, p]
-            if not included(b, bp, bqs, kq):
+        return nsid, fold_reuse(r, b, stamp, gq, blk, buf, mods, counters)
+    return fold_snapshot(r, row, b, nsid, ev, qt, gq, blk, buf, mods, one, counters)
+
+
+@njit(cache=True, _nrt=False)
+def fold_unshared(r, row, b, ev, qt, gq, blk, buf, mods, one, counters):
+    """An unshared block {q}: q's value of e joins the running sum."""
+    tcode, masks, flags = ev[0], ev[3], qt[3]
+    run = gq[0]
+    binfo, bqs = blk[0], blk[1]
+    bsum, bfold, pn, pb, plen, pval, vdone, vcache = buf[0], buf[1], buf[7], buf[8], buf[9], buf[10], buf[11], buf[12]
+    for qj in range(run.shape[0]):
+        if bqs[b, qj]:
+            if value(r, qj, run[qj], row, tcode, masks, flags, pn, pb, plen, pval, bqs, binfo, vdone, vcache, mods, one,
+                     counters):
+                for lane in range(mods.shape[0]):
+                    bsum[b, lane] = addm(bsum[b, lane], vcache[r, qj, lane], mods[lane])
+                bfold[b] += 1
+            return
+
+
+@njit(cache=True, _nrt=False)
+def fold_reuse(r, b, stamp, gq, blk, buf, mods, counters):
+    """REUSE: the union of the parts' keys (marked with ``stamp``) joins block b's keys, the
+    expression's values (``xbuf``) its running values; OK or KEYS_FULL."""
+    kq = gq[0].shape[0]
+    bqs = blk[1]
+    bev, keys, klen, kmem, mark, pn, pb, plen, xbuf = buf[2], buf[3], buf[4], buf[5], buf[6], buf[7], buf[8], buf[9], \
+        buf[15]
+    for p in range(pn[r]):
+        bp = pb[r, p]
+        if not included(b, bp, bqs, kq):
+            continue
+        for k in range(plen[r, p]):
+            sid = keys[bp, k]
+            if mark[sid] != stamp:
                 continue
-            for k in range(plen[r, p]):
-                sid = keys[bp, k]
-                if mark[sid] == stamp:
-                    mark[sid] = -stamp
-                    counters[C_PROP] += 1
-                    if not kmem[b, sid]:
-                        if klen[b] >= keys.shape[1]:
-                            return nsid, KEYS_FULL
-                        kmem[b, sid] = True
-                        keys[b, klen[b]] = sid
-                        klen[b] += 1
-        for qj in range(kq):
-            if bqs[b, qj]:
-                for lane in range(nl):
-                    bev[b, qj, lane] = addm(bev[b, qj, lane], xbuf[qj, lane], mods[lane])
-        return nsid, OK
+            mark[sid] = -stamp
+            counters[C_PROP] += 1
+            if not kmem[b, sid]:
+                if klen[b] >= keys.shape[1]:
+                    return KEYS_FULL
+                kmem[b, sid] = True
+                keys[b, klen[b]] = sid
+                klen[b] += 1
+    for qj in range(kq):
+        if bqs[b, qj]:
+            for lane in range(mods.shape[0]):
+                bev[b, qj, lane] = addm(bev[b, qj, lane], xbuf[qj, lane], mods[lane])
+    return OK
+
+
+@njit(cache=True, _nrt=False)
+def fold_snapshot(r, row, b, nsid, ev, qt, gq, blk, buf, mods, one, counters):
+    """e folded in as its own snapshot (one per event and query tuple): (nsid, OK or KEYS_FULL)."""
+    tcode, masks, flags = ev[0], ev[3], qt[3]
+    run = gq[0]
+    binfo, bqs = blk[0], blk[1]
+    bev, keys, klen, kmem = buf[2], buf[3], buf[4], buf[5]
+    pn, pb, plen, pval, vdone, vcache, ev_sid = buf[7], buf[8], buf[9], buf[10], buf[11], buf[12], buf[13]
+    kq = run.shape[0]
     tid = binfo[b, 3]
     sid = ev_sid[tid]
     if sid < 0:
@@ -279,7 +342,7 @@ def fold(r, row, b, t, stamp, nsid, run, live, tcode, masks, flags, ptr, ptv, bi
     klen[b] += 1
     for qj in range(kq):
         if bqs[b, qj] and masks[run[qj], row]:
-            for lane in range(nl):
+            for lane in range(mods.shape[0]):
                 bev[b, qj, lane] = addm(bev[b, qj, lane], vcache[r, qj, lane], mods[lane])
     return nsid, OK
 
@@ -294,18 +357,37 @@ def included(b, bp, bqs, kq):
 
 
 @njit(cache=True, _nrt=False)
-def expression(r, row, b, t, stamp, run, live, tcode, masks, flags, ptr, ptv, binfo, bqs, pn, pb, plen, pval, keys,
-               mark, xbuf, used, mods):
+def expression(r, row, b, t, stamp, ev, qt, gq, blk, buf, mods):
     """Whether e's expression over block b's snapshot type is one for every query of the block
     (then its keys are marked with ``stamp`` and its value per query is in ``xbuf``)."""
-    kq, nl = run.shape[0], mods.shape[0]
+    if not live_queries_match(row, b, t, ev[3], qt[3], gq, blk[1]):
+        return False
+    nused = parts_used(r, b, gq[0].shape[0], blk, buf)
+    if nused < 0 or not transitions_match(row, b, t, nused, qt, gq, blk[1], buf[16]):
+        return False
+    expression_value(r, b, stamp, gq[0].shape[0], blk[1], buf, mods)
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def live_queries_match(row, b, t, masks, flags, gq, bqs):
+    """Every query of block b whose window is still open matches e and has no start at its type (a
+    query whose window has closed before e never reads e's expression again: ignored)."""
+    run, live = gq
+    for qj in range(run.shape[0]):
+        q = run[qj]
+        if bqs[b, qj] and live[q, row] and (not masks[q, row] or flags[0, q, t]):
+            return False
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def parts_used(r, b, kq, blk, buf):
+    """The source types of e's parts that enter block b (marked in ``used``), or -1 when a part has
+    another snapshot type or lacks a query of b."""
+    binfo, bqs = blk[0], blk[1]
+    pn, pb, used = buf[7], buf[8], buf[16]
     x = binfo[b, 2]
-    for qj in range(kq):
-        if bqs[b, qj] and live[run[qj], row]:
-            q = run[qj]
-            # a query whose window has closed before e never reads e's expression again: ignored
-            if not masks[q, row] or flags[0, q, t]:
-                return False
     for u in range(used.shape[0]):
         used[u] = False
     nused = 0
@@ -314,22 +396,38 @@ def expression(r, row, b, t, stamp, run, live, tcode, masks, flags, ptr, ptv, bi
         if not included(b, bp, bqs, kq):
             continue
         if binfo[bp, 2] != x:
-            return False
+            return -1
         for qj in range(kq):
             if bqs[b, qj] and not bqs[bp, qj]:
-                return False
+                return -1
         if not used[binfo[bp, 0]]:
             used[binfo[bp, 0]] = True
             nused += 1
-    # every query of the block reaches e through exactly these transitions
-    for qj in range(kq):
+    return nused
+
+
+@njit(cache=True, _nrt=False)
+def transitions_match(row, b, t, nused, qt, gq, bqs, used):
+    """Every live query of the block reaches e through exactly the used transitions."""
+    ptr, ptv = qt[0], qt[1]
+    run, live = gq
+    for qj in range(run.shape[0]):
         q = run[qj]
-        if bqs[b, qj] and live[q, row]:
-            if ptr[q, t + 1] - ptr[q, t] != nused:
+        if not (bqs[b, qj] and live[q, row]):
+            continue
+        if ptr[q, t + 1] - ptr[q, t] != nused:
+            return False
+        for k in range(ptr[q, t], ptr[q, t + 1]):
+            if not used[ptv[k]]:
                 return False
-            for k in range(ptr[q, t], ptr[q, t + 1]):
-                if not used[ptv[k]]:
-                    return False
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def expression_value(r, b, stamp, kq, bqs, buf, mods):
+    """Mark the keys of e's parts in block b with ``stamp``; their values per query into ``xbuf``."""
+    keys, mark, pn, pb, plen, pval, xbuf = buf[3], buf[6], buf[7], buf[8], buf[9], buf[10], buf[15]
+    nl = mods.shape[0]
     for qj in range(kq):
         for lane in range(nl):
             xbuf[qj, lane] = 0.0
@@ -343,7 +441,6 @@ def expression(r, row, b, t, stamp, run, live, tcode, masks, flags, ptr, ptv, bi
             if bqs[b, qj]:
                 for lane in range(nl):
                     xbuf[qj, lane] = addm(xbuf[qj, lane], pval[r, p, qj, lane], mods[lane])
-    return True
 
 
 def gloria_run(compiled, index: int, inp) -> tuple:
