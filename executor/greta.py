@@ -178,16 +178,6 @@ def advance(q, tie_i, sums, cnt, mm, qi, mods):
 
 
 @njit(cache=True, inline="always")
-def add_committed(q, t, vec, nevents, sums, cnt, mods):
-    """Fold values computed elsewhere (a shared graphlet: ``vec``, width x lanes) into q's committed
-    sums of type t."""
-    for w in range(sums.shape[3]):
-        for lane in range(sums.shape[4]):
-            sums[0, q, t, w, lane] = addm(sums[0, q, t, w, lane], vec[w, lane], mods[lane])
-    cnt[0, q, t] += nevents
-
-
-@njit(cache=True, inline="always")
 def predecessors(q, i, tcode, tie, ptr, ptv, ptm, scan, e_ptr, edges, ecodes, sums, cnt, mm, qi, sto, sval, smm,
                  mods, tot, tmm):
     """Aggregate over pe(e_i, q) into ``tot`` / ``tmm``: (edges read, reachable)."""
