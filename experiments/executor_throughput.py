@@ -34,6 +34,7 @@ Without a baseline checkout the baseline columns stay empty. The quick form runs
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -186,7 +187,14 @@ def _plan(fam, problem, inst, name: str):
 
 def _stream_file(out_dir: Path, point: dict, inst, events: int) -> Path:
     """The stream of ``point`` as Parquet, written once."""
-    name = f"{point['family']}-{point['workload']}-{point['queries']}-{events}.parquet"
+    from cepopt.instance import to_json
+    from cepopt.instances import workload_stream
+
+    # the name carries a digest of the instance and of the stream generator's code: a stream cached by
+    # an older generator is never reused
+    text = json.dumps(to_json(inst), sort_keys=True, default=str) + Path(workload_stream.__file__).read_text()
+    key = hashlib.sha256(text.encode()).hexdigest()[:12]
+    name = f"{point['family']}-{point['workload']}-{point['queries']}-{events}-{key}.parquet"
     path = out_dir / "streams" / name
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -76,7 +76,7 @@ def test_experiment_out_must_be_a_folder(tmp_path, out):
     from cepopt.experiments.framework import get_experiment, run_experiment
 
     (tmp_path / "file").write_text("")
-    with pytest.raises(CepoptError, match=r"file.*: cannot create the output folder"):
+    with pytest.raises(CepoptError, match=r"file.*: cannot write the results there"):
         run_experiment(get_experiment("joinorder-scaling"), quick=True, out_dir=tmp_path / out, progress=False)
 
 
