@@ -13,8 +13,11 @@ that add up over partitions.
 
 Exact values: the kernels compute residue lanes (:mod:`cepopt.executor.exact`); a run whose shadow
 lane shows results beyond the lanes' range runs again with enough lanes (a shadow that overflows the
-float range is recomputed by GRETA with scaled counts). The lanes of the last run of a class are the
-first guess of the next.
+float range is recomputed by GRETA with scaled counts): :func:`cepopt.executor.trend_inputs.exact_run`.
+The lanes of the last run of a class are the first guess of the next.
+
+In process, without an engine: :func:`run_greta`, :func:`run_hamlet` and :func:`run_gloria` run a
+workload over a whole pandas stream (one partition per class, :func:`run_all`).
 
 After summing the metrics of every partition the driver calls ``finish(metrics)``: the derived
 counters (``operations``; Hamlet's ``fastpath_operations``) and, for a replayed Hamlet plan, the check

@@ -230,7 +230,7 @@ def compile_workload(workload: Workload, params: Mapping | None = None, *,
 
     ``mixed_lengths=True`` puts queries of one slide but different window lengths in one class (Gloria
     shares across pane-compatible windows, gloria.md §10 A13): its scopes are the longest windows, and
-    each query's events are cut to its own window (:class:`cepopt.executor.greta.Scope`)."""
+    each query's events are cut to its own window (the query masks of :func:`cepopt.hamlet.scope.class_layout`)."""
     edges = _parse_edges(params or {}, workload)
     n_rule, t_rule = _eq7_rules(params or {})
     compiled = [compile_query(q, edges.get(q.name, ())) for q in workload]
