@@ -1,4 +1,4 @@
-"""GRETA: non-shared online trend aggregation, one partition and window at a time (hamlet.md §2).
+"""GRETA: non-shared online trend aggregation (hamlet.md §2), a compiled loop over one partition.
 
 Per query q and matched event e (Eqs. 1-3)::
 
@@ -11,11 +11,15 @@ e.attr. A predecessor is an earlier (strictly, §8.10) matched event of a type i
 partition and window, whose edge predicates hold (§2.3).
 
 Two paths, as §2.7 says: without edge predicates, per-type running sums give each event's
-predecessor aggregate in O(|pt|) (the fast path); with edge predicates, the stored events are
-scanned (the faithful O(n) path). Counts are Python ints (exact, 40+ digits); SUM over float attributes
-is kept as an exact Fraction and converted at the end. Predicate masks, windows and partitions are
-vectorized (NumPy / pandas); the recurrence itself is a loop over Python ints, since no vector op
-is exact for big integers.
+predecessor aggregate in O(|pt|) (the fast path; events of one time stamp are committed together when
+time moves on); with edge predicates, the stored events are scanned (the faithful O(n) path).
+
+The kernel runs on a :class:`cepopt.hamlet.scope.Layout` (every scope of a partition at once) as
+compiled Numba loops. Values are vectors of exact residue lanes (:mod:`cepopt.executor.exact`): lane 0
+is the float shadow that bounds the results, lanes 1.. the residues; MIN/MAX are ranks of the
+attribute's values; "count > 0" is tracked as reachability (a start type, or a predecessor that is
+reachable), which is exact. The per-event step (:func:`query_step`) is the one the Hamlet kernel runs
+for the queries it does not share.
 
 Measured operations: ``propagations`` = the number of (predecessor, event, query) edges whose values
 are added, the quantity Eq. 4 (k*n^2) bounds; ``values`` = the (event, query) counts computed.
@@ -23,366 +27,315 @@ are added, the quantity Eq. 4 (k*n^2) bounds; ``values`` = the (event, query) co
 
 from __future__ import annotations
 
-import functools
-import math
-import time
-from collections.abc import Iterator
-from fractions import Fraction
-from typing import Any
-
 import numpy as np
-import pandas as pd
+from numba import njit
 
-from cepopt.executor.results import AggAccumulator, format_group, results_frame
-from cepopt.hamlet.problem import CompiledQuery, SharingClass, compile_workload
-from cepopt.predicates import compare_arrays, is_missing
+__all__ = ["COUNTERS", "greta_kernel", "new_state"]
 
-__all__ = ["QueryState", "Scope", "greta_scope", "matched_mask", "run_local", "scopes", "window_bounds"]
+#: the counters every trend kernel fills (int64 array, in this order)
+COUNTERS = ("propagations", "values", "snapshots", "snapshot_reads", "evaluations", "bursts", "shared_bursts",
+            "graphlets", "pred_edges", "shared_edges", "snapshot_edges", "reused")
+C_PROP, C_VALUES, C_SNAP, C_READS, C_EVAL, C_BURSTS, C_SHARED, C_GRAPHLETS, C_PRED, C_SEDGES, C_SNEDGES, \
+    C_REUSED = range(len(COUNTERS))
 
 
 # ---------------------------------------------------------------------------------------------
-# Vectorized helpers: predicate masks, windows, partitions
+# Lanes (cepopt.executor.exact): lane 0 the float shadow, lanes 1.. residues modulo mods[l] < 2^26
+# (mods[0] = 0: no reduction). Hot helpers take arrays and indexes and are compiled without
+# reference counting (_nrt=False): Numba would otherwise count references on every array handed to
+# a function or sliced, which costs far more than the arithmetic here.
 # ---------------------------------------------------------------------------------------------
 
 
-def matched_mask(cq: CompiledQuery, part: pd.DataFrame) -> np.ndarray:
-    """Events of ``part`` matched by ``cq``: type of the pattern and every local filter holds (not on a
-    missing value, cepopt.predicates)."""
-    types = part["type"].astype(str).to_numpy()
-    mask = np.isin(types, list(cq.types))
-    for t, attr, op, value in cq.filters:
-        on_t = types == t
-        if attr not in part.columns:
-            mask &= ~on_t
+@njit(cache=True, inline="always")
+def addm(x, y, p):
+    """(x + y) mod p for residues; plain addition on the shadow lane (p = 0)."""
+    s = x + y
+    return s - p if s >= p else s
+
+
+@njit(cache=True, inline="always")
+def mulm(x, y, p):
+    """(x * y) mod p, exact in float64 for p < 2^26; plain product on the shadow lane (p = 0)."""
+    z = x * y
+    if p == 0.0:
+        return z
+    r = z - np.floor(z / p) * p
+    if r < 0:
+        r += p
+    elif r >= p:
+        r -= p
+    return r
+
+
+@njit(cache=True, inline="always")
+def holds(op, lr, lk, rr, rk):
+    """An edge predicate on codes (cepopt.hamlet.scope.edge_codes): never on a missing value; between
+    kinds, = false and != true."""
+    if lr < 0 or rr < 0:
+        return False
+    if lk != rk:
+        return op == 1
+    if op == 0:
+        return lr == rr
+    if op == 1:
+        return lr != rr
+    if op == 2:
+        return lr < rr
+    if op == 3:
+        return lr <= rr
+    if op == 4:
+        return lr > rr
+    return lr >= rr
+
+
+@njit(cache=True, inline="always")
+def edges_hold(q, j, i, tcode, e_ptr, edges, ecodes):
+    """Every edge predicate of query q from event j (of its source type) into event i holds."""
+    tj, ti = tcode[j], tcode[i]
+    for e in range(e_ptr[q], e_ptr[q + 1]):
+        if edges[e, 0] == tj and edges[e, 1] == ti:
+            if not holds(edges[e, 2], ecodes[e, 0, j], ecodes[e, 1, j], ecodes[e, 2, i], ecodes[e, 3, i]):
+                return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def min_into(dst, src):
+    if src >= 0 and (dst < 0 or src < dst):
+        return src
+    return dst
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-query state: running sums per type (fast path) or stored events (scan path).
+#   sums[0|1, q, t]   committed | pending value sums of type t (width x lanes)
+#   cnt[0|1, q, t]    their events;  cnt[2|3, q, t]: 1 when some of them are reachable
+#   mm[0..3, q, t]    committed min, max, pending min, max (ranks, -1: none)
+#   qi[q]             pending types, pending tie, stored events, propagations, values, then the
+#                     pending types' list
+#   res[q], rmm[0|1, q]  the result (width x lanes), its min and max
+#   sto/sval/smm      the scan path's stored events: (row, reachable), value, min and max
+# ---------------------------------------------------------------------------------------------
+
+QI_PCNT, QI_PTIE, QI_STORED, QI_PROP, QI_VALUES, QI_PLIST = range(6)
+
+
+def new_state(k: int, types: int, width: int, lanes: int, targets: int, stored: int) -> tuple:
+    """The GRETA state of ``k`` queries (arrays reused over scopes, :func:`reset_query`)."""
+    m = max(targets, 1)
+    return (np.zeros((2, k, types, width, lanes)), np.zeros((4, k, types), np.int64),
+            np.full((4, k, types, m), -1, np.int64),
+            np.zeros((k, QI_PLIST + types), np.int64), np.zeros((k, width, lanes)),
+            np.full((2, k, m), -1, np.int64), np.zeros((k, stored, 2), np.int64),
+            np.zeros((k, stored, width, lanes)), np.full((2, k, stored, m), -1, np.int64),
+            np.zeros((width, lanes)), np.full((2, m), -1, np.int64))
+
+
+@njit(cache=True, inline="always")
+def reset_query(q, sums, cnt, mm, qi, res, rmm):
+    for t in range(sums.shape[2]):
+        for w in range(sums.shape[3]):
+            for lane in range(sums.shape[4]):
+                sums[0, q, t, w, lane] = 0.0
+                sums[1, q, t, w, lane] = 0.0
+        for c in range(4):
+            cnt[c, q, t] = 0
+            for j in range(mm.shape[3]):
+                mm[c, q, t, j] = -1
+    qi[q, QI_PCNT] = 0
+    qi[q, QI_PTIE] = -1
+    qi[q, QI_STORED] = 0
+    for w in range(res.shape[1]):
+        for lane in range(res.shape[2]):
+            res[q, w, lane] = 0.0
+    for j in range(rmm.shape[2]):
+        rmm[0, q, j] = -1
+        rmm[1, q, j] = -1
+
+
+@njit(cache=True, inline="always")
+def advance(q, tie_i, sums, cnt, mm, qi, mods):
+    """Commit q's pending tie group when time moves past it."""
+    if qi[q, QI_PCNT] > 0 and qi[q, QI_PTIE] != tie_i:
+        for c in range(qi[q, QI_PCNT]):
+            t = qi[q, QI_PLIST + c]
+            for w in range(sums.shape[3]):
+                for lane in range(sums.shape[4]):
+                    sums[0, q, t, w, lane] = addm(sums[0, q, t, w, lane], sums[1, q, t, w, lane], mods[lane])
+                    sums[1, q, t, w, lane] = 0.0
+            cnt[0, q, t] += cnt[1, q, t]
+            cnt[1, q, t] = 0
+            cnt[2, q, t] |= cnt[3, q, t]
+            cnt[3, q, t] = 0
+            for j in range(mm.shape[3]):
+                mm[0, q, t, j] = min_into(mm[0, q, t, j], mm[2, q, t, j])
+                mm[1, q, t, j] = max(mm[1, q, t, j], mm[3, q, t, j])
+                mm[2, q, t, j] = -1
+                mm[3, q, t, j] = -1
+        qi[q, QI_PCNT] = 0
+    qi[q, QI_PTIE] = tie_i
+
+
+@njit(cache=True, inline="always")
+def predecessors(q, i, tcode, tie, ptr, ptv, ptm, scan, e_ptr, edges, ecodes, sums, cnt, mm, qi, sto, sval, smm,
+                 mods, tot, tmm):
+    """Aggregate over pe(e_i, q) into ``tot`` / ``tmm``: (edges read, reachable)."""
+    nw, nl, nm = tot.shape[0], tot.shape[1], tmm.shape[1]
+    for w in range(nw):
+        for lane in range(nl):
+            tot[w, lane] = 0.0
+    for j in range(nm):
+        tmm[0, j] = -1
+        tmm[1, j] = -1
+    t = tcode[i]
+    nedges = 0
+    reach = False
+    if not scan[q]:
+        for p in range(ptr[q, t], ptr[q, t + 1]):
+            u = ptv[p]
+            nedges += cnt[0, q, u]
+            if cnt[0, q, u] == 0:
+                continue
+            for w in range(nw):
+                for lane in range(nl):
+                    tot[w, lane] = addm(tot[w, lane], sums[0, q, u, w, lane], mods[lane])
+            reach |= cnt[2, q, u] == 1
+            for j in range(nm):
+                tmm[0, j] = min_into(tmm[0, j], mm[0, q, u, j])
+                tmm[1, j] = max(tmm[1, j], mm[1, q, u, j])
+        return nedges, reach
+    for c in range(qi[q, QI_STORED]):
+        j = sto[q, c, 0]
+        if j >= tie[i] or not ptm[q, t, tcode[j]]:
             continue
-        mask &= ~on_t | compare_arrays(op, part[attr], value)
-    return mask
+        if not edges_hold(q, j, i, tcode, e_ptr, edges, ecodes):
+            continue
+        nedges += 1
+        for w in range(nw):
+            for lane in range(nl):
+                tot[w, lane] = addm(tot[w, lane], sval[q, c, w, lane], mods[lane])
+        reach |= sto[q, c, 1] == 1
+        for k in range(nm):
+            tmm[0, k] = min_into(tmm[0, k], smm[0, q, c, k])
+            tmm[1, k] = max(tmm[1, k], smm[1, q, c, k])
+    return nedges, reach
 
 
-def window_bounds(ts: np.ndarray, length: float, slide: float) -> tuple[np.ndarray, np.ndarray]:
-    """First and last window index k with kS <= t < kS + W (sharon.md §1.5), vectorized and exact
-    for integral time stamps and windows."""
-    if float(length).is_integer() and float(slide).is_integer() and np.issubdtype(ts.dtype, np.integer):
-        w, s = int(length), int(slide)
-        lo = np.maximum(0, (ts - w) // s + 1)
-        hi = ts // s
+@njit(cache=True, inline="always")
+def own_value(q, i, tcode, src, flags, tgt, mq, alanes, arank, mods, one, val, vmm, reach):
+    """Eqs. 1-2 and §2.5: event i's value from its predecessors' aggregate (in ``val``, in place).
+    Returns whether the event is reachable (count > 0): MIN/MAX read only reachable events."""
+    t = tcode[i]
+    nl = val.shape[1]
+    if flags[0, q, t]:
+        for lane in range(nl):
+            val[0, lane] = addm(val[0, lane], one[lane], mods[lane])
+        reach = True
+    if not reach:
+        for j in range(vmm.shape[1]):
+            vmm[0, j] = -1
+            vmm[1, j] = -1
+    m = mq[q]
+    r = src[i]
+    for j in range(m):
+        if tgt[q, j, 0] != t:
+            continue
+        for lane in range(nl):
+            val[1 + j, lane] = addm(val[1 + j, lane], val[0, lane], mods[lane])
+        a = tgt[q, j, 1]
+        if a >= 0 and arank[a, r] >= 0:
+            for lane in range(nl):
+                val[1 + m + j, lane] = addm(val[1 + m + j, lane], mulm(alanes[a, r, lane], val[0, lane], mods[lane]),
+                                            mods[lane])
+            if tgt[q, j, 2] and reach:
+                vmm[0, j] = min_into(vmm[0, j], arank[a, r])
+                vmm[1, j] = max(vmm[1, j], arank[a, r])
+    return reach
+
+
+@njit(cache=True, inline="always")
+def record(q, i, tcode, flags, scan, sums, cnt, mm, qi, res, rmm, sto, sval, smm, mods, val, vmm, reach):
+    """Store event i's value (pending until time moves on, or stored for the scan path) and add it
+    to the result if it is of an end type."""
+    t = tcode[i]
+    nw, nl, nm = val.shape[0], val.shape[1], vmm.shape[1]
+    qi[q, QI_VALUES] += 1
+    if scan[q]:
+        c = qi[q, QI_STORED]
+        sto[q, c, 0] = i
+        sto[q, c, 1] = 1 if reach else 0
+        for w in range(nw):
+            for lane in range(nl):
+                sval[q, c, w, lane] = val[w, lane]
+        for j in range(nm):
+            smm[0, q, c, j] = vmm[0, j]
+            smm[1, q, c, j] = vmm[1, j]
+        qi[q, QI_STORED] = c + 1
     else:
-        tsf = ts.astype(float)
-        lo = np.maximum(0, np.floor((tsf - length) / slide) + 1).astype(np.int64)
-        hi = np.floor(tsf / slide).astype(np.int64)
-    return lo.astype(np.int64), hi.astype(np.int64)
+        if cnt[1, q, t] == 0:
+            qi[q, QI_PLIST + qi[q, QI_PCNT]] = t
+            qi[q, QI_PCNT] += 1
+        cnt[1, q, t] += 1
+        for w in range(nw):
+            for lane in range(nl):
+                sums[1, q, t, w, lane] = addm(sums[1, q, t, w, lane], val[w, lane], mods[lane])
+        if reach:
+            cnt[3, q, t] = 1
+        for j in range(nm):
+            mm[2, q, t, j] = min_into(mm[2, q, t, j], vmm[0, j])
+            mm[3, q, t, j] = max(mm[3, q, t, j], vmm[1, j])
+    if flags[1, q, t]:
+        for w in range(nw):
+            for lane in range(nl):
+                res[q, w, lane] = addm(res[q, w, lane], val[w, lane], mods[lane])
+        if reach:
+            for j in range(nm):
+                rmm[0, q, j] = min_into(rmm[0, q, j], vmm[0, j])
+                rmm[1, q, j] = max(rmm[1, q, j], vmm[1, j])
 
 
-def assign_windows(df: pd.DataFrame, length: float, slide: float) -> pd.DataFrame:
-    """``df`` with a ``window`` column: one row per (event, window holding it)."""
-    ts = df["ts"].to_numpy()
-    lo, hi = window_bounds(ts, length, slide)
-    reps = np.maximum(hi - lo + 1, 0)
-    idx = np.repeat(np.arange(len(df)), reps)
-    offs = np.arange(len(idx)) - np.repeat(np.cumsum(reps) - reps, reps)
-    out = df.iloc[idx].reset_index(drop=True)
-    out["window"] = lo[idx] + offs
-    return out
+@njit(cache=True, inline="always")
+def query_step(q, i, tcode, tie, src, ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes, alanes, arank,
+               sums, cnt, mm, qi, res, rmm, sto, sval, smm, val, vmm, mods, one):
+    """GRETA on one event matched by q (time advanced to it): predecessors, value, record."""
+    nedges, reach = predecessors(q, i, tcode, tie, ptr, ptv, ptm, scan, e_ptr, edges, ecodes, sums, cnt, mm, qi, sto,
+                                 sval, smm, mods, val, vmm)
+    qi[q, QI_PROP] += nedges
+    reach = own_value(q, i, tcode, src, flags, tgt, mq, alanes, arank, mods, one, val, vmm, reach)
+    record(q, i, tcode, flags, scan, sums, cnt, mm, qi, res, rmm, sto, sval, smm, mods, val, vmm, reach)
 
 
-class Scope:
-    """One partition and window of a sharing class: events sorted by time (stable: ties keep their
-    order), with per-query match masks and the group text of the results."""
-
-    def __init__(self, cls: SharingClass, part: pd.DataFrame, key: tuple, window: int):
-        self.cls = cls
-        self.df = part
-        self.key = key
-        self.window = int(window)
-        self.ts = part["ts"].to_numpy()
-        self.types = part["type"].astype(str).to_numpy()
-        self.n = len(part)
-        self.masks = {cq.name: matched_mask(cq, part) for cq in cls.queries}
-        # window k spans [k*slide, k*slide + length); a class of mixed lengths (Gloria) has scopes of
-        # the longest window, and a shorter query's window ends earlier
-        self.ends = {cq.name: self.window * cls.slide + cq.length for cq in cls.queries}
-        for cq in cls.queries:
-            if cq.length < cls.length:
-                self.masks[cq.name] = self.masks[cq.name] & (self.ts < self.ends[cq.name])
-        gidx = [cls.partition.index(a) for a in cls.group]
-        self.group = format_group(cls.group, [key[i] for i in gidx])
-        self._records: list[dict] | None = None
-        self._cols = {c: part[c].to_numpy() for c in part.columns if c not in ("ts", "type", "window")}
-
-    @functools.cached_property
-    def matched_before(self) -> np.ndarray:
-        """``[k]``: the events before position k matched by some query of the class (n of Eq. 7)."""
-        anyq = np.zeros(self.n, dtype=bool)
-        for m in self.masks.values():
-            anyq |= m
-        return np.r_[0, np.cumsum(anyq)]
-
-    def attr(self, i: int, name: str) -> Any:
-        col = self._cols.get(name)
-        if col is None:
-            return None
-        v = col[i]
-        if is_missing(v):
-            return None
-        return v.item() if hasattr(v, "item") else v
-
-    def record(self, i: int) -> dict:
-        if self._records is None:
-            self._records = [{c: self.attr(j, c) for c in self._cols} for j in range(self.n)]
-        return self._records[i]
+@njit(cache=True, inline="always")
+def emit(s, q, res, rmm, out, out_mm):
+    """Scope s's result of q into the kernel's outputs."""
+    for w in range(res.shape[1]):
+        for lane in range(res.shape[2]):
+            out[s, q, w, lane] = res[q, w, lane]
+    for j in range(rmm.shape[2]):
+        out_mm[0, s, q, j] = rmm[0, q, j]
+        out_mm[1, s, q, j] = rmm[1, q, j]
 
 
-def _norm_key(v: Any) -> Any:
-    if isinstance(v, float):
-        if math.isnan(v):
-            return None
-        if v.is_integer():
-            return int(v)
-    return v.item() if hasattr(v, "item") else v
-
-
-def scopes(cls: SharingClass, events: pd.DataFrame) -> Iterator[tuple[tuple, int, pd.DataFrame]]:
-    """(partition key, window k, events of that partition and window sorted by time) of a class."""
-    types = cls.types
-    df = events[events["type"].astype(str).isin(types)]
-    if df.empty:
-        return
-    df = df.reset_index(drop=True)
-    df = assign_windows(df, cls.length, cls.slide)
-    attrs = list(cls.partition)
-    for a in attrs:
-        if a not in df.columns:
-            df[a] = None
-    keys = [df[a].map(_norm_key) for a in attrs]
-    gcols = [f"__k{i}" for i in range(len(attrs))]
-    for c, k in zip(gcols, keys, strict=True):
-        df[c] = k.astype(object).where(k.notna(), "__null__")
-    df["__pos"] = np.arange(len(df))
-    for gk, part in df.groupby(gcols + ["window"], sort=True, dropna=False):
-        gk = gk if isinstance(gk, tuple) else (gk,)
-        key = tuple(None if v == "__null__" else v for v in gk[:-1])
-        part = part.sort_values(["ts", "__pos"], kind="stable").drop(columns=gcols + ["__pos"])
-        yield key, int(gk[-1]), part.reset_index(drop=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# Per-query GRETA state
-# ---------------------------------------------------------------------------------------------
-
-
-def _num(v: Any) -> Any:
-    """Attribute values in exact arithmetic: floats become Fractions."""
-    if isinstance(v, float):
-        return Fraction(v)
-    return v
-
-
-class QueryState:
-    """GRETA state of one query in one scope.
-
-    A value is a list ``[count, countE_1.., sum_1..]`` over the query's targets plus the lists of
-    minima and maxima. Per type T the committed running sums ``acc[T]`` cover the matched events of
-    T strictly before the current time stamp; ``pending`` holds the current tie group.
-    """
-
-    def __init__(self, cq: CompiledQuery, scope: Scope):
-        self.cq = cq
-        self.scope = scope
-        self.pt = cq.pt_map
-        self.m = len(cq.targets)
-        self.width = 1 + 2 * self.m
-        self.scan = bool(cq.edges)
-        self.edges_into: dict[str, list] = {}
-        for ep in cq.edges:
-            self.edges_into.setdefault(ep.dst, []).append(ep)
-        self.need_mm = [t in cq.minmax for t in cq.targets]
-        self.acc: dict[str, list] = {}
-        self.acc_min: dict[str, list] = {}
-        self.acc_max: dict[str, list] = {}
-        self.acc_n: dict[str, int] = {}
-        self.pending: list[tuple[str, list, list, list]] = []
-        self.pending_ts = None
-        self.stored: list[tuple[int, list, list, list]] = []  # scan path: (pos, value, mins, maxs)
-        self.R = [0] * self.width
-        self.Rmin: list = [None] * self.m
-        self.Rmax: list = [None] * self.m
-        self.propagations = 0
-        self.values = 0
-
-    # -- time -------------------------------------------------------------------------------
-    def advance(self, ts: Any) -> None:
-        """Commit the pending tie group when time moves past it."""
-        if self.pending and ts != self.pending_ts:
-            for t, val, mn, mx in self.pending:
-                self._commit(t, val, mn, mx, 1)
-            self.pending = []
-        self.pending_ts = ts
-
-    def _commit(self, t: str, val: list, mn: list, mx: list, nevents: int) -> None:
-        acc = self.acc.get(t)
-        if acc is None:
-            self.acc[t] = list(val)
-            self.acc_min[t] = list(mn)
-            self.acc_max[t] = list(mx)
-            self.acc_n[t] = nevents
-            return
-        for j in range(self.width):
-            acc[j] += val[j]
-        self.acc_n[t] += nevents
-        if self.m:
-            _mins(self.acc_min[t], mn)
-            _maxs(self.acc_max[t], mx)
-
-    def add_committed(self, t: str, val: list, mn: list, mx: list, nevents: int) -> None:
-        """Fold values computed elsewhere (a shared graphlet) into the committed sums of type t."""
-        self._commit(t, val, mn, mx, nevents)
-
-    # -- Eq. 2 ------------------------------------------------------------------------------
-    def predecessors(self, i: int) -> tuple[list, list, list]:
-        """Aggregate over pe(e_i, q): (sum of values, min of mins, max of maxs)."""
-        etype = self.scope.types[i]
-        pts = self.pt.get(etype, ())
-        tot = [0] * self.width
-        mn: list = [None] * self.m
-        mx: list = [None] * self.m
-        if not self.scan:
-            for t in pts:
-                acc = self.acc.get(t)
-                if acc is None:
-                    continue
-                self.propagations += self.acc_n[t]
-                for j in range(self.width):
-                    tot[j] += acc[j]
-                if self.m:
-                    _mins(mn, self.acc_min[t])
-                    _maxs(mx, self.acc_max[t])
-            return tot, mn, mx
-        ts_i = self.scope.ts[i]
-        preds = self.edges_into.get(etype, ())
-        rec_i = self.scope.record(i) if preds else None
-        types = self.scope.types
-        for pos, val, vmn, vmx in self.stored:
-            if types[pos] not in pts or not self.scope.ts[pos] < ts_i:
-                continue
-            if preds and not all(ep.holds(self.scope.record(pos), rec_i) for ep in preds
-                                 if ep.src == types[pos]):
-                continue
-            self.propagations += 1
-            for j in range(self.width):
-                tot[j] += val[j]
-            if self.m:
-                _mins(mn, vmn)
-                _maxs(mx, vmx)
-        return tot, mn, mx
-
-    def value(self, i: int, pred: tuple[list, list, list]) -> tuple[list, list, list]:
-        """Eqs. 1-2 and §2.5: the value of event i from its predecessors' aggregate."""
-        tot, mn, mx = pred
-        etype = self.scope.types[i]
-        val = list(tot)
-        if etype in self.cq.start:
-            val[0] += 1
-        c = val[0]
-        mn = list(mn)
-        mx = list(mx)
-        if c == 0:
-            return val, [None] * self.m, [None] * self.m
-        for j, ((_ref, attr), ttype) in enumerate(zip(self.cq.targets, self.cq.target_types, strict=True)):
-            if ttype != etype:
-                continue
-            val[1 + j] += c
-            if attr is not None:
-                v = self.scope.attr(i, attr)
-                if v is not None:
-                    val[1 + self.m + j] += _num(v) * c
-                    if self.need_mm[j]:
-                        if mn[j] is None or v < mn[j]:
-                            mn[j] = v
-                        if mx[j] is None or v > mx[j]:
-                            mx[j] = v
-        return val, mn, mx
-
-    def record(self, i: int, val: list, mn: list, mx: list) -> None:
-        """Store event i's value (pending until time moves on) and add it to the result if end type."""
-        etype = self.scope.types[i]
-        self.values += 1
-        if self.scan:
-            self.stored.append((i, val, mn, mx))
-        else:
-            self.pending.append((etype, val, mn, mx))
-        if etype in self.cq.end and val[0]:
-            self.add_result(val, mn, mx)
-
-    def add_result(self, val: list, mn: list, mx: list) -> None:
-        for j in range(self.width):
-            self.R[j] += val[j]
-        if self.m:
-            _mins(self.Rmin, mn)
-            _maxs(self.Rmax, mx)
-
-    def process(self, i: int) -> None:
-        """GRETA on one matched event."""
-        self.advance(self.scope.ts[i])
-        val, mn, mx = self.value(i, self.predecessors(i))
-        self.record(i, val, mn, mx)
-
-    def emit(self, acc: AggAccumulator) -> None:
-        """Add this scope's result (if any trend) to the query's accumulator."""
-        if not self.R[0]:
-            return
-        per = {}
-        for j, target in enumerate(self.cq.targets):
-            s = self.R[1 + self.m + j]
-            if isinstance(s, Fraction):
-                s = int(s) if s.denominator == 1 and not self._float_attr(target) else float(s)
-            per[target] = (self.R[1 + j], s, self.Rmin[j], self.Rmax[j])
-        acc.add(self.scope.group, self.scope.window, self.R[0], per)
-
-    def _float_attr(self, target) -> bool:
-        attr = target[1]
-        return attr is not None and attr in self.scope.df.columns and \
-            pd.api.types.is_float_dtype(self.scope.df[attr])
-
-
-def _mins(dst: list, src: list) -> None:
-    for j, v in enumerate(src):
-        if v is not None and (dst[j] is None or v < dst[j]):
-            dst[j] = v
-
-
-def _maxs(dst: list, src: list) -> None:
-    for j, v in enumerate(src):
-        if v is not None and (dst[j] is None or v > dst[j]):
-            dst[j] = v
-
-
-def greta_scope(cq: CompiledQuery, scope: Scope) -> QueryState:
-    """Run GRETA for one query over one scope; returns the final state (results and counters)."""
-    st = QueryState(cq, scope)
-    for i in np.flatnonzero(scope.masks[cq.name]).tolist():
-        st.process(i)
-    return st
-
-
-def greta_class(cls: SharingClass, scope: Scope, accs: dict[str, AggAccumulator], metrics: dict) -> None:
-    """GRETA for every query of a class on one scope (the non-shared plan)."""
-    for cq in cls.queries:
-        st = greta_scope(cq, scope)
-        st.emit(accs[cq.name])
-        metrics["propagations"] = metrics.get("propagations", 0) + st.propagations
-        metrics["values"] = metrics.get("values", 0) + st.values
-
-
-def run_local(workload, events: pd.DataFrame, params: dict | None = None) -> tuple[pd.DataFrame, dict]:
-    """GRETA over a whole stream in-process (no Spark): results table and operation counters."""
-    start = time.perf_counter()
-    classes = compile_workload(workload, params)
-    accs = {cq.name: AggAccumulator(cq.query) for cls in classes for cq in cls.queries}
-    metrics: dict = {"propagations": 0, "values": 0}
-    for cls in classes:
-        for key, k, part in scopes(cls, events):
-            greta_class(cls, Scope(cls, part, key, k), accs, metrics)
-    rows = [r for acc in accs.values() for r in acc.rows()]
-    metrics["operations"] = metrics["propagations"]
-    metrics["time_s"] = time.perf_counter() - start
-    return results_frame(rows), metrics
+@njit(cache=True, _nrt=False)
+def greta_kernel(scope_start, ev, qt, at, run, st, mods, one, out, out_mm, counters):
+    """GRETA for the queries ``run`` (indexes into the class's queries) on every scope: results into
+    ``out[scope, q]`` (width x lanes) and ``out_mm[0|1, scope, q]`` (min and max ranks)."""
+    tcode, tie, src, masks = ev
+    ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes = qt
+    alanes, arank, _nonzero = at
+    sums, cnt, mm, qi, res, rmm, sto, sval, smm, val, vmm = st
+    for s in range(scope_start.shape[0] - 1):
+        for q in run:
+            reset_query(q, sums, cnt, mm, qi, res, rmm)
+            for i in range(scope_start[s], scope_start[s + 1]):
+                if masks[q, i]:
+                    advance(q, tie[i], sums, cnt, mm, qi, mods)
+                    query_step(q, i, tcode, tie, src, ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes,
+                               alanes, arank, sums, cnt, mm, qi, res, rmm, sto, sval, smm, val, vmm, mods, one)
+            emit(s, q, res, rmm, out, out_mm)
+    for q in run:
+        counters[C_PROP] += qi[q, QI_PROP]
+        counters[C_VALUES] += qi[q, QI_VALUES]
+        qi[q, QI_PROP] = 0
+        qi[q, QI_VALUES] = 0

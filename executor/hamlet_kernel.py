@@ -1,10 +1,12 @@
 """Hamlet: shared online trend aggregation with graphlets, snapshots and per-burst decisions
-(hamlet.md §3.3-§3.7, §3.10, §4.2), one partition and window at a time.
+(hamlet.md §3.3-§3.7, §3.10, §4.2), a compiled loop over every scope of a partition.
 
 For each sharing group (Kleene type E, candidates Q_E) of a class, the events are walked in time
-order. At the first event of each complete burst (cepopt.hamlet.graphlets.scope_bursts, the bursts the
-optimizer prices from an embedded stream) the policy decides
-which queries share it (hamlet.md §4.2 state machine):
+order. At the first event of each complete burst (cepopt.hamlet.graphlets.group_bursts, the bursts the
+optimizer prices from an embedded stream) the policy decides which queries share it (hamlet.md §4.2
+state machine); the decisions depend on the bursts and earlier decisions only, so they are taken
+first, in Python (one call per burst, memoized for the deterministic policies), and the compiled walk
+(:func:`hamlet_groups`) replays them:
 
 * *extend*: the burst joins the open shared graphlet (same query set, graphlet still active);
 * *share / merge*: the open graphlet, if any, is closed and a new shared graphlet starts; its
@@ -16,11 +18,14 @@ which queries share it (hamlet.md §4.2 state machine):
 
 Inside a shared graphlet an event's value is a linear expression over snapshots, the same for all
 sharing queries: a coefficient map ``c`` (counts) and, for COUNT(E)/SUM(E.attr)/AVG, maps ``d`` per
-weight (§3.10). An event whose signatures (cepopt.hamlet.graphlets.signatures: matched, blocked
+weight (§3.10): dense vectors over the graphlet's snapshots, of exact residue lanes
+(cepopt.executor.exact). An event whose signatures (cepopt.hamlet.graphlets, GroupBursts: matched, blocked
 external edges, blocked in-burst predecessors) differ between the sharing queries gets an event-level
 snapshot z holding its per-query value (Def. 3.11, §3.7 identity test): exactly the snapshots the
 burst's decision priced. An event no sharing query matches adds nothing. When the graphlet closes its
 aggregated maps are evaluated once per query and folded into the per-query running sums and results.
+Without edge predicates the maps of the graphlet's committed events are kept as sums only (an
+event-level snapshot reads them by linearity); with edge predicates every event's maps are kept.
 
 Operations counted. ``operations`` is in the unit of the cost model, Eq. 7 (and Eqs. 4/6): one
 operation per predecessor edge read, times the width of what is read, the same unit for both
@@ -65,395 +70,962 @@ why it cannot rank plans the way Eq. 7 does.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
-
 import numpy as np
-import pandas as pd
+from numba import njit
 
-from cepopt.executor.greta import QueryState, Scope, _num, greta_scope, scopes
-from cepopt.executor.results import AggAccumulator, results_frame
-from cepopt.hamlet.graphlets import scope_bursts, scope_label
-from cepopt.hamlet.policy import GroupState, Policy, get_policy
-from cepopt.hamlet.problem import SharingClass, compile_workload, mean_t, query_t
+from cepopt.executor.greta import (
+    C_EVAL,
+    C_GRAPHLETS,
+    C_PRED,
+    C_PROP,
+    C_READS,
+    C_SEDGES,
+    C_SHARED,
+    C_SNAP,
+    C_SNEDGES,
+    C_VALUES,
+    QI_PROP,
+    QI_STORED,
+    QI_VALUES,
+    addm,
+    advance,
+    edges_hold,
+    emit,
+    holds,
+    mulm,
+    own_value,
+    predecessors,
+    query_step,
+    reset_query,
+)
 
-__all__ = ["hamlet_class", "run_local"]
+__all__ = ["finish_metrics", "hamlet_groups", "hamlet_run"]
 
-_COUNTERS = ("propagations", "values", "snapshots", "snapshot_reads", "evaluations", "bursts",
-             "shared_bursts", "graphlets", "pred_edges", "shared_edges", "snapshot_edges")
-
-
-def _add_map(dst: dict, src: dict, factor=1) -> None:
-    for k, v in src.items():
-        dst[k] = dst.get(k, 0) + v * factor
-
-
-class _Graphlet:
-    """An open shared graphlet: sharing queries, external snapshot map, committed / pending maps."""
-
-    def __init__(self, queries: tuple[str, ...], weights: tuple):
-        self.queries = queries
-        self.weights = weights            # attr keys of the d maps (None = COUNT(E))
-        self.ext: dict | None = None      # {x: 1} once created
-        self.c_com: dict = {}             # sum of c over events of earlier tie groups
-        self.d_com: dict = {w: {} for w in weights}
-        self.c_pen: dict = {}
-        self.d_pen: dict = {w: {} for w in weights}
-        self.pen_ts = None
-        self.terms_com = 0                # sum of |c(e)| over committed events (faithful cost)
-        self.terms_pen = 0
-        self.events: list[tuple[int, dict, dict]] = []   # (pos, c, d) for the scan path
-        self.committed_upto = 0          # events[:committed_upto] have ts < current tie group
-        self.nsnap = 0                    # snapshots of this graphlet so far (coefficient vector width)
-
-    def advance(self, ts) -> None:
-        if self.pen_ts is not None and ts != self.pen_ts:
-            _add_map(self.c_com, self.c_pen)
-            for w in self.weights:
-                _add_map(self.d_com[w], self.d_pen[w])
-            self.c_pen = {}
-            self.d_pen = {w: {} for w in self.weights}
-            self.terms_com += self.terms_pen
-            self.terms_pen = 0
-            self.committed_upto = len(self.events)
-        self.pen_ts = ts
-
-    def add(self, pos: int, c: dict, d: dict) -> None:
-        _add_map(self.c_pen, c)
-        for w in self.weights:
-            _add_map(self.d_pen[w], d.get(w, {}))
-        self.terms_pen += len(c)
-        self.events.append((pos, c, d))
-
-    def totals(self) -> tuple[dict, dict]:
-        c = dict(self.c_com)
-        _add_map(c, self.c_pen)
-        d = {}
-        for w in self.weights:
-            d[w] = dict(self.d_com[w])
-            _add_map(d[w], self.d_pen[w])
-        return c, d
+# graphlet scalars gi[...]
+G_OPEN, G_NSNAP, G_TCOM, G_TPEN, G_PTIE, G_NEV, G_CUP, G_HASX, G_BURST, G_UPTO, G_TRACE, G_STATUS = range(12)
+# per sharing candidate gq[...]: matched events and their map sizes, committed / pending
+Q_MCOM, Q_MPEN, Q_LCOM, Q_LPEN = range(4)
+# stored graphlet events (edge predicates): row, pool offset, vector length, len(c), len(c) + len(d)
+E_ROW, E_OFF, E_NS, E_LC, E_LT = range(5)
+#: kernel status: done, or a buffer too small (the caller enlarges it and runs again)
+OK, POOL_FULL, TRACE_FULL = 0, 1, 2
 
 
-class _Group:
-    """Shared execution of one sharing group (E, Q_E) over one scope."""
+# ---------------------------------------------------------------------------------------------
+# Graphlet maps: CD[0|1, map, sid] committed | pending coefficient vectors (map 0: c; 1: d for
+# COUNT(E); 2 + a: d for attribute a), KK the same keys (a key present, maybe with coefficient 0,
+# as the dict-based maps of the specification have them: the counters count keys)
+# ---------------------------------------------------------------------------------------------
 
-    def __init__(self, cls: SharingClass, scope: Scope, kleene: str, cands: tuple[str, ...], policy: Policy,
-                 metrics: dict, decisions: list | None, trace: list | None = None, label: str = ""):
-        self.trace = trace
-        self.label = label
-        self.cls = cls
-        self.scope = scope
-        self.E = kleene
-        self.cands = cands
-        self.policy = policy
-        self.metrics = metrics
-        self.decisions = decisions
-        self.cqs = {q: cls.query(q) for q in cands}
-        self.states = {q: QueryState(self.cqs[q], scope) for q in cands}
-        self.masks = {q: scope.masks[q] for q in cands}
-        self.t = {q: query_t(len(self.cqs[q].types), cls.t_rule) for q in cands}
-        self.S: dict[int, dict[str, list]] = {}     # snapshot table: sid -> {q: value}
-        self.G: _Graphlet | None = None
-        self.gstate = GroupState()
-        self.col = {q: j for j, q in enumerate(cands)}
-        self.sigs: dict[int, tuple] = {}  # per decided burst event: its signatures (one per candidate)
-        self.ee_edges = {q: [ep for ep in self.cqs[q].edges if ep.src == kleene and ep.dst == kleene]
-                         for q in cands}
-        self.ext_edges = {q: [ep for ep in self.cqs[q].edges if ep.dst == kleene] for q in cands}
-        # Eq. 7 unit counting: candidates of pe(e, q) for an E event (matched, type in pt(E, q)) and,
-        # per event, the number of scope events strictly before it
-        self.pmask = {q: self.masks[q] & np.isin(scope.types, list(self.cqs[q].pt_map.get(kleene, ())))
-                      for q in cands}
-        self.before = np.searchsorted(scope.ts, scope.ts, side="left")
-        self._cum: dict[frozenset, np.ndarray] = {}
-        self.last_x: dict[str, int] = {}   # per query: the event of its last graphlet-level snapshot
 
-    # -- snapshots ---------------------------------------------------------------------------
-    def _new_snapshot(self, values: dict[str, list], kind: str) -> int:
-        sid = len(self.S)
-        if self.trace is not None:
-            self.trace.append((kind, self.E, {q: v[0] for q, v in values.items()}))
-        self.S[sid] = values
-        self.metrics["snapshots"] += 1
-        if self.G is not None:
-            self.G.nsnap += 1
-        return sid
+@njit(cache=True, inline="always")
+def commit_maps(gi, gq, CD, KK, kc, mods):
+    """The graphlet's pending tie group becomes committed."""
+    for mp in range(CD.shape[1]):
+        for sid in range(gi[G_NSNAP]):
+            if KK[1, mp, sid]:
+                KK[0, mp, sid] = True
+                KK[1, mp, sid] = False
+                for lane in range(CD.shape[3]):
+                    CD[0, mp, sid, lane] = addm(CD[0, mp, sid, lane], CD[1, mp, sid, lane], mods[lane])
+                    CD[1, mp, sid, lane] = 0.0
+    gi[G_TCOM] += gi[G_TPEN]
+    gi[G_TPEN] = 0
+    gi[G_CUP] = gi[G_NEV]
+    for c in range(kc):
+        gq[Q_MCOM, c] += gq[Q_MPEN, c]
+        gq[Q_LCOM, c] += gq[Q_LPEN, c]
+        gq[Q_MPEN, c] = 0
+        gq[Q_LPEN, c] = 0
 
-    def _pe_mask(self, q: str, i: int) -> np.ndarray:
-        """pe(e_i, q) as a mask over the scope events before e_i (hamlet.md §2.3)."""
-        lo = int(self.before[i])
-        m = self.pmask[q][:lo].copy()
-        eps = self.ext_edges[q]
-        if eps:
-            sc = self.scope
-            rec = sc.record(i)
-            for j in np.flatnonzero(m).tolist():
-                if not all(ep.holds(sc.record(j), rec) for ep in eps if ep.src == sc.types[j]):
-                    m[j] = False
-        return m
 
-    def _cumsum(self, qs: frozenset) -> np.ndarray:
-        cum = self._cum.get(qs)
-        if cum is None:
-            union = np.zeros(self.scope.n, dtype=bool)
-            for q in qs:
-                union |= self.pmask[q]
-            cum = self._cum[qs] = np.r_[0, np.cumsum(union)]
-        return cum
+@njit(cache=True, inline="always")
+def new_snapshot(gi, CD, KK, Sval):
+    sid = gi[G_NSNAP]
+    for mp in range(CD.shape[1]):
+        KK[0, mp, sid] = False
+        KK[1, mp, sid] = False
+        for lane in range(CD.shape[3]):
+            CD[0, mp, sid, lane] = 0.0
+            CD[1, mp, sid, lane] = 0.0
+    for c in range(Sval.shape[1]):
+        for w in range(Sval.shape[2]):
+            for lane in range(Sval.shape[3]):
+                Sval[sid, c, w, lane] = 0.0
+    gi[G_NSNAP] = sid + 1
+    return sid
 
-    def _union_edges(self, i: int, queries: Sequence[str]) -> int:
-        """|pe(e_i)| in the merged graph of ``queries``: the union of pe(e_i, q) over the queries
-        that match e_i (one Hamlet graph node per event, an edge if it is an edge for some query)."""
-        qs = [q for q in queries if self.masks[q][i]]
-        if not qs:
-            return 0
-        if not any(self.ext_edges[q] for q in qs):
-            return int(self._cumsum(frozenset(qs))[self.before[i]])
-        union = np.zeros(int(self.before[i]), dtype=bool)
-        for q in qs:
-            union |= self._pe_mask(q, i)
-        return int(union.sum())
 
-    def _eval(self, q: str, c: dict, d: dict) -> list:
-        """A shared expression's value for query q (§3.10)."""
-        st = self.states[q]
-        m, width = st.m, st.width
-        vec = [0] * width
-        for sid, coef in c.items():
-            v = self.S[sid][q]
-            for j in range(width):
-                if v[j]:
-                    vec[j] += coef * v[j]
-        for j, ((_ref, attr), ttype) in enumerate(zip(st.cq.targets, st.cq.target_types, strict=True)):
-            if ttype != self.E:
+@njit(cache=True, inline="always")
+def coef(src, off, ns, mp, sid, lane, CD, pcd):
+    """A coefficient of committed map ``mp`` (src 0) or of a stored event's map (src 1, at ``off``)."""
+    if src == 0:
+        return CD[0, mp, sid, lane]
+    return pcd[off + mp * ns + sid, lane]
+
+
+@njit(cache=True, inline="always")
+def eval_maps(vec, c, q, e_type, ns, src, off, CD, pcd, Sval, tgt, mq, mods):
+    """A shared expression's value for candidate c = query q (§3.10): sum over snapshots of
+    c-coefficient x snapshot value, plus d-coefficients x the snapshot's count into COUNT(E) / SUM."""
+    nw, nl = vec.shape[0], vec.shape[1]
+    for w in range(nw):
+        for lane in range(nl):
+            vec[w, lane] = 0.0
+    for sid in range(ns):
+        for lane in range(nl):
+            k = coef(src, off, ns, 0, sid, lane, CD, pcd)
+            if k != 0.0:
+                for w in range(nw):
+                    vec[w, lane] = addm(vec[w, lane], mulm(k, Sval[sid, c, w, lane], mods[lane]), mods[lane])
+    m = mq[q]
+    for j in range(m):
+        if tgt[q, j, 0] != e_type:
+            continue
+        a = tgt[q, j, 1]
+        for sid in range(ns):
+            for lane in range(nl):
+                s0 = Sval[sid, c, 0, lane]
+                vec[1 + j, lane] = addm(vec[1 + j, lane], mulm(coef(src, off, ns, 1, sid, lane, CD, pcd), s0,
+                                                               mods[lane]), mods[lane])
+                if a >= 0:
+                    vec[1 + m + j, lane] = addm(vec[1 + m + j, lane],
+                                                mulm(coef(src, off, ns, 2 + a, sid, lane, CD, pcd), s0, mods[lane]),
+                                                mods[lane])
+
+
+@njit(cache=True, inline="always")
+def count_keys(ek, wact, ns):
+    """(len(c), len(c) + the lengths of the active d maps) of an event's maps."""
+    lc = 0
+    lt = 0
+    for mp in range(ek.shape[0]):
+        if mp > 0 and not wact[mp]:
+            continue
+        for sid in range(ns):
+            if ek[mp, sid]:
+                lt += 1
+                if mp == 0:
+                    lc += 1
+    return lc, lt
+
+
+@njit(cache=True, inline="always")
+def ids_upto(g, target, gi, pid, idc):
+    """Count the rows before ``target`` by their set of candidates with i in pe(., q) (pmask)."""
+    while gi[G_UPTO] < target:
+        p = pid[g, gi[G_UPTO]]
+        if p >= 0:
+            idc[p] += 1
+        gi[G_UPTO] += 1
+
+
+@njit(cache=True, inline="always")
+def pe_count(g, c, pv, idc):
+    """|rows before the current tie with pmask of candidate c| from the id counts."""
+    total = 0
+    for p in range(idc.shape[0]):
+        if pv[g, p, c]:
+            total += idc[p]
+    return total
+
+
+@njit(cache=True, inline="always")
+def union_ids(g, gM, kc, pv, idc):
+    """|rows before the current tie with pmask of some candidate of gM|."""
+    total = 0
+    for p in range(idc.shape[0]):
+        for c in range(kc):
+            if gM[c] and pv[g, p, c]:
+                total += idc[p]
+                break
+    return total
+
+
+@njit(cache=True, _nrt=False)
+def union_scan(a, i, g, cands, kc, gM, e_type, tcode, tie, masks, ptm, gext, e_ptr, edges, ecodes):
+    """|pe(e_i)| in the merged graph when an edge predicate into E can block an edge: the rows
+    before e_i's tie that are predecessors for some matched sharing query (hamlet.md §2.3)."""
+    total = 0
+    for j in range(a, tie[i]):
+        for c in range(kc):
+            if not gM[c]:
                 continue
-            for sid, coef in d.get(None, {}).items():
-                vec[1 + j] += coef * self.S[sid][q][0]
-            if attr is not None:
-                for sid, coef in d.get(attr, {}).items():
-                    vec[1 + m + j] += coef * self.S[sid][q][0]
-        return vec
+            q = cands[g, c]
+            if masks[q, j] and ptm[q, e_type, tcode[j]]:
+                if not gext[g, c] or edges_hold(q, j, i, tcode, e_ptr, edges, ecodes):
+                    total += 1
+                    break
+    return total
 
-    def _weights(self, queries: Sequence[str]) -> tuple:
-        ws: dict = {}
-        for q in queries:
-            cq = self.cqs[q]
-            for (_ref, attr), ttype in zip(cq.targets, cq.target_types, strict=True):
-                if ttype == self.E:
-                    ws[None] = None
-                    if attr is not None:
-                        ws[attr] = None
-        return tuple(ws)
 
-    # -- graphlet life cycle -----------------------------------------------------------------
-    def close(self) -> None:
-        """Evaluate the open graphlet once per query and fold it into the per-query sums (§4.2 split)."""
-        G = self.G
-        if G is None:
+@njit(cache=True, _nrt=False)
+def trace_snapshot(kind, g, sid, kc, gS, gi, Sval, tr_i, tr_m, tr_v):
+    t = gi[G_TRACE]
+    if t >= tr_i.shape[0]:
+        if tr_i.shape[0] > 0:
+            gi[G_STATUS] = TRACE_FULL
+        return
+    tr_i[t, 0] = kind
+    tr_i[t, 1] = g
+    for c in range(kc):
+        tr_m[t, c] = gS[c]
+        for lane in range(Sval.shape[3]):
+            tr_v[t, c, lane] = Sval[sid, c, 0, lane]
+    gi[G_TRACE] = t + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The walk
+# ---------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, _nrt=False)
+def hamlet_groups(scope_start, ev, qt, at, st, grp, rows, bur, gl, pool, trace, mods, one, out, out_mm, counters):
+    """Every sharing group of the class on every scope (module docstring); returns a status (OK or
+    the buffer that was too small). ``grp``: per group its candidates, Kleene type, edge flags, pe
+    sets; ``rows``: per group and row its burst, solo flag, burst row and pe set; ``bur``: per burst
+    its first row, shared set and whether it may extend the open graphlet, per burst row the
+    signature classes and kinds."""
+    gi = gl[8]
+    gi[G_TRACE] = 0
+    gi[G_STATUS] = OK
+    for s in range(scope_start.shape[0] - 1):
+        for g in range(grp[1].shape[0]):
+            status = group_scope(s, g, scope_start[s], scope_start[s + 1], ev, qt, at, st, grp, rows, bur, gl, pool,
+                                 trace, mods, one, out, out_mm, counters)
+            if status != OK:
+                return status
+    return OK
+
+
+@njit(cache=True, _nrt=False)
+def group_scope(s, g, a, b, ev, qt, at, st, grp, rows, bur, gl, pool, trace, mods, one, out, out_mm, counters):
+    """Group ``g`` on the scope ``s`` (rows a..b): every event, then the results of its candidates."""
+    masks = ev[3]
+    sums, cnt, mm, qi, res, rmm = st[0], st[1], st[2], st[3], st[4], st[5]
+    cands, kc = grp[0], grp[1][g]
+    gi, last_x, idc = gl[8], gl[13], gl[14]
+    for c in range(kc):
+        reset_query(cands[g, c], sums, cnt, mm, qi, res, rmm)
+        last_x[c] = -1
+    for p in range(idc.shape[0]):
+        idc[p] = 0
+    gi[G_UPTO] = a
+    gi[G_OPEN] = 0
+    shared_on = False
+    for i in range(a, b):
+        relevant = False
+        for c in range(kc):
+            relevant |= masks[cands[g, c], i]
+        if not relevant:
+            continue
+        for c in range(kc):
+            advance(cands[g, c], ev[1][i], sums, cnt, mm, qi, mods)
+        shared_on = burst_boundary(g, i, shared_on, ev, qt, st, grp, rows, bur, gl, pool, mods, counters)
+        bi = rows[0][g, i]
+        if bi >= 0 and shared_on:
+            shared_event(g, i, a, ev, qt, at, st, grp, rows, bur, gl, pool, trace, mods, one, counters)
+        private_steps(g, i, bi >= 0 and shared_on, ev, qt, at, st, grp, gl, mods, one)
+        if gi[G_STATUS] != OK:
+            return gi[G_STATUS]
+    if gi[G_OPEN] == 1:
+        close_open(g, ev, qt, st, grp, gl, pool, mods, counters)
+    for c in range(kc):
+        q = cands[g, c]
+        emit(s, q, res, rmm, out, out_mm)
+        counters[C_PROP] += qi[q, QI_PROP]
+        counters[C_PRED] += qi[q, QI_PROP]
+        counters[C_VALUES] += qi[q, QI_VALUES]
+        qi[q, QI_PROP] = 0
+        qi[q, QI_VALUES] = 0
+    return gi[G_STATUS]
+
+
+@njit(cache=True, _nrt=False)
+def close_open(g, ev, qt, st, grp, gl, pool, mods, counters):
+    """Close the group's open graphlet."""
+    masks = ev[3]
+    flags, tgt, mq, scan = qt[3], qt[4], qt[5], qt[6]
+    sums, cnt, qi, res, sto, sval = st[0], st[1], st[3], st[4], st[6], st[7]
+    close_graphlet(g, grp[2][g], grp[0], grp[1][g], flags, tgt, mq, scan, masks, sums, cnt, qi, res, sto, sval, gl[8],
+                   gl[9], gl[10], gl[12], gl[1], gl[2], gl[0], pool[0], pool[1], gl[5], mods, counters)
+
+
+@njit(cache=True, _nrt=False)
+def burst_boundary(g, i, shared_on, ev, qt, st, grp, rows, bur, gl, pool, mods, counters):
+    """Close the open graphlet where event i ends it, open one where i starts a shared burst that
+    does not extend it; returns whether i's burst is shared."""
+    tcode = ev[0]
+    cands, kc, e_type = grp[0], grp[1][g], grp[2][g]
+    b_first, b_shared, b_ext = bur[0], bur[1], bur[2]
+    gi = gl[8]
+    closing = tcode[i] != e_type or rows[1][g, i]
+    if closing:
+        shared_on = False
+    bi = rows[0][g, i]
+    opening = False
+    if bi >= 0 and b_first[bi] == i:
+        ns = 0
+        for c in range(kc):
+            ns += b_shared[bi, c]
+        shared_on = ns >= 2
+        if shared_on:
+            counters[C_SHARED] += 1
+            opening = not (b_ext[bi] and gi[G_OPEN] == 1)
+        closing = closing or opening or not shared_on
+    if closing and gi[G_OPEN] == 1:
+        close_open(g, ev, qt, st, grp, gl, pool, mods, counters)
+    if opening:
+        open_graphlet(g, bi, cands, kc, e_type, qt[4], qt[5], b_shared, gi, gl[9], gl[10], gl[12])
+        counters[C_GRAPHLETS] += 1
+    return shared_on
+
+
+@njit(cache=True, _nrt=False)
+def private_steps(g, i, shared, ev, qt, at, st, grp, gl, mods, one):
+    """GRETA's step for every candidate that matches event i outside a shared graphlet."""
+    tcode, tie, src, masks = ev
+    ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes = qt
+    sums, cnt, mm, qi, res, rmm, sto, sval, smm, val, vmm = st
+    cands, kc = grp[0], grp[1][g]
+    gS = gl[10]
+    for c in range(kc):
+        q = cands[g, c]
+        if masks[q, i] and not (shared and gS[c]):
+            query_step(q, i, tcode, tie, src, ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes, at[0], at[1],
+                       sums, cnt, mm, qi, res, rmm, sto, sval, smm, val, vmm, mods, one)
+
+
+@njit(cache=True, _nrt=False)
+def shared_event(g, i, a, ev, qt, at, st, grp, rows, bur, gl, pool, trace, mods, one, counters):
+    """Event i of a shared graphlet: the graphlet-level snapshot on its first event, its
+    coefficient maps (Def. 3.11's signature case) and Eq. 7's shared edges."""
+    gi, CD, KK, ecd, ek, wact = gl[8], gl[1], gl[2], gl[3], gl[4], gl[12]
+    tie = ev[1]
+    if gi[G_PTIE] != -1 and gi[G_PTIE] != tie[i]:
+        commit_maps(gi, gl[9], CD, KK, grp[1][g], mods)
+    gi[G_PTIE] = tie[i]
+    if gi[G_HASX] == 0:
+        graphlet_snapshot(g, i, ev, qt, st, grp, rows, gl, trace, mods, one, counters)
+    nmatch, first, same = signature(g, i, ev, grp, rows, bur, gl)
+    if same:
+        event_maps(g, i, first, ev, qt, at, rows, bur, grp, gl, pool, mods, counters)
+    else:
+        event_snapshot(g, i, ev, qt, at, st, grp, gl, pool, trace, mods, one, counters)
+    if nmatch:
+        counters[C_SEDGES] += shared_edges(g, i, a, ev, qt, grp, rows, gl)
+    add_event(i, grp[5][g], grp[1][g], gi, gl[9], gl[11], CD, KK, ecd, ek, wact, pool[0], pool[1], mods)
+
+
+@njit(cache=True, _nrt=False)
+def graphlet_snapshot(g, i, ev, qt, st, grp, rows, gl, trace, mods, one, counters):
+    """The graphlet-level snapshot x: start(E,q) + every earlier matched predecessor (§3.7 (b))."""
+    tcode, tie = ev[0], ev[1]
+    ptr, ptv, ptm, flags, scan = qt[0], qt[1], qt[2], qt[3], qt[6]
+    sums, cnt, qi, sto, sval = st[0], st[1], st[3], st[6], st[7]
+    cands, kc, e_type, pv = grp[0], grp[1][g], grp[2][g], grp[6]
+    Sval, CD, KK, gi, gS, last_x, idc = gl[0], gl[1], gl[2], gl[8], gl[10], gl[13], gl[14]
+    sid = new_snapshot(gi, CD, KK, Sval)
+    counters[C_SNAP] += 1
+    ids_upto(g, tie[i], gi, rows[3], idc)
+    for c in range(kc):
+        if not gS[c]:
+            continue
+        x_value(cands[g, c], i, c, sid, e_type, tcode, tie, ptr, ptv, ptm, flags, scan, sums, cnt, qi, sto, sval, Sval,
+                one, mods, counters)
+        pc = pe_count(g, c, pv, idc)
+        counters[C_SNEDGES] += pc if last_x[c] < 0 else 1 + pc - last_x[c]
+        last_x[c] = pc
+    if trace[0].shape[0]:
+        trace_snapshot(0, g, sid, kc, gS, gi, Sval, trace[0], trace[1], trace[2])
+    gi[G_HASX] = 1
+
+
+@njit(cache=True, _nrt=False)
+def signature(g, i, ev, grp, rows, bur, gl):
+    """The sharing queries that match event i (``gM``) and Def. 3.11's signature case: (matches,
+    the first sharing candidate, whether every sharing query has i in one signature class)."""
+    masks = ev[3]
+    cands, kc = grp[0], grp[1][g]
+    sig_class = bur[3]
+    gS, gM = gl[10], gl[11]
+    r = rows[2][g, i]
+    lo, hi, first = 1 << 62, -1, -1
+    nmatch = 0
+    for c in range(kc):
+        gM[c] = gS[c] and masks[cands[g, c], i]
+        nmatch += gM[c]
+        if gS[c]:
+            lo = min(lo, sig_class[r, c])
+            hi = max(hi, sig_class[r, c])
+            if first < 0:
+                first = c
+    return nmatch, first, lo == hi
+
+
+@njit(cache=True, _nrt=False)
+def clear_maps(ecd, ek, nm, ns):
+    for mp in range(nm):
+        for sid in range(ns):
+            ek[mp, sid] = False
+            for lane in range(ecd.shape[2]):
+                ecd[mp, sid, lane] = 0.0
+
+
+@njit(cache=True, _nrt=False)
+def event_maps(g, i, first, ev, qt, at, rows, bur, grp, gl, pool, mods, counters):
+    """One signature class: event i's coefficients are the committed events' maps (kind 1) or the
+    maps of the predecessors no edge predicate blocks (kind 2), then the weighted maps."""
+    tcode, tie, src, masks = ev
+    cands, e_type = grp[0], grp[2][g]
+    CD, KK, ecd, ek, gi, wact = gl[1], gl[2], gl[3], gl[4], gl[8], gl[12]
+    nm, nl, ns = CD.shape[1], mods.shape[0], gi[G_NSNAP]
+    kind = bur[4][rows[2][g, i], first]
+    clear_maps(ecd, ek, nm, ns)
+    if kind == 1:
+        # no edge blocked: c = x + the committed events' maps
+        for mp in range(nm):
+            for sid in range(ns):
+                ek[mp, sid] = KK[0, mp, sid]
+                for lane in range(nl):
+                    ecd[mp, sid, lane] = CD[0, mp, sid, lane]
+        for lane in range(nl):
+            ecd[0, 0, lane] = addm(ecd[0, 0, lane], 1.0, mods[lane])
+        ek[0, 0] = True
+        counters[C_PROP] += 1 + gi[G_TCOM]
+    elif kind == 2:
+        counters[C_PROP] += blocked_maps(i, g, cands[g, first], e_type, tcode, tie, masks, rows[0], qt[7], qt[8],
+                                         qt[9], gi, ecd, ek, pool[0], pool[1], wact, mods)
+    if kind == 1 or kind == 2:
+        weighted_maps(src[i], at, ecd, ek, wact, ns, mods)
+
+
+@njit(cache=True, _nrt=False)
+def weighted_maps(row, at, ecd, ek, wact, ns, mods):
+    """d[w] += w(e) * c for COUNT(E) (w = 1) and each attribute present and non-zero."""
+    alanes, nonzero = at[0], at[2]
+    for mp in range(1, ecd.shape[0]):
+        if not wact[mp] or (mp >= 2 and not nonzero[mp - 2, row]):
+            continue
+        for sid in range(ns):
+            if not ek[0, sid]:
+                continue
+            ek[mp, sid] = True
+            for lane in range(mods.shape[0]):
+                w = 1.0 if mp == 1 else alanes[mp - 2, row, lane]
+                ecd[mp, sid, lane] = addm(ecd[mp, sid, lane], mulm(w, ecd[0, sid, lane], mods[lane]), mods[lane])
+
+
+@njit(cache=True, _nrt=False)
+def event_snapshot(g, i, ev, qt, at, st, grp, gl, pool, trace, mods, one, counters):
+    """Signature classes differ: an event-level snapshot z, Eq. 2 per matching query (Def. 3.11)."""
+    tcode, tie, src, masks = ev
+    ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr, edges, ecodes = qt
+    sums, cnt, mm, qi, sto, sval, smm = st[0], st[1], st[2], st[3], st[6], st[7], st[8]
+    cands, kc, e_type, gext, gee, need = grp[0], grp[1][g], grp[2][g], grp[3], grp[4], grp[5][g]
+    Sval, CD, KK, ecd, ek, vec, tot, tmm, gi, gq, gS, gM, _wact, _last_x, _idc = gl
+    sid = new_snapshot(gi, CD, KK, Sval)
+    counters[C_SNAP] += 1
+    for c in range(kc):
+        if gM[c]:
+            z_value(c, cands[g, c], i, sid, e_type, need, gext[g, c], gee[g, c], tcode, tie, src, masks, ptr, ptv, ptm,
+                    flags, tgt, mq, scan, e_ptr, edges, ecodes, at[0], at[1], sums, cnt, mm, qi, sto, sval, smm, gi,
+                    gq, CD, pool[0], pool[1], Sval, vec, tot, tmm, mods, one, counters)
+    if trace[0].shape[0]:
+        trace_snapshot(1, g, sid, kc, gS, gi, Sval, trace[0], trace[1], trace[2])
+    clear_maps(ecd, ek, CD.shape[1], gi[G_NSNAP])
+    ek[0, sid] = True
+    for lane in range(mods.shape[0]):
+        ecd[0, sid, lane] = 1.0
+    counters[C_PROP] += 1
+
+
+@njit(cache=True, _nrt=False)
+def shared_edges(g, i, a, ev, qt, grp, rows, gl):
+    """Eq. 7's b*n*s_p, per event: |pe(e)| edges, each read at the coefficient vector's width."""
+    tcode, tie, masks = ev[0], ev[1], ev[3]
+    cands, kc, e_type, gext = grp[0], grp[1][g], grp[2][g], grp[3]
+    gi, gM, idc = gl[8], gl[11], gl[14]
+    any_ext = False
+    for c in range(kc):
+        any_ext |= gM[c] and gext[g, c]
+    if any_ext:
+        union = union_scan(a, i, g, cands, kc, gM, e_type, tcode, tie, masks, qt[2], gext, qt[7], qt[8], qt[9])
+    else:
+        ids_upto(g, tie[i], gi, rows[3], idc)
+        union = union_ids(g, gM, kc, grp[6], idc)
+    return union * gi[G_NSNAP]
+
+
+@njit(cache=True, _nrt=False)
+def open_graphlet(g, bi, cands, kc, e_type, tgt, mq, b_shared, gi, gq, gS, wact):
+    """A new shared graphlet for the burst's shared set; its weights: COUNT(E) and the attributes of
+    the sharing queries' targets of type E."""
+    gi[G_OPEN] = 1
+    gi[G_NSNAP] = 0
+    gi[G_TCOM] = 0
+    gi[G_TPEN] = 0
+    gi[G_PTIE] = -1
+    gi[G_NEV] = 0
+    gi[G_CUP] = 0
+    gi[G_HASX] = 0
+    for mp in range(wact.shape[0]):
+        wact[mp] = mp == 0
+    for c in range(kc):
+        gS[c] = b_shared[bi, c]
+        for k in range(4):
+            gq[k, c] = 0
+        if gS[c]:
+            q = cands[g, c]
+            for j in range(mq[q]):
+                if tgt[q, j, 0] == e_type:
+                    wact[1] = True
+                    if tgt[q, j, 1] >= 0:
+                        wact[2 + tgt[q, j, 1]] = True
+
+
+@njit(cache=True, _nrt=False)
+def x_value(q, i, c, sid, e_type, tcode, tie, ptr, ptv, ptm, flags, scan, sums, cnt, qi, sto, sval, Sval, one, mods,
+            counters):
+    """The graphlet-level snapshot's value for q: start(E,q) + the committed running sums of pt(E,q)
+    (fast path) or every stored predecessor before e_i (scan path: the edge predicates are left to
+    the event-level snapshots)."""
+    nw, nl = Sval.shape[2], Sval.shape[3]
+    if flags[0, q, e_type]:
+        for lane in range(nl):
+            Sval[sid, c, 0, lane] = one[lane]
+    if not scan[q]:
+        for p in range(ptr[q, e_type], ptr[q, e_type + 1]):
+            u = ptv[p]
+            counters[C_READS] += cnt[0, q, u]
+            for w in range(nw):
+                for lane in range(nl):
+                    Sval[sid, c, w, lane] = addm(Sval[sid, c, w, lane], sums[0, q, u, w, lane], mods[lane])
+        return
+    for k in range(qi[q, QI_STORED]):
+        j = sto[q, k, 0]
+        if j < tie[i] and ptm[q, e_type, tcode[j]]:
+            counters[C_READS] += 1
+            for w in range(nw):
+                for lane in range(nl):
+                    Sval[sid, c, w, lane] = addm(Sval[sid, c, w, lane], sval[q, k, w, lane], mods[lane])
+
+
+@njit(cache=True, _nrt=False)
+def blocked_maps(i, g, q0, e_type, tcode, tie, masks, burst_of, e_ptr, edges, ecodes, gi, ecd, ek, pcd, evt, wact,
+                 mods):
+    """One signature for the sharing queries that blocks some in-burst predecessors: c = x + the maps
+    of the committed events that are not blocked; returns the terms read."""
+    nl = ecd.shape[2]
+    ek[0, 0] = True
+    for lane in range(nl):
+        ecd[0, 0, lane] = addm(ecd[0, 0, lane], 1.0, mods[lane])
+    terms = 1
+    bi = burst_of[g, i]
+    for e in range(gi[G_CUP]):
+        j = evt[e, E_ROW]
+        if burst_of[g, j] == bi and tie[j] < tie[i] and masks[q0, j]:
+            ok = True
+            for k in range(e_ptr[q0], e_ptr[q0 + 1]):
+                if edges[k, 0] == e_type and edges[k, 1] == e_type:
+                    ok &= edge_ok(k, j, i, edges, ecodes)
+            if not ok:
+                continue
+        off, ns = evt[e, E_OFF], evt[e, E_NS]
+        terms += evt[e, E_LC]
+        for mp in range(ecd.shape[0]):
+            if mp > 0 and not wact[mp]:
+                continue
+            for sid in range(ns):
+                if pcd[off + mp * ns + sid, nl] != 0.0:
+                    ek[mp, sid] = True
+                for lane in range(nl):
+                    ecd[mp, sid, lane] = addm(ecd[mp, sid, lane], pcd[off + mp * ns + sid, lane], mods[lane])
+    return terms
+
+
+@njit(cache=True, inline="always")
+def edge_ok(k, j, i, edges, ecodes):
+    return holds(edges[k, 2], ecodes[k, 0, j], ecodes[k, 1, j], ecodes[k, 2, i], ecodes[k, 3, i])
+
+
+@njit(cache=True, _nrt=False)
+def z_value(c, q, i, sid, e_type, need, ext, ee, tcode, tie, src, masks, ptr, ptv, ptm, flags, tgt, mq, scan, e_ptr,
+            edges, ecodes, alanes, arank, sums, cnt, mm, qi, sto, sval, smm, gi, gq, CD, pcd, evt, Sval, vec, tot, tmm,
+            mods, one, counters):
+    """The event-level snapshot's value for candidate c = q (Eq. 2): its external predecessors
+    (running sums or scan), its committed in-graphlet predecessors, then start and own attribute."""
+    nl = tot.shape[1]
+    nedges, _reach = predecessors(q, i, tcode, tie, ptr, ptv, ptm, scan, e_ptr, edges, ecodes, sums, cnt, mm, qi, sto,
+                                  sval, smm, mods, tot, tmm)
+    counters[C_PROP] += nedges
+    counters[C_READS] += 1
+    # everything before the graphlet is q's graphlet-level snapshot x (one read), unless an edge
+    # predicate into E can block an external edge: then they are scanned
+    counters[C_SNEDGES] += nedges if ext else 1
+    if need:
+        z_events(c, q, i, e_type, tcode, masks, ee, e_ptr, edges, ecodes, gi, CD, pcd, evt, Sval, tgt, mq, vec, tot,
+                 mods, counters)
+    else:
+        # the committed events' maps by linearity (an event q does not match has value 0 for q)
+        eval_maps(vec, c, q, e_type, sid, 0, 0, CD, pcd, Sval, tgt, mq, mods)
+        for w in range(tot.shape[0]):
+            for lane in range(nl):
+                tot[w, lane] = addm(tot[w, lane], vec[w, lane], mods[lane])
+        counters[C_SNEDGES] += gq[Q_MCOM, c]
+        counters[C_READS] += gq[Q_LCOM, c]
+    own_value(q, i, tcode, src, flags, tgt, mq, alanes, arank, mods, one, tot, tmm, True)
+    for w in range(tot.shape[0]):
+        for lane in range(nl):
+            Sval[sid, c, w, lane] = tot[w, lane]
+
+
+@njit(cache=True, inline="always")
+def z_events(c, q, i, e_type, tcode, masks, ee, e_ptr, edges, ecodes, gi, CD, pcd, evt, Sval, tgt, mq, vec, tot, mods,
+             counters):
+    """An event-level snapshot's in-graphlet part for q with edge predicates: every committed event
+    matched by q whose E -> E edges to e_i hold, one read each."""
+    nl = tot.shape[1]
+    for e in range(gi[G_CUP]):
+        j = evt[e, E_ROW]
+        if not masks[q, j]:
+            continue
+        if ee:
+            ok = True
+            for k in range(e_ptr[q], e_ptr[q + 1]):
+                if edges[k, 0] == e_type and edges[k, 1] == e_type:
+                    ok &= edge_ok(k, j, i, edges, ecodes)
+            if not ok:
+                continue
+        counters[C_SNEDGES] += 1
+        counters[C_READS] += evt[e, E_LT]
+        eval_maps(vec, c, q, e_type, evt[e, E_NS], 1, evt[e, E_OFF], CD, pcd, Sval, tgt, mq, mods)
+        for w in range(tot.shape[0]):
+            for lane in range(nl):
+                tot[w, lane] = addm(tot[w, lane], vec[w, lane], mods[lane])
+
+
+@njit(cache=True, inline="always")
+def add_event(i, need, kc, gi, gq, gM, CD, KK, ecd, ek, wact, pcd, evt, mods):
+    """G.add: the event's maps join the pending tie group (and, with edge predicates, are stored)."""
+    ns = gi[G_NSNAP]
+    nl = ecd.shape[2]
+    for mp in range(ecd.shape[0]):
+        if mp > 0 and not wact[mp]:
+            continue
+        for sid in range(ns):
+            if ek[mp, sid]:
+                KK[1, mp, sid] = True
+                for lane in range(nl):
+                    CD[1, mp, sid, lane] = addm(CD[1, mp, sid, lane], ecd[mp, sid, lane], mods[lane])
+    lc, lt = count_keys(ek, wact, ns)
+    gi[G_TPEN] += lc
+    for c in range(kc):
+        if gM[c]:
+            gq[Q_MPEN, c] += 1
+            gq[Q_LPEN, c] += lt
+    if need:
+        e = gi[G_NEV]
+        off = 0 if e == 0 else evt[e - 1, E_OFF] + ecd.shape[0] * evt[e - 1, E_NS]
+        if e >= evt.shape[0] or off + ecd.shape[0] * ns > pcd.shape[0]:
+            gi[G_STATUS] = POOL_FULL
             return
-        self.G = None
-        if not G.events:
-            return
-        c, d = G.totals()
-        for q in G.queries:
-            st = self.states[q]
-            mask = self.masks[q]
-            matched = sum(1 for pos, _, _ in G.events if mask[pos])
-            self.metrics["evaluations"] += len(c) + sum(len(v) for v in d.values())
-            vec = self._eval(q, c, d)
-            st.add_committed(self.E, vec, [None] * st.m, [None] * st.m, matched)
-            if self.E in st.cq.end and vec[0]:
-                st.add_result(vec, [None] * st.m, [None] * st.m)
-            if st.scan:
-                # the scan path needs every event's own value as a later predecessor
-                for pos, ce, de in G.events:
-                    if mask[pos]:
-                        st.stored.append((pos, self._eval(q, ce, de), [None] * st.m, [None] * st.m))
+        evt[e, E_ROW] = i
+        evt[e, E_OFF] = off
+        evt[e, E_NS] = ns
+        evt[e, E_LC] = lc
+        evt[e, E_LT] = lt
+        for mp in range(ecd.shape[0]):
+            for sid in range(ns):
+                for lane in range(nl):
+                    pcd[off + mp * ns + sid, lane] = ecd[mp, sid, lane] if (mp == 0 or wact[mp]) else 0.0
+                pcd[off + mp * ns + sid, nl] = 1.0 if (ek[mp, sid] and (mp == 0 or wact[mp])) else 0.0
+    gi[G_NEV] += 1
 
-    def _open(self, queries: tuple[str, ...]) -> None:
-        self.close()
-        self.G = _Graphlet(queries, self._weights(queries))
-        self.metrics["graphlets"] += 1
 
-    # -- burst decisions -----------------------------------------------------------------------
-    def decide(self, positions: list[int], burst, sigs: list[tuple]) -> tuple[str, ...]:
-        dec = self.policy.decide(burst, self.gstate, lambda qs: mean_t(self.t, qs))
-        self.sigs.update(zip(positions, sigs, strict=True))
-        self.metrics["bursts"] += 1
-        if self.decisions is not None:
-            self.decisions.append(dec)
-        queries = tuple(sorted(dec.queries))
-        if len(queries) >= 2:
-            self.metrics["shared_bursts"] += 1
-            extend = (burst.continues and self.gstate.shared is not None
-                      and set(self.gstate.shared) == set(queries) and self.G is not None)
-            if not extend:
-                self._open(queries)
-        else:
-            self.close()
-        self.gstate.after(burst, queries)
-        return queries
-
-    # -- one shared event ----------------------------------------------------------------------
-    def shared_event(self, i: int) -> None:
-        G = self.G
-        sc = self.scope
-        ts_i = sc.ts[i]
-        G.advance(ts_i)
-        queries = G.queries
-        if G.ext is None:
-            # graphlet-level snapshot x: start(E,q) + every earlier matched predecessor (§3.7 (b))
-            values = {}
-            for q in queries:
-                st = self.states[q]
-                tot = [0] * st.width
-                if self.E in st.cq.start:
-                    tot[0] = 1
-                if st.scan:
-                    for pos, val, _, _ in st.stored:
-                        if sc.types[pos] in st.pt.get(self.E, ()) and sc.ts[pos] < ts_i:
-                            self.metrics["snapshot_reads"] += 1
-                            for j in range(st.width):
-                                tot[j] += val[j]
-                else:
-                    for t in st.pt.get(self.E, ()):
-                        acc = st.acc.get(t)
-                        if acc is not None:
-                            self.metrics["snapshot_reads"] += st.acc_n[t]
-                            for j in range(st.width):
-                                tot[j] += acc[j]
-                values[q] = tot
-                # Eq. 5 as §3.7 (b) computes it: the previous graphlet-level snapshot of q (one read)
-                # plus the events of the graphlets since, i.e. q's matched pt-type events in between
-                cum = self._cumsum(frozenset((q,)))
-                last = self.last_x.get(q)
-                self.metrics["snapshot_edges"] += int(cum[self.before[i]]) if last is None else \
-                    1 + int(cum[self.before[i]] - cum[self.before[last]])
-                self.last_x[q] = i
-            G.ext = {self._new_snapshot(values, 'graphlet'): 1}
-        committed = G.events[:G.committed_upto]
-        sigs = {self.sigs[i][self.col[q]] for q in queries}
-        common_blocked = next(iter(sigs))
-        if len(sigs) == 1 and common_blocked is None:
-            # matched by no sharing query: value 0 for all of them
-            c, d = {}, {w: {} for w in G.weights}
-        elif len(sigs) == 1:
-            # one signature: no external edge blocked, the same in-burst predecessors blocked for all
-            c = dict(G.ext)
-            d = {w: {} for w in G.weights}
-            if not common_blocked:
-                _add_map(c, G.c_com)
-                for w in G.weights:
-                    _add_map(d[w], G.d_com[w])
-                self.metrics["propagations"] += 1 + G.terms_com
-            else:
-                terms = 1
-                for pos, ce, de in committed:
-                    if pos in common_blocked:
-                        continue
-                    _add_map(c, ce)
-                    terms += len(ce)
-                    for w in G.weights:
-                        _add_map(d[w], de.get(w, {}))
-                self.metrics["propagations"] += terms
-            for w in G.weights:
-                wv = 1 if w is None else sc.attr(i, w)
-                if wv:
-                    _add_map(d[w], c, _num(wv))
-        else:
-            # event-level snapshot z: Eq. 2 per query (Def. 3.11)
-            values = {}
-            for q in queries:
-                st = self.states[q]
-                if not self.masks[q][i]:
-                    values[q] = [0] * st.width
+@njit(cache=True, _nrt=False)
+def close_graphlet(g, e_type, cands, kc, flags, tgt, mq, scan, masks, sums, cnt, qi, res, sto, sval, gi, gq, gS, wact,
+                   CD, KK, Sval, pcd, evt, vec, mods, counters):
+    """Evaluate the open graphlet once per query and fold it into the per-query sums (§4.2 split)."""
+    if gi[G_OPEN] == 0:
+        return
+    gi[G_OPEN] = 0
+    if gi[G_NEV] == 0:
+        return
+    commit_maps(gi, gq, CD, KK, kc, mods)
+    ns = gi[G_NSNAP]
+    keys = 0
+    for mp in range(CD.shape[1]):
+        if mp > 0 and not wact[mp]:
+            continue
+        for sid in range(ns):
+            keys += KK[0, mp, sid]
+    nw, nl = vec.shape[0], vec.shape[1]
+    for c in range(kc):
+        if not gS[c]:
+            continue
+        q = cands[g, c]
+        counters[C_EVAL] += keys
+        eval_maps(vec, c, q, e_type, ns, 0, 0, CD, pcd, Sval, tgt, mq, mods)
+        for w in range(nw):
+            for lane in range(nl):
+                sums[0, q, e_type, w, lane] = addm(sums[0, q, e_type, w, lane], vec[w, lane], mods[lane])
+        cnt[0, q, e_type] += gq[Q_MCOM, c]
+        if flags[1, q, e_type]:
+            for w in range(nw):
+                for lane in range(nl):
+                    res[q, w, lane] = addm(res[q, w, lane], vec[w, lane], mods[lane])
+        if scan[q]:
+            # the scan path needs every event's own value as a later predecessor
+            for e in range(gi[G_NEV]):
+                j = evt[e, E_ROW]
+                if not masks[q, j]:
                     continue
-                before = st.propagations
-                tot, mn, mx = st.predecessors(i)  # external part (running sums or scan)
-                ext = st.propagations - before   # external predecessor edges of e for q
-                st.propagations = before         # (st.propagations counts per-query processing only)
-                self.metrics["propagations"] += ext
-                self.metrics["snapshot_reads"] += 1
-                # everything before the graphlet is q's graphlet-level snapshot x (one read), unless
-                # an edge predicate into E can block an external edge: then they are scanned
-                self.metrics["snapshot_edges"] += ext if self.ext_edges[q] else 1
-                eps = self.ee_edges[q]
-                for pos, ce, de in committed:
-                    if not self.masks[q][pos]:
-                        continue
-                    if eps and not all(ep.holds(sc.record(pos), sc.record(i)) for ep in eps):
-                        continue
-                    self.metrics["snapshot_edges"] += 1
-                    # reading an in-graphlet event's value for q evaluates its expression
-                    self.metrics["snapshot_reads"] += len(ce) + sum(len(x) for x in de.values())
-                    v = self._eval(q, ce, de)
-                    for j in range(st.width):
-                        tot[j] += v[j]
-                values[q] = st.value(i, (tot, mn, mx))[0]
-            c = {self._new_snapshot(values, 'event'): 1}
-            d = {w: {} for w in G.weights}
-            self.metrics["propagations"] += 1
-        # Eq. 7's b*n*s_p, per event: |pe(e)| edges, each read at the coefficient vector's width
-        self.metrics["shared_edges"] += self._union_edges(i, queries) * G.nsnap
-        G.add(i, c, d)
-
-    # -- the walk -------------------------------------------------------------------------------
-    def run(self) -> None:
-        sc = self.scope
-        group = scope_bursts(self.cls, sc, self.label, self.E, self.cands)
-        relevant, solo = group.relevant, group.solo
-        starts = {positions[0]: (positions, burst, sigs) for positions, burst, sigs in group.bursts}
-        in_burst = np.zeros(sc.n, dtype=bool)
-        for positions, _, _ in group.bursts:
-            in_burst[positions] = True
-        types = frozenset().union(*(self.cqs[q].types for q in self.cands))
-        closer = relevant & np.isin(sc.types, list(types - {self.E}))
-        shared: tuple[str, ...] = ()
-        for i in np.flatnonzero(relevant).tolist():
-            ts_i = sc.ts[i]
-            for st in self.states.values():
-                st.advance(ts_i)
-            if closer[i] or solo[i]:
-                self.close()
-                shared = ()
-            if i in starts:
-                shared = self.decide(*starts[i])
-            if in_burst[i] and shared:
-                self.shared_event(i)
-                for q in self.cands:
-                    if q not in shared and self.masks[q][i]:
-                        self.states[q].process(i)
-            else:
-                for q in self.cands:
-                    if self.masks[q][i]:
-                        self.states[q].process(i)
-        self.close()
-        for st in self.states.values():
-            self.metrics["propagations"] += st.propagations
-            self.metrics["pred_edges"] += st.propagations
-            self.metrics["values"] += st.values
+                eval_maps(vec, c, q, e_type, evt[e, E_NS], 1, evt[e, E_OFF], CD, pcd, Sval, tgt, mq, mods)
+                k = qi[q, QI_STORED]
+                sto[q, k, 0] = j
+                sto[q, k, 1] = 1
+                for w in range(nw):
+                    for lane in range(nl):
+                        sval[q, k, w, lane] = vec[w, lane]
+                qi[q, QI_STORED] = k + 1
 
 
-def hamlet_class(cls: SharingClass, scope: Scope, policy: Policy, accs: dict[str, AggAccumulator],
-                 metrics: dict, decisions: list | None = None, trace: list | None = None, label: str = "") -> None:
-    """Hamlet on one scope of a class: groups shared per ``policy``, every other query by GRETA.
-    ``label`` is the scope of its bursts (cepopt.hamlet.graphlets.scope_label, as the optimizer's)."""
-    for key in _COUNTERS:
-        metrics.setdefault(key, 0)
+# ---------------------------------------------------------------------------------------------
+# Driver side: bursts, decisions, buffers
+# ---------------------------------------------------------------------------------------------
+
+#: the policies whose decision depends on the burst's statistics and the group's state only (not on
+#: its scope): their decisions are memoized per (class, burst statistics, state)
+PURE_POLICIES = frozenset({"dynamic", "static", "nonshared", "exhaustive"})
+_MEMO_LIMIT = 100_000
+
+
+def _decide(compiled, index: int, cls, found: list, decisions: list | None) -> tuple[list, list, list]:
+    """Run the policy on every burst, scope by scope and group by group in time order (one
+    GroupState per scope and group): per group the shared set of each burst (by candidate) and
+    whether it may extend the open graphlet; the Decisions in order."""
+    from cepopt.hamlet.cost import GroupState
+    from cepopt.hamlet.problem import mean_t, query_t
+
+    policy = compiled.policy
+    t_of = {cq.name: query_t(len(cq.types), cls.t_rule) for cq in cls.queries}
+
+    def t(qs):
+        return mean_t(t_of, qs)
+
+    memo = compiled.memo.setdefault(index, {}) if policy.name in PURE_POLICIES else None
+    if memo is not None and len(memo) > _MEMO_LIMIT:
+        memo.clear()
+    shared = [np.zeros((len(gb.bursts), max(len(gb.cands), 1)), dtype=bool) for gb in found]
+    extend = [np.zeros(len(gb.bursts), dtype=bool) for gb in found]
+    made: list = []
+    order = sorted((int(gb.burst_scope[b]), g, b) for g, gb in enumerate(found) for b in range(len(gb.bursts)))
+    states: dict = {}
+    for s, g, b in order:
+        state = states.setdefault((s, g), GroupState())
+        burst = found[g].bursts[b]
+        if memo is not None:
+            key = (burst.type, burst.queries, burst.b, burst.n, burst.classes, burst.continues, burst.n_rule,
+                   state.shared, state.g, state.s, state.decided > 0)
+            d = memo.get(key)
+            if d is None:
+                d = memo[key] = policy.decide(burst, state, t)
+        else:
+            d = policy.decide(burst, state, t)
+        made.append(d)
+        queries = tuple(sorted(d.queries))
+        if len(queries) >= 2:
+            shared[g][b] = [q in queries for q in found[g].cands]
+            extend[g][b] = (burst.continues and state.shared is not None and set(state.shared) == set(queries))
+        state.after(burst, queries)
+    if decisions is not None:
+        decisions.extend(made)
+    return shared, extend, made
+
+
+def _group_tables(inp, found: list, shared: list, extend: list) -> tuple:
+    """The kernel's per-group, per-row and per-burst arrays (:func:`hamlet_groups`)."""
+    lay = inp.layout
+    cls = lay.cls
+    names = [cq.name for cq in cls.queries]
+    ng, n = len(found), lay.n
+    kmax = max(len(gb.cands) for gb in found)
+    cands = np.full((ng, kmax), -1, dtype=np.int64)
+    gk = np.array([len(gb.cands) for gb in found], dtype=np.int64)
+    g_e = np.array([lay.type_code(gb.kleene) for gb in found], dtype=np.int64)
+    gext = np.zeros((ng, kmax), dtype=bool)
+    gee = np.zeros((ng, kmax), dtype=bool)
+    gneed = np.zeros(ng, dtype=bool)
+    burst_of = np.full((ng, n), -1, dtype=np.int64)
+    solo = np.zeros((ng, n), dtype=bool)
+    brow = np.full((ng, n), -1, dtype=np.int64)
+    pid = np.full((ng, n), -1, dtype=np.int64)
+    pvs, firsts, b_shared, b_ext, classes, kinds = [], [], [], [], [], []
+    nb = nr = 0
+    for g, gb in enumerate(found):
+        qidx = [names.index(q) for q in gb.cands]
+        cands[g, :len(qidx)] = qidx
+        e = gb.kleene
+        for c, q in enumerate(qidx):
+            cq = cls.queries[q]
+            gext[g, c] = any(ep.dst == e for ep in cq.edges)
+            gee[g, c] = any(ep.src == e and ep.dst == e for ep in cq.edges)
+        gneed[g] = any(cls.queries[q].edges for q in qidx)
+        burst_of[g] = np.where(gb.burst_of >= 0, gb.burst_of + nb, -1)
+        solo[g] = gb.solo
+        brow[g, gb.rows] = np.arange(len(gb.rows)) + nr
+        # pe(., q) candidates per row: matched by q and of a type in pt(E, q)
+        code = lay.type_code(e)
+        pm = np.stack([lay.masks[q] & inp.qt[2][q, code][lay.tcode] for q in qidx], axis=1)
+        sets, inv = _row_sets(pm)
+        nonempty = sets.any(axis=1)
+        remap = np.cumsum(nonempty) - 1
+        pid[g] = np.where(nonempty[inv], remap[inv], -1)
+        pv = np.zeros((int(nonempty.sum()), kmax), dtype=bool)
+        pv[:, :len(qidx)] = sets[nonempty]
+        pvs.append(pv)
+        starts = gb.rows[gb.ptr[:-1]] if len(gb.bursts) else np.zeros(0, dtype=np.int64)
+        firsts.append(starts)
+        sh = np.zeros((len(gb.bursts), kmax), dtype=bool)
+        sh[:, :len(qidx)] = shared[g][:, :len(qidx)]
+        b_shared.append(sh)
+        b_ext.append(extend[g])
+        cl = np.zeros((len(gb.rows), kmax), dtype=np.int64)
+        kd = np.zeros((len(gb.rows), kmax), dtype=np.int64)
+        cl[:, :len(qidx)] = gb.sig_class
+        kd[:, :len(qidx)] = gb.sig_kind
+        classes.append(cl)
+        kinds.append(kd)
+        nb += len(gb.bursts)
+        nr += len(gb.rows)
+    nid = max((len(p) for p in pvs), default=0)
+    pv_all = np.zeros((ng, max(nid, 1), kmax), dtype=bool)
+    for g, p in enumerate(pvs):
+        pv_all[g, :len(p)] = p
+    grp = (cands, gk, g_e, gext, gee, gneed, pv_all)
+    rows = (burst_of, solo, brow, pid)
+    bur = (np.concatenate(firsts).astype(np.int64), np.concatenate(b_shared).reshape(-1, kmax),
+           np.concatenate(b_ext).astype(bool), np.concatenate(classes).reshape(-1, kmax),
+           np.concatenate(kinds).reshape(-1, kmax))
+    return grp, rows, bur, kmax, nid
+
+
+def _row_sets(pm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a boolean matrix and each row's index among them."""
+    k = pm.shape[1]
+    if k <= 62:
+        bits = np.zeros(len(pm), dtype=np.int64)
+        for c in range(k):
+            bits |= pm[:, c].astype(np.int64) << c
+        uniq, inv = np.unique(bits, return_inverse=True)
+        return ((uniq[:, None] >> np.arange(k)) & 1).astype(bool), inv.reshape(-1)
+    uniq, inv = np.unique(np.packbits(pm, axis=1), axis=0, return_inverse=True)
+    return np.unpackbits(uniq, axis=1)[:, :k].astype(bool), inv.reshape(-1)
+
+
+def _max_snapshots(lay, found: list, shared: list) -> int:
+    """An upper bound of the snapshots of one graphlet: per scope, its shared bursts (one x each) plus
+    its burst rows whose shared set disagrees on their signatures (one z each)."""
+    scope_of = lay.scope_of()
+    per_scope = np.zeros(max(lay.scopes, 1), dtype=np.int64)
+    for g, gb in enumerate(found):
+        if not len(gb.bursts):
+            continue
+        sh = shared[g]
+        on = sh.sum(axis=1) >= 2
+        np.add.at(per_scope, gb.burst_scope[on], 1)
+        b_of_row = gb.burst_of[gb.rows]
+        rs = sh[b_of_row]
+        cl = np.where(rs, gb.sig_class, -1)
+        lo = np.where(rs, gb.sig_class, 1 << 30).min(axis=1)
+        z = on[b_of_row] & (cl.max(axis=1) != lo)
+        np.add.at(per_scope, scope_of[gb.rows[z]], 1)
+    return int(per_scope.max()) + 1
+
+
+def hamlet_run(compiled, index: int, inp, decisions: list | None, trace: list | None) -> tuple:
+    """Hamlet on one layout: GRETA for the queries of no sharing group, the compiled walk for the
+    groups. Returns (out, out_mm, counters, extra metrics)."""
+    from collections import Counter
+
+    from cepopt.executor.greta import C_BURSTS, C_PRED, C_PROP, COUNTERS
+    from cepopt.executor.trend_inputs import FIRST_LANES, exact_run, kernel_state
+    from cepopt.hamlet.graphlets import group_bursts
+
+    lay = inp.layout
+    cls = lay.cls
+    names = [cq.name for cq in cls.queries]
     grouped = {q for _e, qs in cls.groups for q in qs}
-    for cq in cls.queries:
-        if cq.name not in grouped:
-            st = greta_scope(cq, scope)
-            st.emit(accs[cq.name])
-            metrics["propagations"] += st.propagations
-            metrics["pred_edges"] += st.propagations
-            metrics["values"] += st.values
-    for e, cands in cls.groups:
-        grp = _Group(cls, scope, e, cands, policy, metrics, decisions, trace, label)
-        grp.run()
-        for q, st in grp.states.items():
-            st.emit(accs[q])
+    alone = np.array([i for i, q in enumerate(names) if q not in grouped], dtype=np.int64)
+    found = [group_bursts(lay, index, e, cands) for e, cands in cls.groups]
+    shared, extend, made = _decide(compiled, index, cls, found, decisions)
+    tables = _group_tables(inp, found, shared, extend) if found else None
+    smax = _max_snapshots(lay, found, shared) if found else 1
+    rows_max = int(np.diff(lay.scope_start).max(initial=0))
+    need = bool(found) and bool(tables[0][5].any())
+    caps = {"pool": (rows_max * min(smax, 8) + 16) if need else 0, "trace": 2 * lay.n + 2 if trace is not None else 0}
+    result: dict = {}
+
+    def kernel(mods, one, at, out, omm, counters):
+        from cepopt.executor.greta import greta_kernel
+
+        lanes = len(mods)
+        st = kernel_state(inp, lanes)
+        if len(alone):
+            part = np.zeros(len(COUNTERS), dtype=np.int64)
+            greta_kernel(lay.scope_start, inp.ev, inp.qt, at, alone, st, mods, one, out, omm, part)
+            part[C_PRED] = part[C_PROP]
+            counters += part
+        if tables is None:
+            return
+        grp, rows, bur, kmax, nid = tables
+        nm = 2 + len(inp.cols)
+        w = inp.width
+        tm = max(inp.targets, 1)
+        base = counters.copy()
+        while True:
+            gl = (np.zeros((smax, kmax, w, lanes)), np.zeros((2, nm, smax, lanes)), np.zeros((2, nm, smax), bool),
+                  np.zeros((nm, smax, lanes)), np.zeros((nm, smax), bool), np.zeros((w, lanes)), np.zeros((w, lanes)),
+                  np.full((2, tm), -1, np.int64), np.zeros(16, np.int64), np.zeros((4, kmax), np.int64),
+                  np.zeros(kmax, bool), np.zeros(kmax, bool), np.zeros(nm, bool), np.zeros(kmax, np.int64),
+                  np.zeros(max(nid, 1), np.int64))
+            pool = (np.zeros((caps["pool"], lanes + 1)), np.zeros((rows_max + 1 if need else 0, 5), np.int64))
+            tr = (np.zeros((caps["trace"], 2), np.int64), np.zeros((caps["trace"], kmax), bool),
+                  np.zeros((caps["trace"], kmax, lanes)))
+            counters[:] = base
+            status = hamlet_groups(lay.scope_start, inp.ev, inp.qt, at, st, grp, rows, bur, gl, pool, tr, mods, one,
+                                   out, omm, counters)
+            if status == OK:
+                result["trace"] = (tr, int(gl[8][G_TRACE]), kmax)
+                return
+            caps["pool" if status == POOL_FULL else "trace"] *= 2
+
+    out, omm, counters, lanes = exact_run(inp, kernel, compiled.lanes.get(index, FIRST_LANES))
+    compiled.lanes[index] = lanes
+    counters[C_BURSTS] = len(made)
+    extra = {"predicted": float(sum(d.cost for d in made))}
+    for action, n in Counter(d.action for d in made).items():
+        extra[f"action_{action}"] = n
+    if trace is not None and "trace" in result:
+        _read_trace(result["trace"], found, names, trace)
+    return out, omm, counters, extra
+
+
+def _read_trace(got: tuple, found: list, names: list, trace: list) -> None:
+    """Snapshots as (kind, type, {query: count}), exact."""
+    from cepopt.executor.exact import crt
+
+    (tr_i, tr_m, tr_v), count, _kmax = got
+    if not count:
+        return
+    values = np.array(crt(tr_v[:count, :, 1:]), dtype=object).reshape(count, -1)
+    for t in range(count):
+        kind, g = int(tr_i[t, 0]), int(tr_i[t, 1])
+        gb = found[g]
+        trace.append(("graphlet" if kind == 0 else "event", gb.kleene,
+                      {q: int(values[t, c]) for c, q in enumerate(gb.cands) if tr_m[t, c]}))
 
 
 def finish_metrics(metrics: dict) -> dict:
@@ -463,25 +1035,3 @@ def finish_metrics(metrics: dict) -> dict:
     metrics["operations"] = (metrics.get("pred_edges", 0) + metrics.get("shared_edges", 0)
                              + metrics.get("snapshot_edges", 0) + metrics.get("evaluations", 0))
     return metrics
-
-
-def run_local(workload, events: pd.DataFrame, policy: str | Policy = "dynamic", params: dict | None = None,
-              decisions: list | None = None, trace: list | None = None) -> tuple[pd.DataFrame, dict]:
-    """Hamlet over a whole stream in-process (no Spark): results table and operation counters.
-    ``decisions`` collects the policy's Decision per burst, ``trace`` every snapshot created as
-    (kind, type, {query: count value}). A :class:`cepopt.hamlet.policy.ReplayPolicy` replays a plan's
-    decisions on the bursts it was made for (CepoptError on other bursts)."""
-    start = time.perf_counter()
-    pol = get_policy(policy) if isinstance(policy, str) else policy
-    classes = compile_workload(workload, params)
-    accs = {cq.name: AggAccumulator(cq.query) for cls in classes for cq in cls.queries}
-    metrics: dict = dict.fromkeys(_COUNTERS, 0)
-    for ci, cls in enumerate(classes):
-        for key, k, part in scopes(cls, events):
-            scope = Scope(cls, part, key, k)
-            hamlet_class(cls, scope, pol, accs, metrics, decisions, trace, scope_label(ci, scope))
-    pol.finished(metrics["bursts"])
-    rows = [r for acc in accs.values() for r in acc.rows()]
-    finish_metrics(metrics)
-    metrics["time_s"] = time.perf_counter() - start
-    return results_frame(rows), metrics

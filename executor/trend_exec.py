@@ -4,10 +4,20 @@
 and :func:`compile_gloria` compile ``(problem, plan)`` once, on the driver, into a picklable object
 with ``classes`` (one :class:`~cepopt.executor.partitions.PartitionClass` per sharing class) and
 ``run(index, events, block) -> (partials, metrics)``, the kernel of one partition: the events of one
-value of the class's keys (the partition attributes) and one block of ``windows_per_block``
-consecutive windows. ``run`` assigns the block's windows to the events, runs the family kernel on each
-(key, window) scope and returns the partial aggregates of the block's windows only
-(:func:`~cepopt.executor.partitions.partial_rows`) and counters that add up over partitions.
+value of the class's keys (the partition attributes; several values are fine too) and one block of
+``windows_per_block`` consecutive windows. ``run`` lays the events out per scope
+(:func:`cepopt.hamlet.scope.class_layout`: windows of the block, partitions, time order, query masks,
+all vectorized), runs the family's compiled kernel over every scope at once and returns the partial
+aggregates of the block's windows (:func:`~cepopt.executor.partitions.partial_rows`) and counters
+that add up over partitions.
+
+Exact values: the kernels compute residue lanes (:mod:`cepopt.executor.exact`); a run whose shadow
+lane shows results beyond the lanes' range runs again with enough lanes (a shadow that overflows the
+float range is recomputed by GRETA with scaled counts): :func:`cepopt.executor.trend_inputs.exact_run`.
+The lanes of the last run of a class are the first guess of the next.
+
+In process, without an engine: :func:`run_greta`, :func:`run_hamlet` and :func:`run_gloria` run a
+workload over a whole pandas stream (one partition per class, :func:`run_all`).
 
 After summing the metrics of every partition the driver calls ``finish(metrics)``: the derived
 counters (``operations``; Hamlet's ``fastpath_operations``) and, for a replayed Hamlet plan, the check
@@ -18,17 +28,25 @@ it did not decide raises CepoptError from ``run``.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from cepopt.executor.partitions import PartitionClass, block_bounds, empty_partials, partial_rows
-from cepopt.executor.results import AggAccumulator
+from cepopt.executor.partitions import PartitionClass, block_bounds, empty_partials
+from cepopt.executor.trend_inputs import (
+    FIRST_LANES,
+    KernelInputs,
+    counter_metrics,
+    exact_run,
+    kernel_inputs,
+    kernel_state,
+    partial_results,
+)
 
 __all__ = ["DEFAULT_WINDOWS_PER_BLOCK", "GloriaCompiled", "HamletCompiled", "compile_gloria", "compile_hamlet",
-           "run_all"]
+           "run_all", "run_gloria", "run_greta", "run_hamlet"]
 
 #: K, the windows one partition computes, unless the class's windows need more (K >= ceil(W/S))
 DEFAULT_WINDOWS_PER_BLOCK = 64
@@ -55,44 +73,17 @@ def _partition_class(cls, windows_per_block: int | None) -> PartitionClass:
     return PartitionClass(tuple(sorted(cls.types)), _columns(cls), tuple(cls.partition), length, slide, k)
 
 
-def _cell_partials(acc: AggAccumulator, lo: int, hi: float) -> list[tuple]:
-    """Partial rows of one query's accumulator, windows in [lo, hi) only."""
-    from cepopt.executor.results import aggregate_label
-
-    out = []
-    name = acc.query.name
-    for (g, w), (cnt, per) in acc.cells.items():
-        if cnt <= 0 or not lo <= w < hi:
-            continue
-        for agg in acc.aggs:
-            label = aggregate_label(agg)
-            if agg.ref is None:
-                out.append((name, g, w, label, "sum", int(cnt)))
-                continue
-            c, s, mn, mx = per[(agg.ref, agg.attr)]
-            if agg.func == "COUNT":
-                out.append((name, g, w, label, "sum", int(c)))
-            elif agg.func == "SUM":
-                out.append((name, g, w, label, "sum", s))
-            elif agg.func == "AVG":
-                if c > 0:
-                    out.append((name, g, w, label, "avg", s, int(c)))
-            elif agg.func == "MIN":
-                if mn is not None:
-                    out.append((name, g, w, label, "min", mn))
-            elif mx is not None:
-                out.append((name, g, w, label, "max", mx))
-    return out
+def _empty_run(names: tuple[str, ...]) -> tuple[pd.DataFrame, dict]:
+    return empty_partials(), dict.fromkeys(names, 0)
 
 
-def _partials(accs: dict[str, AggAccumulator], lo: int, hi: float) -> pd.DataFrame:
-    rows = [r for acc in accs.values() for r in _cell_partials(acc, lo, hi)]
-    return partial_rows(rows) if rows else empty_partials()
+# ---------------------------------------------------------------------------------------------
+# Hamlet / GRETA
+# ---------------------------------------------------------------------------------------------
 
-
-def _add(metrics: dict, more: dict) -> None:
-    for k, v in more.items():
-        metrics[k] = metrics.get(k, 0) + v
+GRETA_METRICS = ("propagations", "values")
+HAMLET_METRICS = ("propagations", "values", "snapshots", "snapshot_reads", "evaluations", "bursts",
+                  "shared_bursts", "graphlets", "pred_edges", "shared_edges", "snapshot_edges")
 
 
 @dataclass
@@ -102,35 +93,51 @@ class HamletCompiled:
     sharing: tuple                      # the workload's SharingClasses (cepopt.hamlet.problem)
     policy: Any                         # a cepopt.hamlet.policy.Policy, None = GRETA
     classes: tuple[PartitionClass, ...] = field(default=())
+    lanes: dict = field(default_factory=dict, repr=False, compare=False)
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def run(self, index: int, events: pd.DataFrame, block: int | None) -> tuple[pd.DataFrame, dict]:
-        from cepopt.executor.greta import Scope, greta_class, scopes
-        from cepopt.executor.hamlet_kernel import _COUNTERS, hamlet_class
-        from cepopt.hamlet.graphlets import scope_label
+    def run(self, index: int, events: pd.DataFrame, block: int | None, *, decisions: list | None = None,
+            trace: list | None = None) -> tuple[pd.DataFrame, dict]:
+        """The kernel of one partition (module docstring); ``decisions`` collects the policy's
+        Decision per burst, ``trace`` every snapshot created as (kind, type, {query: count})."""
+        from cepopt.hamlet.scope import class_layout
 
+        start = time.perf_counter()
+        names = GRETA_METRICS if self.policy is None else HAMLET_METRICS
         cls, pc = self.sharing[index], self.classes[index]
         lo, hi = block_bounds(pc, block)
-        accs = {cq.name: AggAccumulator(cq.query) for cq in cls.queries}
-        metrics: dict = {"propagations": 0, "values": 0} if self.policy is None else dict.fromkeys(_COUNTERS, 0)
-        decisions: list = []
-        size = 0
-        start = time.perf_counter()
-        for key, k, part in scopes(cls, events):
-            if not lo <= k < hi:
-                continue
-            scope = Scope(cls, part, key, k)
-            size += scope.n
+        layout = class_layout(cls, events, (lo, hi))
+        if not layout.n:
+            partials, metrics = _empty_run(names)
+        else:
+            inp = kernel_inputs(layout)
             if self.policy is None:
-                greta_class(cls, scope, accs, metrics)
+                out, omm, counters = self._greta(index, inp)
+                metrics = counter_metrics(counters, names)
             else:
-                hamlet_class(cls, scope, self.policy, accs, metrics, decisions, label=scope_label(index, scope))
+                from cepopt.executor.hamlet_kernel import hamlet_run
+
+                out, omm, counters, extra = hamlet_run(self, index, inp, decisions, trace)
+                metrics = {**counter_metrics(counters, names), **extra}
+            partials = partial_results(inp, out, omm, list(range(len(cls.queries))), lo, hi)
         metrics["kernel_s"] = time.perf_counter() - start
-        metrics["events"] = size
+        metrics["events"] = int(layout.n)
         if self.policy is not None:
-            metrics["predicted"] = float(sum(d.cost for d in decisions))
-            for action, n in Counter(d.action for d in decisions).items():
-                metrics[f"action_{action}"] = n
-        return _partials(accs, lo, hi), metrics
+            metrics.setdefault("predicted", 0.0)
+        return partials, metrics
+
+    def _greta(self, index: int, inp: KernelInputs) -> tuple:
+        from cepopt.executor.greta import greta_kernel
+
+        k = len(inp.layout.cls.queries)
+
+        def kernel(mods, one, at, out, omm, counters):
+            greta_kernel(inp.layout.scope_start, inp.ev, inp.qt, at, np.arange(k), kernel_state(inp, len(mods)), mods,
+                         one, out, omm, counters)
+
+        out, omm, counters, lanes = exact_run(inp, kernel, self.lanes.get(index, FIRST_LANES))
+        self.lanes[index] = lanes
+        return out, omm, counters
 
     def finish(self, metrics: dict) -> dict:
         """Derived counters of the summed metrics (``operations``, ``fastpath_operations``); raises
@@ -162,6 +169,13 @@ def compile_hamlet(problem: Any, plan: Any = None, *, windows_per_block: int | N
     return HamletCompiled(tuple(sharing), policy, classes)
 
 
+# ---------------------------------------------------------------------------------------------
+# Gloria
+# ---------------------------------------------------------------------------------------------
+
+GLORIA_METRICS = ("propagations", "evaluations", "snapshots", "values", "reused")
+
+
 @dataclass
 class GloriaCompiled:
     """A Gloria plan (None = unshared) compiled for the partition kernels."""
@@ -171,27 +185,27 @@ class GloriaCompiled:
     classes: tuple[PartitionClass, ...] = field(default=())
     #: the queries the Gloria kernel runs with GRETA (other aggregates than COUNT(*), edge predicates)
     greta_queries: tuple[str, ...] = ()
+    lanes: dict = field(default_factory=dict, repr=False, compare=False)
 
     def run(self, index: int, events: pd.DataFrame, block: int | None) -> tuple[pd.DataFrame, dict]:
-        from cepopt.executor.gloria_kernel import gloria_class
-        from cepopt.executor.greta import Scope, scopes
+        from cepopt.hamlet.scope import class_layout
 
+        start = time.perf_counter()
         cls, pc = self.sharing[index], self.classes[index]
         lo, hi = block_bounds(pc, block)
-        accs = {cq.name: AggAccumulator(cq.query) for cq in cls.queries}
-        metrics: dict = dict.fromkeys(("propagations", "evaluations", "snapshots", "values", "reused"), 0)
-        size = 0
-        start = time.perf_counter()
-        for key, k, part in scopes(cls, events):
-            if not lo <= k < hi:
-                continue
-            scope = Scope(cls, part, key, k)
-            size += scope.n
-            gloria_class(cls, scope, self.plan, accs, metrics)
-        metrics.pop("greta_queries", None)
+        layout = class_layout(cls, events, (lo, hi))
+        if not layout.n:
+            partials, metrics = _empty_run(GLORIA_METRICS)
+        else:
+            from cepopt.executor.gloria_kernel import gloria_run
+
+            inp = kernel_inputs(layout)
+            out, omm, counters = gloria_run(self, index, inp)
+            metrics = counter_metrics(counters, GLORIA_METRICS)
+            partials = partial_results(inp, out, omm, list(range(len(cls.queries))), lo, hi)
         metrics["kernel_s"] = time.perf_counter() - start
-        metrics["events"] = size
-        return _partials(accs, lo, hi), metrics
+        metrics["events"] = int(layout.n)
+        return partials, metrics
 
     def finish(self, metrics: dict) -> dict:
         """``operations`` = propagations (Eqs. 2-3) + evaluations (Eq. 4); ``greta_queries``."""
@@ -214,16 +228,54 @@ def compile_gloria(problem: Any, plan: Any = None, *, windows_per_block: int | N
     return GloriaCompiled(tuple(sharing), plan, classes, greta)
 
 
-def run_all(compiled: Any, events: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
-    """Every class of ``compiled`` on a whole pandas stream in one partition per class (block None):
-    the in-process path of the kernels' own ``run_local``; results table and finished metrics."""
+def run_all(compiled: Any, events: pd.DataFrame, **options) -> tuple[pd.DataFrame, dict]:
+    """Every class of ``compiled`` on a whole pandas stream, one partition per class (block None):
+    the in-process path (:func:`run_greta`, :func:`run_hamlet`, :func:`run_gloria`); results table and finished metrics.
+    ``options`` go to ``run`` (Hamlet: ``decisions``, ``trace``)."""
     from cepopt.executor.partitions import merge_partials
 
     parts = []
     metrics: dict = {}
+    start = time.perf_counter()
     for index in range(len(compiled.classes)):
-        partials, m = compiled.run(index, events, None)
+        partials, m = compiled.run(index, events, None, **options)
         parts.append(partials)
-        _add(metrics, m)
+        for key, value in m.items():
+            metrics[key] = metrics.get(key, 0) + value
     frame = pd.concat(parts, ignore_index=True) if parts else empty_partials()
-    return merge_partials(frame), compiled.finish(metrics)
+    metrics = compiled.finish(metrics)
+    metrics["time_s"] = time.perf_counter() - start
+    return merge_partials(frame), metrics
+
+
+def run_greta(workload, events: pd.DataFrame, params: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """GRETA over a whole stream in-process: results table and operation counters."""
+    from cepopt.hamlet.problem import compile_workload
+
+    classes = compile_workload(workload, params)
+    return run_all(HamletCompiled(classes, None, tuple(_partition_class(c, None) for c in classes)), events)
+
+
+def run_hamlet(workload, events: pd.DataFrame, policy: Any = "dynamic", params: dict | None = None,
+               decisions: list | None = None, trace: list | None = None) -> tuple[pd.DataFrame, dict]:
+    """Hamlet over a whole stream in-process: results table and operation counters. ``decisions``
+    collects the policy's Decision per burst, ``trace`` every snapshot created as (kind, type,
+    {query: count value}). A :class:`cepopt.hamlet.policy.ReplayPolicy` replays a plan's decisions on
+    the bursts it was made for (CepoptError on other bursts)."""
+    from cepopt.hamlet.policy import get_policy
+    from cepopt.hamlet.problem import compile_workload
+
+    pol = get_policy(policy) if isinstance(policy, str) else policy
+    classes = compile_workload(workload, params)
+    compiled = HamletCompiled(classes, pol, tuple(_partition_class(c, None) for c in classes))
+    return run_all(compiled, events, decisions=decisions, trace=trace)
+
+
+def run_gloria(workload, plan: Any, events: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """A Gloria plan (None = unshared) over a whole stream in-process: results table and counters."""
+
+    class _Problem:
+        pass
+
+    _Problem.workload = workload
+    return run_all(compile_gloria(_Problem, plan, windows_per_block=None), events)

@@ -34,14 +34,7 @@ MAY_IMPORT: dict[str, set[str]] = {
 
 #: Known upward imports and cycle edges, each to be removed by the helper that owns the importing file:
 #: (module, imported module) -> owner: what is to be done. The integrator empties it as their work lands.
-ALLOWED: dict[tuple[str, str], str] = {
-    # upward
-    ("cepopt.hamlet.graphlets", "cepopt.executor.greta"):
-        "trend: Scope/scopes move to cepopt/hamlet/scope.py (family layer); greta imports them from there",
-    # cycles hidden by function-level imports
-    ("cepopt.hamlet.graphlets", "cepopt.hamlet.problem"):
-        "trend: graphlets imports pane_size from problem, which imports graphlets",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def package_dirs() -> dict[str, Path]:

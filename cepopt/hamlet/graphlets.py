@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from cepopt.errors import CepoptError
+from cepopt.hamlet.scope import OP_CODES as OP_CODE
 
-__all__ = ["BURST_KEYS", "MAX_EVENTS", "N_RULES", "Burst", "ScopeBursts", "Segment", "burst_from_json",
-           "burst_to_json", "classes_of", "scope_bursts", "scope_label", "segment", "signatures", "stream_bursts"]
+__all__ = ["BURST_KEYS", "MAX_EVENTS", "N_RULES", "Burst", "GroupBursts", "burst_from_json", "burst_to_json",
+           "classes_of", "group_bursts", "scope_label", "stream_bursts"]
 
 #: what n of Eq. 7 counts (hamlet.md §8.7): "graph", the events in the graph at decision time
 #: including the burst (the paper's examples: 7, 11, 15; the default); "before", the events before
@@ -169,157 +170,183 @@ def classes_of(signatures: Sequence[Sequence[Hashable]]) -> tuple[tuple[int, ...
 
 
 @dataclass
-class Segment:
-    """Positions (into the scope's event arrays) of one burst: its tie groups' event positions."""
+class GroupBursts:
+    """The bursts of one sharing group (``kleene``, ``cands``) over every scope of a layout
+    (:func:`group_bursts`).
 
-    positions: list[int]
-    continues: bool
-    n_before: int
-
-
-def segment(ts: np.ndarray, types: np.ndarray, relevant: np.ndarray, kleene: str, group_types: frozenset[str],
-            pane: float) -> tuple[list[Segment], np.ndarray]:
-    """Bursts of one sharing group in one scope.
-
-    ``ts``, ``types``: the scope's events sorted by time; ``relevant``: mask of events matched by some
-    candidate of the group; ``group_types``: T. Returns the bursts and a boolean mask of the E events
-    that must be processed without sharing (E events in mixed tie groups). ``n_before`` counts the
-    scope's events before the burst (the graph size at decision time minus b).
+    Per layout row: ``solo`` (an E event of a tie group with another relevant type: processed
+    without sharing) and ``burst_of`` (the index of its burst, -1 for none). Per burst, in row order:
+    ``bursts[i]`` (what the cost model prices), ``burst_scope[i]``, its rows
+    ``rows[ptr[i]:ptr[i+1]]`` and per row and candidate the signature class ``sig_class`` (equal iff
+    equal signatures, :func:`classes_of`) and kind ``sig_kind``: 0 not matched, 1 no edge blocked,
+    2 some in-burst predecessors blocked, 3 an edge from before the burst blocked ("own").
     """
-    n = len(ts)
-    solo = np.zeros(n, dtype=bool)
-    out: list[Segment] = []
-    if n == 0:
-        return out, solo
-    in_t = np.isin(types, list(group_types)) & relevant
-    is_e = (types == kleene) & relevant
-    other = in_t & ~is_e
-    # tie groups: runs of equal ts
-    starts = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])
-    ends = np.r_[starts[1:], n]
-    cur: Segment | None = None
-    cur_pane = None
-    prev_open = False  # the last burst ended only at a pane boundary: its graphlet is still open
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-        has_other = bool(other[s:e].any())
-        e_pos = [i for i in range(s, e) if is_e[i]]
-        if has_other:
-            solo[e_pos] = True
-            if cur is not None:
-                out.append(cur)
-                cur = None
-            prev_open = False
-            continue
-        if not e_pos:
-            continue
-        pane_id = int(ts[s] // pane) if pane else 0
-        if cur is not None and pane_id == cur_pane:
-            cur.positions.extend(e_pos)
-            continue
-        if cur is not None:
-            out.append(cur)
-            prev_open = True
-        cur = Segment(e_pos, continues=prev_open, n_before=s)
-        cur_pane = pane_id
-    if cur is not None:
-        out.append(cur)
-    return out, solo
 
-
-def signatures(scope, cqs: Mapping[str, Any], kleene: str, positions: Sequence[int]) -> list[tuple]:
-    """Per burst event (``positions`` into the scope, in time order), the signature of each candidate
-    query of ``cqs`` (§4.3 step 1, the §3.7 identity test):
-
-    * ``None``: q does not match the event (its value for q is 0);
-    * ``("own", q)``: an edge predicate of q blocks an edge into the event from a matched event before
-      the burst, so the graphlet-level snapshot does not give its value for q: it needs an
-      event-level snapshot whoever shares it ([DECISION]: §3.7, not a signature shared by every
-      query blocked alike, as a literal §4.3 would have it; the executor needs the snapshot);
-    * else the frozenset of the earlier burst events matched by q whose edge to it q blocks.
-
-    An event needs an event-level snapshot under a shared set S iff S gives it two signatures. They
-    depend on the stream only, not on earlier decisions: when a burst extends the open graphlet, the
-    graphlet's earlier events count as "before the burst" (an edge from them blocked alike for all of
-    S costs a snapshot that an exact in-graphlet test would not need)."""
-    names = list(cqs)
-    masks = [scope.masks[q] for q in names]
-    into = [[ep for ep in cqs[q].edges if ep.dst == kleene] for q in names]
-    if not any(into):
-        return [tuple(frozenset() if m[i] else None for m in masks) for i in positions]
-    ts, types = scope.ts, scope.types
-
-    def blocked(eps, p, rec) -> bool:
-        return not all(ep.holds(scope.record(p), rec) for ep in eps if ep.src == types[p])
-
-    before = positions[0]
-    external = [np.flatnonzero(m[:before] & np.isin(types[:before], list(cqs[q].pt_map.get(kleene, ()))))
-                for q, m in zip(names, masks, strict=True)]
-    rows = []
-    for i in positions:
-        rec = scope.record(i)
-        row: list = []
-        for q, m, eps, ext in zip(names, masks, into, external, strict=True):
-            if not m[i]:
-                row.append(None)
-            elif any(ts[p] < ts[i] and blocked(eps, p, rec) for p in ext.tolist()):
-                row.append(("own", q))
-            else:
-                row.append(frozenset(p for p in positions if ts[p] < ts[i] and m[p] and blocked(eps, p, rec)))
-        rows.append(tuple(row))
-    return rows
-
-
-@dataclass
-class ScopeBursts:
-    """A sharing group's bursts in one scope: ``relevant`` (events matched by a candidate), ``solo``
-    (E events processed without sharing, see :func:`segment`) and per burst its event positions,
-    the :class:`Burst` the cost model prices and the events' :func:`signatures`."""
-
-    relevant: np.ndarray
+    kleene: str
+    cands: tuple[str, ...]
     solo: np.ndarray
-    bursts: list[tuple[list[int], Burst, list[tuple]]]
+    burst_of: np.ndarray
+    bursts: list[Burst]
+    burst_scope: np.ndarray
+    ptr: np.ndarray
+    rows: np.ndarray
+    sig_class: np.ndarray
+    sig_kind: np.ndarray
 
 
-def scope_label(ci: int, scope) -> str:
+def scope_label(ci: int, key: tuple, window: int) -> str:
     """A burst's ``scope``: the class index, partition key and window."""
-    return f"{ci}|{scope.key}|{scope.window}"
+    return f"{ci}|{key}|{window}"
 
 
-def scope_bursts(cls, scope, label: str, kleene: str, cands: tuple[str, ...]) -> ScopeBursts:
-    """The bursts of the sharing group (``kleene``, ``cands``) of class ``cls`` in one scope
-    (:class:`cepopt.executor.greta.Scope`), labelled ``label``: what the optimizer prices and the
-    executor decides, from one computation."""
-    from cepopt.hamlet.problem import pane_size  # problem imports this module
+def _segments(layout, relevant: np.ndarray, is_e: np.ndarray, pane: float):
+    """Vectorized burst segmentation (module docstring) over every scope: per row ``solo`` and burst
+    id (-1: none), per burst its first tie row and whether it continues an open graphlet."""
+    n = layout.n
+    other = relevant & ~is_e
+    first = np.flatnonzero(layout.tie == np.arange(n))          # first row of each tie group
+    tg = np.cumsum(layout.tie == np.arange(n)) - 1              # tie group of each row
+    has_other = np.bincount(tg, weights=other, minlength=len(first)) > 0
+    has_e = np.bincount(tg, weights=is_e, minlength=len(first)) > 0
+    solo = is_e & has_other[tg]
+    kept = np.flatnonzero(has_other | has_e)
+    scope = layout.scope_of()[first[kept]]
+    e_only = has_e[kept] & ~has_other[kept]
+    ts0 = layout.ts[first[kept]]
+    pane_id = np.floor_divide(ts0, pane) if pane else np.zeros(len(kept))
+    prev_same = np.r_[False, scope[1:] == scope[:-1]]
+    prev_e = np.r_[False, e_only[:-1]] & prev_same
+    prev_pane = np.r_[pane_id[:1], pane_id[:-1]]
+    new = e_only & ~(prev_e & (prev_pane == pane_id))
+    bid_kept = np.where(e_only, np.cumsum(new) - 1, -1)
+    bid_tg = np.full(len(first), -1, dtype=np.int64)
+    bid_tg[kept] = bid_kept
+    burst_of = np.where(is_e & ~solo, bid_tg[tg], -1).astype(np.int64)
+    starts = first[kept[new]]
+    return solo, burst_of, starts, prev_e[new]
 
-    cqs = {q: cls.query(q) for q in cands}
-    relevant = np.zeros(scope.n, dtype=bool)
-    for q in cands:
-        relevant |= scope.masks[q]
-    gtypes = frozenset().union(*(cq.types for cq in cqs.values()))
-    segs, solo = segment(scope.ts, scope.types, relevant, kleene, gtypes, pane_size([cls.length, cls.slide]))
+
+def group_bursts(layout, ci: int, kleene: str, cands: Sequence[str]) -> GroupBursts:
+    """The bursts of the sharing group (``kleene``, ``cands``) of class ``ci`` over ``layout``
+    (:class:`cepopt.hamlet.scope.Layout`): what the optimizer prices and the executor decides, from
+    one computation. Vectorized except, with edge predicates into E, the signatures (per burst)."""
+    from cepopt.hamlet.scope import pane_size
+
+    cls = layout.cls
+    names = [cq.name for cq in cls.queries]
+    qidx = [names.index(q) for q in cands]
+    masks = layout.masks[qidx]
+    relevant = masks.any(axis=0)
+    is_e = relevant & (layout.tcode == layout.type_code(kleene))
+    solo, burst_of, starts, continues = _segments(layout, relevant, is_e, pane_size([cls.length, cls.slide]))
+    rows = np.flatnonzero(burst_of >= 0)
+    nb = len(starts)
+    ptr = np.searchsorted(burst_of[rows], np.arange(nb + 1)).astype(np.int64)
+    sig_class, sig_kind = _signatures(layout, [cls.query(q) for q in cands], masks, kleene, rows, ptr)
+    scope = layout.scope_of()[starts] if nb else np.zeros(0, dtype=np.int64)
+    before = layout.matched_before()
     out = []
-    for seg in segs:
-        sigs = signatures(scope, cqs, kleene, seg.positions)
-        b = len(seg.positions)
-        out.append((seg.positions, Burst(kleene, tuple(cands), b, int(scope.matched_before[seg.n_before]) + b,
-                                         classes_of(sigs), seg.continues, label, cls.n_rule), sigs))
-    return ScopeBursts(relevant, solo, out)
+    for i in range(nb):
+        a, b = int(ptr[i]), int(ptr[i + 1])
+        block = sig_class[a:b]
+        classes = () if not block.any() else tuple(map(tuple, block.tolist()))
+        j = int(scope[i])
+        out.append(Burst(kleene, tuple(cands), b - a, int(before[starts[i]]) + b - a, classes, bool(continues[i]),
+                         scope_label(ci, layout.scope_key[j], int(layout.scope_window[j])), cls.n_rule))
+    return GroupBursts(kleene, tuple(cands), solo, burst_of, out, scope.astype(np.int64), ptr, rows,
+                       sig_class, sig_kind)
+
+
+def _signatures(layout, cqs: Sequence[Any], masks: np.ndarray, kleene: str, rows: np.ndarray,
+                ptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per burst row and candidate: signature class and kind (:class:`GroupBursts`).
+
+    The signature of candidate q at burst event e (§4.3 step 1, the §3.7 identity test): None when q
+    does not match e; ``("own", q)`` when an edge predicate of q blocks an edge into e from a matched
+    event before the burst (the graphlet-level snapshot does not give e's value for q: it needs an
+    event-level snapshot whoever shares it -- [DECISION]: §3.7, not a signature shared by every query
+    blocked alike as a literal §4.3 would have it); else the set of the earlier burst events matched
+    by q whose edge to e q blocks. They depend on the stream only, not on earlier decisions: when a
+    burst extends the open graphlet, the graphlet's earlier events count as "before the burst"."""
+    matched = masks[:, rows].T if len(rows) else np.zeros((0, len(cqs)), dtype=bool)
+    into = [[ep for ep in cq.edges if ep.dst == kleene] for cq in cqs]
+    if not any(into):
+        k = len(cqs)
+        cnt = matched.sum(axis=1)
+        zero_matched = (2 * cnt > k) | ((2 * cnt == k) & matched[:, 0]) if k else np.zeros(0, dtype=bool)
+        return (matched != zero_matched[:, None]).astype(np.int64), matched.astype(np.int64)
+    sig_class = np.zeros(matched.shape, dtype=np.int64)
+    sig_kind = matched.astype(np.int64)
+    for i in range(len(ptr) - 1):
+        a, b = int(ptr[i]), int(ptr[i + 1])
+        sigs, kinds = _burst_signatures(layout, cqs, masks, into, kleene, rows[a:b])
+        classes = classes_of(sigs)
+        if classes:
+            sig_class[a:b] = classes
+        sig_kind[a:b] = kinds
+    return sig_class, sig_kind
+
+
+def _burst_signatures(layout, cqs, masks, into, kleene: str, pos: np.ndarray) -> tuple[list[tuple], list[list]]:
+    """The signatures of one burst's events (rows ``pos``) for every candidate, and their kinds."""
+    from cepopt.hamlet.scope import codes_compare
+
+    ts, tcode = layout.ts, layout.tcode
+    lo = int(layout.scope_start[np.searchsorted(layout.scope_start, pos[0], side="right") - 1])
+    sigs: list[list] = [[] for _ in pos]
+    kinds: list[list] = [[] for _ in pos]
+    for qi, (cq, eps) in enumerate(zip(cqs, into, strict=True)):
+        m = masks[qi]
+        if not eps:
+            for r, p in enumerate(pos):
+                sigs[r].append(frozenset() if m[p] else None)
+                kinds[r].append(1 if m[p] else 0)
+            continue
+        pt = [layout.type_code(t) for t in cq.pt_map.get(kleene, ())]
+        ext = np.arange(lo, pos[0])
+        ext = ext[m[ext] & np.isin(tcode[ext], pt)]
+        own = np.zeros(len(pos), dtype=bool)
+        inner = np.zeros((len(pos), len(pos)), dtype=bool)   # [e, p]: p's edge to e is blocked for q
+        for ep in eps:
+            lr, lk, rr, rk = layout.edge_codes(ep.left, ep.right)
+            src = ext[tcode[ext] == layout.type_code(ep.src)]
+            if len(src):
+                fail = ~codes_compare(OP_CODE[ep.op], lr[src][None, :], lk[src][None, :], rr[pos][:, None],
+                                      rk[pos][:, None])
+                own |= fail.any(axis=1)
+            if ep.src == kleene:
+                inner |= ~codes_compare(OP_CODE[ep.op], lr[pos][None, :], lk[pos][None, :], rr[pos][:, None],
+                                        rk[pos][:, None])
+        earlier = (ts[pos][None, :] < ts[pos][:, None]) & m[pos][None, :]
+        inner &= earlier
+        for r, p in enumerate(pos):
+            if not m[p]:
+                sigs[r].append(None)
+                kinds[r].append(0)
+            elif own[r]:
+                sigs[r].append(("own", cq.name))
+                kinds[r].append(3)
+            else:
+                blocked = frozenset(pos[inner[r]].tolist())
+                sigs[r].append(blocked)
+                kinds[r].append(2 if blocked else 1)
+    return [tuple(s) for s in sigs], kinds
 
 
 def stream_bursts(classes, stream: Sequence[Mapping]) -> list[Burst]:
-    """The bursts of an embedded stream, for the cost model: the executor's bursts (scope_bursts)."""
+    """The bursts of an embedded stream, for the cost model: the executor's bursts (:func:`group_bursts`),
+    scope by scope, group by group, in time order."""
     import pandas as pd
 
-    # local import: the executor's scopes (no Spark); problem imports this module
-    from cepopt.executor.greta import Scope, scopes
+    from cepopt.hamlet.scope import class_layout
 
     df = pd.DataFrame(list(stream))
     out: list[Burst] = []
     for ci, cls in enumerate(classes):
-        if not cls.groups:
+        if not cls.groups or df.empty:
             continue
-        for key, wk, part in scopes(cls, df):
-            scope = Scope(cls, part, key, wk)
-            for e, cands in cls.groups:
-                out.extend(burst for _, burst, _ in scope_bursts(cls, scope, scope_label(ci, scope), e, cands).bursts)
+        layout = class_layout(cls, df)
+        found = [group_bursts(layout, ci, e, cands) for e, cands in cls.groups]
+        order = sorted((int(gb.burst_scope[i]), g, i) for g, gb in enumerate(found) for i in range(len(gb.bursts)))
+        out.extend(found[g].bursts[i] for _, g, i in order)
     return out

@@ -20,13 +20,12 @@ different references), so they come from ``params.edge_predicates`` (§3.4 Table
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 from cepopt.errors import CepoptError
+from cepopt.hamlet.scope import pane_size
 from cepopt.model import Kleene, Or, Query, Seq, Type, Workload
 from cepopt.params import check_keys, parse_choice
 from cepopt.predicates import OPS, compare
@@ -231,7 +230,7 @@ def compile_workload(workload: Workload, params: Mapping | None = None, *,
 
     ``mixed_lengths=True`` puts queries of one slide but different window lengths in one class (Gloria
     shares across pane-compatible windows, gloria.md §10 A13): its scopes are the longest windows, and
-    each query's events are cut to its own window (:class:`cepopt.executor.greta.Scope`)."""
+    each query's events are cut to its own window (the query masks of :func:`cepopt.hamlet.scope.class_layout`)."""
     edges = _parse_edges(params or {}, workload)
     n_rule, t_rule = _eq7_rules(params or {})
     compiled = [compile_query(q, edges.get(q.name, ())) for q in workload]
@@ -272,15 +271,6 @@ def _eq7_rules(params: Mapping) -> tuple[str, str]:
 
     return (parse_choice("eq7_n", params.get("eq7_n", "graph"), N_RULES),
             parse_choice("eq7_t", params.get("eq7_t", "types"), T_RULES))
-
-
-def pane_size(lengths_and_slides: Sequence[float]) -> float:
-    """gcd of all window sizes and slides (hamlet.md §1.8), of decimals too: gcd(1.5, 1) = 0.5. Each
-    value is read as the decimal it prints as, so 0.1 is 1/10, not the binary float's fraction."""
-    fracs = [Fraction(repr(float(v))) for v in lengths_and_slides]
-    den = math.lcm(*(f.denominator for f in fracs))
-    g = Fraction(math.gcd(*(int(f * den) for f in fracs)), den)
-    return int(g) if g.denominator == 1 else float(g)
 
 
 # ---------------------------------------------------------------------------------------------

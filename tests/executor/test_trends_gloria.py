@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cepopt.gloria.plan as gplan
-from cepopt.executor import gloria_kernel
+from cepopt.executor import trend_exec
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results
 from cepopt.model import Kleene, Query, Seq, Type, Window, Workload
@@ -66,9 +66,9 @@ def cases(draw):
 def test_any_plan_equals_brute_force(case):
     wl, plan, events = case
     truth = reference_results(wl, events)
-    got, _ = gloria_kernel.run_local(wl, plan, events)
+    got, _ = trend_exec.run_gloria(wl, plan, events)
     assert compare_results(got, truth) == []
-    base, _ = gloria_kernel.run_local(wl, None, events)
+    base, _ = trend_exec.run_gloria(wl, None, events)
     assert compare_results(base, truth) == []
 
 
@@ -84,9 +84,9 @@ def test_fig7_plan_shares_and_matches():
         rows.append({"ts": i, "type": t})
     events = pd.DataFrame(rows)
     truth = reference_results(inst.workload, events)
-    got, metrics = gloria_kernel.run_local(inst.workload, sol.plan, events)
+    got, metrics = trend_exec.run_gloria(inst.workload, sol.plan, events)
     assert compare_results(got, truth) == []
-    _, base = gloria_kernel.run_local(inst.workload, None, events)
+    _, base = trend_exec.run_gloria(inst.workload, None, events)
     assert metrics["snapshots"] > 0 and base["snapshots"] == 0
     assert metrics["reused"] > 0
 
@@ -111,12 +111,12 @@ def test_e1_operation_counts_follow_eqs_2_to_4():
     reading q1's unshared B->D sum; 4 evaluations (b2 and b4 for q2's result and for q1's unshared
     B->D): 7 + 4 = 11."""
     wl, events, plan = _e1()
-    got, shared = gloria_kernel.run_local(wl, plan, events)
+    got, shared = trend_exec.run_gloria(wl, plan, events)
     assert compare_results(got, reference_results(wl, events)) == []
     assert dict(zip(got["query"], got["value"], strict=True)) == {"q1": 4, "q2": 4}
     assert (shared["propagations"], shared["evaluations"], shared["snapshots"]) == (7, 4, 1)
     assert shared["reused"] == 4  # a1, b2, a3, b4 hand on expressions over sp_c0
-    _, base = gloria_kernel.run_local(wl, None, events)
+    _, base = trend_exec.run_gloria(wl, None, events)
     assert (base["propagations"], base["evaluations"], base["snapshots"]) == (14, 0, 0)
 
 
@@ -131,7 +131,7 @@ def test_windows_of_one_slide_share_and_expired_queries_do_not_block_reuse():
     plan = gplan.GloriaPlan.from_blocks({("A", "B"): [shared], ("B", "C"): [shared]})
     events = pd.DataFrame({"ts": [0, 1, 2, 3, 5, 7, 9, 10, 11, 13, 15],
                            "type": list("ABCABCBCABC")})
-    got, metrics = gloria_kernel.run_local(wl, plan, events)
+    got, metrics = trend_exec.run_gloria(wl, plan, events)
     assert compare_results(got, reference_results(wl, events)) == []
     # windows k = 0..3 span [4k, 4k + 12): A snapshots at (k=0: 0, 3, 11), (k=1: 11), (k=2: 11); every B
     # event of every window hands on its expression, also B9 and B13 after q1's window [0, 8) closed

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepopt.executor import greta, hamlet_kernel
+from cepopt.executor import trend_exec
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results
 from cepopt.model import Aggregate, AttrRef, Condition, Equivalence, Filter, Kleene, Query, Seq, Type, Window, Workload
@@ -70,10 +70,10 @@ def workloads(draw, conditions=True):
 
 def _check(wl, events, params=None, truth=None):
     truth = reference_results(wl, events, conditions="adjacent") if truth is None else truth
-    got, _ = greta.run_local(wl, events, params)
+    got, _ = trend_exec.run_greta(wl, events, params)
     assert compare_results(got, truth) == []
     for pol in POLICIES:
-        got, _ = hamlet_kernel.run_local(wl, events, pol, params)
+        got, _ = trend_exec.run_hamlet(wl, events, pol, params)
         assert compare_results(got, truth) == [], pol
 
 
@@ -114,8 +114,8 @@ def test_nonshared_operations_are_graph_edges(wl, events):
     """Non-shared operations = sum over queries of the predecessor edges of the brute-force graph
     (Eq. 4 units), for GRETA and for Hamlet's nonshared policy alike."""
     expected = sum(_graph_edges(q, events) for q in wl)
-    assert greta.run_local(wl, events)[1]["operations"] == expected
-    _, m = hamlet_kernel.run_local(wl, events, "nonshared")
+    assert trend_exec.run_greta(wl, events)[1]["operations"] == expected
+    _, m = trend_exec.run_hamlet(wl, events, "nonshared")
     assert m["operations"] == m["pred_edges"] == expected
 
 
@@ -169,7 +169,7 @@ def test_big_integers_t11():
     w = Window(1000, 1000)
     wl = Workload((Query(Seq((Type("A"), Kleene(Type("B")))), w), Query(Seq((Type("A"), Kleene(Type("B")))), w)))
     events = pd.DataFrame([{"ts": 0, "type": "A"}] + [{"ts": i + 1, "type": "B"} for i in range(200)])
-    for run in (greta.run_local(wl, events)[0], hamlet_kernel.run_local(wl, events, "static")[0]):
+    for run in (trend_exec.run_greta(wl, events)[0], trend_exec.run_hamlet(wl, events, "static")[0]):
         assert set(run["value"]) == {2 ** 200 - 1}
 
 
@@ -180,7 +180,7 @@ def test_other_aggregates_t9():
                Aggregate("MIN", "B", "v"), Aggregate("MAX", "B", "v")))
     events = pd.DataFrame([{"ts": 1, "type": "A"}, {"ts": 2, "type": "B", "v": 3}, {"ts": 3, "type": "B", "v": 1},
                            {"ts": 4, "type": "C"}, {"ts": 5, "type": "B", "v": 2}, {"ts": 6, "type": "C"}])
-    got, _ = greta.run_local(Workload((q,)), events)
+    got, _ = trend_exec.run_greta(Workload((q,)), events)
     values = dict(zip(got["aggregate"], got["value"], strict=True))
     assert values == {"COUNT(*)": 10, "COUNT(B)": 16, "SUM(B.v)": 32, "AVG(B.v)": 2, "MIN(B.v)": 1, "MAX(B.v)": 3}
 
@@ -193,9 +193,9 @@ def test_shared_sum_matches_greta():
                    Query(Seq((Type("C"), Kleene(Type("B")))), w, aggs)))
     kinds = "A A C B B B B A A C C C B B".split()
     events = pd.DataFrame([{"ts": i + 1, "type": t, "v": (i * 7) % 5 + 0.5} for i, t in enumerate(kinds)])
-    truth, _ = greta.run_local(wl, events)
+    truth, _ = trend_exec.run_greta(wl, events)
     for pol in POLICIES:
-        got, metrics = hamlet_kernel.run_local(wl, events, pol)
+        got, metrics = trend_exec.run_hamlet(wl, events, pol)
         assert compare_results(got, truth) == []
     assert metrics["shared_bursts"] == 2
 
@@ -211,8 +211,8 @@ def test_policies_change_cost_not_results(policy):
         kind = "B" if (i // 6) % 3 else "AC"[i % 2]
         rows.append({"ts": i, "type": kind, "v": i % 10})
     events = pd.DataFrame(rows)
-    truth, base = greta.run_local(wl, events)
-    got, metrics = hamlet_kernel.run_local(wl, events, policy)
+    truth, base = trend_exec.run_greta(wl, events)
+    got, metrics = trend_exec.run_hamlet(wl, events, policy)
     assert compare_results(got, truth) == []
     if policy == "nonshared":
         assert metrics["operations"] == base["operations"]

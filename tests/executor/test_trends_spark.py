@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cepopt.executor import greta, hamlet_kernel
+from cepopt.executor import trend_exec
 from cepopt.executor.results import compare_results
 from cepopt.instance import load
 from cepopt.model import Aggregate, AttrRef, Equivalence, Filter, Kleene, Query, Seq, Type, Window, Workload
@@ -52,12 +52,12 @@ def _workload():
 @pytest.mark.spark
 def test_spark_equals_in_process(spark):
     wl, events = _workload(), _stream()
-    truth, _ = greta.run_local(wl, events)
+    truth, _ = trend_exec.run_greta(wl, events)
     assert len(truth) > 0
     sdf = spark.createDataFrame(events)
     got, metrics = _run_spark(wl, "dynamic", sdf, spark)
     assert compare_results(got, truth) == []
-    _, local = hamlet_kernel.run_local(wl, events, "dynamic")
+    _, local = trend_exec.run_hamlet(wl, events, "dynamic")
     assert metrics["propagations"] == local["propagations"]
     assert metrics["snapshots"] == local["snapshots"]
 
@@ -73,8 +73,8 @@ def test_execute_bundled_example(spark):
     assert values == {"q1": 132, "q2": 72}
     assert res.metrics["shared_bursts"] == 2
     inst = load("hamlet-example")
-    _, base = hamlet_kernel.run_local(inst.workload, pd.DataFrame(list(inst.stream)), "nonshared")
-    _, local = hamlet_kernel.run_local(inst.workload, pd.DataFrame(list(inst.stream)), "dynamic")
+    _, base = trend_exec.run_hamlet(inst.workload, pd.DataFrame(list(inst.stream)), "nonshared")
+    _, local = trend_exec.run_hamlet(inst.workload, pd.DataFrame(list(inst.stream)), "dynamic")
     assert res.operations == local["operations"]
     # Eq. 7 units: non-shared 31 + 27 predecessor edges; shared 18 + 25 edges (width 1), snapshots
     # x1 = 2 + 1 and x2 = (1 + 6) + (1 + 7) events read, 2 x 2 evaluations: sharing does not pay here
@@ -123,7 +123,7 @@ def test_gloria_driver(spark):
 @pytest.mark.spark
 def test_gloria_driver_mixed_windows_equals_in_process(spark):
     """Windows of one slide but different lengths run in one class on Spark as in process."""
-    from cepopt.executor import gloria_kernel
+    from cepopt.executor import trend_exec
     from cepopt.executor.api import execute
     from cepopt.gloria.problem import build
     from cepopt.instances.gloria_generator import random_instance
@@ -139,7 +139,7 @@ def test_gloria_driver_mixed_windows_equals_in_process(spark):
     assert inst is not None
     plan = solve(inst, "cpsat").plan
     events = stream("workload", seed=1, instance=inst, events=400)
-    local, local_m = gloria_kernel.run_local(inst.workload, plan, events)
+    local, local_m = trend_exec.run_gloria(inst.workload, plan, events)
     assert len(local) > 0
     res = execute(build(inst), plan, spark.createDataFrame(events), family="gloria", spark=spark)
     assert compare_results(res.to_pandas(), local) == []

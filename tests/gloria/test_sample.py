@@ -38,7 +38,7 @@ def test_random_plans_are_valid_paths_no_better_than_the_optimum(n, seed, kleene
 
 
 def test_random_plans_execute_to_the_brute_force_results():
-    from cepopt.executor import gloria_kernel
+    from cepopt.executor import trend_exec
     from cepopt.executor.reference import reference_results
     from cepopt.executor.results import compare_results
     from cepopt.instances.streams import generate as stream
@@ -51,5 +51,5 @@ def test_random_plans_execute_to_the_brute_force_results():
     plans = random_plans(candidate_graph(problem, "noprune"), 6, seed=1)
     assert len(plans) >= 2
     for plan in plans:
-        got, _ = gloria_kernel.run_local(inst.workload, plan, events)
+        got, _ = trend_exec.run_gloria(inst.workload, plan, events)
         assert compare_results(got, truth) == []

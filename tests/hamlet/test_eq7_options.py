@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from cepopt.errors import CepoptError
-from cepopt.executor import hamlet_kernel
+from cepopt.executor import trend_exec
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results
 from cepopt.hamlet import run_policy
@@ -64,7 +64,7 @@ def test_executor_decides_as_the_optimizer_prices(n_rule, t_rule):
     events = pd.DataFrame(list(inst.stream))
     params = {"eq7_n": n_rule, "eq7_t": t_rule}
     decisions: list = []
-    got, _ = hamlet_kernel.run_local(inst.workload, events, "dynamic", params=params, decisions=decisions)
+    got, _ = trend_exec.run_hamlet(inst.workload, events, "dynamic", params=params, decisions=decisions)
     assert compare_results(got, reference_results(inst.workload, events)) == []
     bursts = stream_bursts(compile_workload(inst.workload, params), inst.stream)
     assert {b.n_rule for b in bursts} == {n_rule}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cepopt.executor import greta, hamlet_kernel
+from cepopt.executor import trend_exec
 from cepopt.instance import load
 from cepopt.model import Kleene, Query, Seq, Type, Window, Workload
 
@@ -31,7 +31,7 @@ def example():
 def test_example_counts_132_72(example, policy):
     inst, events = example
     trace: list = []
-    got, metrics = hamlet_kernel.run_local(inst.workload, events, policy, trace=trace)
+    got, metrics = trend_exec.run_hamlet(inst.workload, events, policy, trace=trace)
     expected = inst.expected
     assert _values(got) == {q: r["COUNT(*)"] for q, r in expected["results"].items()}
     if policy != "nonshared":
@@ -46,15 +46,15 @@ def test_example_counts_132_72(example, policy):
 def test_table3_coefficients(example):
     """T3/T4: with b3..b6 only, sum(B3) is 15x: 30 for q1 and 15 for q2."""
     inst, events = example
-    got, _ = hamlet_kernel.run_local(inst.workload, events.iloc[:7], "static")
+    got, _ = trend_exec.run_hamlet(inst.workload, events.iloc[:7], "static")
     assert _values(got) == {"q1": 30, "q2": 15}
-    assert _values(greta.run_local(inst.workload, events.iloc[:7])[0]) == {"q1": 30, "q2": 15}
+    assert _values(trend_exec.run_greta(inst.workload, events.iloc[:7])[0]) == {"q1": 30, "q2": 15}
 
 
 def test_t5_graphlet_snapshot_chain(example):
     inst, events = example
     for pol in POLICIES:
-        assert _values(hamlet_kernel.run_local(inst.workload, events.iloc[:13], pol)[0]) == {"q1": 64, "q2": 34}
+        assert _values(trend_exec.run_hamlet(inst.workload, events.iloc[:13], pol)[0]) == {"q1": 64, "q2": 34}
 
 
 @pytest.mark.parametrize("policy", ["static", "dynamic"])
@@ -65,9 +65,9 @@ def test_t6_event_level_snapshot(example, policy):
     params = {"edge_predicates": spec["edge_predicates"]}
     events = events.iloc[:spec["events"]]
     trace: list = []
-    got, _ = hamlet_kernel.run_local(inst.workload, events, policy, params, trace=trace)
+    got, _ = trend_exec.run_hamlet(inst.workload, events, policy, params, trace=trace)
     assert _values(got) == spec["results"]
-    assert _values(greta.run_local(inst.workload, events, params)[0]) == spec["results"]
+    assert _values(trend_exec.run_greta(inst.workload, events, params)[0]) == spec["results"]
     if policy == "static":
         kinds = [kind for kind, _t, _v in trace]
         assert kinds.count("event") == spec["event_snapshots"]
@@ -109,7 +109,7 @@ def test_paper_test_stream(shared_dir):
     qs = [line for line in (res / "Paper_TestQueries.txt").read_text().splitlines() if line.strip()]
     wl = Workload(tuple(_query(q, f"q{i + 1}", 10 ** 6) for i, q in enumerate(qs)))
     for pol in POLICIES:
-        assert _values(hamlet_kernel.run_local(wl, events, pol)[0]) == {"q1": 132, "q2": 72}
+        assert _values(trend_exec.run_hamlet(wl, events, pol)[0]) == {"q1": 132, "q2": 72}
 
 
 def test_synthetic_test_query_3875(shared_dir):
@@ -117,7 +117,7 @@ def test_synthetic_test_query_3875(shared_dir):
     events = _read_stream(res / "Syn_TestStream.txt")
     text = (res / "Syn_TestQuery.txt").read_text().strip()
     wl = Workload((_query(text, "q1", 10 ** 6),))
-    assert _values(greta.run_local(wl, events)[0]) == {"q1": 3875}
+    assert _values(trend_exec.run_greta(wl, events)[0]) == {"q1": 3875}
 
 
 def test_expected_counts_synthetic_shared5(shared_dir):
@@ -129,8 +129,8 @@ def test_expected_counts_synthetic_shared5(shared_dir):
     events = _read_stream(base / rows[0]["stream_file"], int(rows[0]["events_prefix"]))
     wl = Workload(tuple(_query(r["pattern"], f"q{r['query_index']}", 10 ** 7) for r in rows))
     truth = {f"q{r['query_index']}": int(r["count_greta_oldjar"]) for r in rows}
-    assert _values(greta.run_local(wl, events)[0]) == truth
+    assert _values(trend_exec.run_greta(wl, events)[0]) == truth
     for pol in ("dynamic", "static"):
-        got, metrics = hamlet_kernel.run_local(wl, events, pol)
+        got, metrics = trend_exec.run_hamlet(wl, events, pol)
         assert _values(got) == truth, pol
     assert metrics["shared_bursts"] > 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from cepopt.executor import greta, hamlet_kernel
+from cepopt.executor import trend_exec
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results
 from cepopt.hamlet.decide import run_policy
@@ -90,9 +90,9 @@ def _expected_static() -> dict:
 def test_hand_counts_nonshared():
     # q1: b4 2 + b5 3 + b6 4 + b8 5 + b9 6 = 20; q2: b4 1 + b6 2 + b8 4 + b9 5 = 12
     assert _expected_nonshared() == 32
-    _, m = hamlet_kernel.run_local(_workload(), _frame(), "nonshared")
+    _, m = trend_exec.run_hamlet(_workload(), _frame(), "nonshared")
     assert (m["operations"], m["pred_edges"], m["snapshot_edges"], m["shared_edges"]) == (32, 32, 0, 0)
-    assert greta.run_local(_workload(), _frame())[1]["operations"] == 32
+    assert trend_exec.run_greta(_workload(), _frame())[1]["operations"] == 32
 
 
 def test_hand_counts_static():
@@ -101,7 +101,7 @@ def test_hand_counts_static():
     exp = _expected_static()
     assert exp == {"shared_edges": 3 + 6 + 10 + 7 + 8, "snapshot_edges": 3 + 2 + 8, "evaluations": 4 + 2,
                    "pred_edges": 0, "operations": 53}
-    got, m = hamlet_kernel.run_local(_workload(), _frame(), "static")
+    got, m = trend_exec.run_hamlet(_workload(), _frame(), "static")
     assert {k: m[k] for k in exp} == exp
     assert m["snapshots"] == 3 and m["shared_bursts"] == 2
     assert compare_results(got, reference_results(_workload(), _frame())) == []
@@ -115,7 +115,7 @@ def test_example_counts_in_eq7_units():
 
     inst = load("hamlet-example")
     events = pd.DataFrame(list(inst.stream))
-    _, m = hamlet_kernel.run_local(inst.workload, events, "nonshared")
+    _, m = trend_exec.run_hamlet(inst.workload, events, "nonshared")
     # q1: 2+3+4+5 over b3..b6, 8+9 over the last two B; q2: 1+2+3+4, 8+9
     assert m["operations"] == 31 + 27
 
@@ -137,7 +137,7 @@ def test_random_policy_is_valid_and_deterministic(seed):
 
 
 def test_random_policy_results_equal_brute_force():
-    got, m = hamlet_kernel.run_local(_workload(), _frame(), "random-5-80")
+    got, m = trend_exec.run_hamlet(_workload(), _frame(), "random-5-80")
     assert compare_results(got, reference_results(_workload(), _frame())) == []
 
 
@@ -150,10 +150,10 @@ def test_example_edge_predicate_counts_by_hand():
     spec = inst.expected["with_predicates"]
     events = pd.DataFrame(list(inst.stream)).iloc[:spec["events"]]
     params = {"edge_predicates": spec["edge_predicates"]}
-    _, m = hamlet_kernel.run_local(inst.workload, events, "nonshared", params)
+    _, m = trend_exec.run_hamlet(inst.workload, events, "nonshared", params)
     # q1: b4 2, b5 3, b6 4, b7 5, b13 8; q2 (b5 -> b6 blocked): b4 1, b5 2, b6 2, b7 4, b13 8
     assert m["operations"] == (2 + 3 + 4 + 5 + 8) + (1 + 2 + 2 + 4 + 8)
-    _, m = hamlet_kernel.run_local(inst.workload, events, "static", params)
+    _, m = trend_exec.run_hamlet(inst.workload, events, "static", params)
     # graphlet b4..b7: x = 2 + 1; b4 3*1, b5 4*1, b6 gets z (q2's b5 -> b6 is blocked): union
     # {a1 a2 c3 b4 b5} 5*2, z reads q1 x + b4 b5 = 3, q2 (edge predicate: scan) c3 + b4 = 2; b7 6*2;
     # close 2 queries * 2 snapshots.

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepopt.errors import CepoptError
-from cepopt.executor import hamlet_kernel
+from cepopt.executor import trend_exec
 from cepopt.executor.reference import reference_results
 from cepopt.executor.results import compare_results
 from cepopt.hamlet.decide import run_policy
@@ -31,7 +31,7 @@ def _instance(queries, stream, params=None):
 def _run(inst, policy):
     """The executor's decisions, results and snapshots on the instance's stream."""
     decisions, trace = [], []
-    got, _ = hamlet_kernel.run_local(inst.workload, pd.DataFrame(list(inst.stream)), policy, inst.params,
+    got, _ = trend_exec.run_hamlet(inst.workload, pd.DataFrame(list(inst.stream)), policy, inst.params,
                                      decisions=decisions, trace=trace)
     return decisions, got, sum(1 for kind, *_ in trace if kind == "event")
 

@@ -1,0 +1,242 @@
+"""Exact integers for the compiled trend kernels: residue lanes combined by the Chinese remainder theorem.
+
+A kernel value (a count, a COUNT(E), a SUM) is a vector of float64 *lanes*. Lane 0 is a float
+*shadow*: the same recurrence on the absolute values (attributes as |value|, counts scaled by 2^-s),
+an upper bound of every result's magnitude within a relative error far below 2^-40. Lanes 1..P hold
+the value modulo distinct primes p < 2^26, so that a product of two residues is an exact float
+(< 2^52): addition and multiplication modulo p are exact float operations (:func:`lanes_for`,
+:func:`moduli`). Only the results are reconstructed (:func:`crt`); intermediate values may wrap: the
+map from integers to residues is a ring homomorphism, and every kernel operation is a sum or a product.
+The number of lanes comes from the shadow's bound on the results: a kernel run with too few lanes is
+run again with enough (:func:`needed_lanes`), so counts are exact at any size.
+
+Attributes enter SUM exactly: a float attribute is ``mant * 2^exp`` with an integer mantissa; over one
+kernel call every value of a column is an integer multiple of ``2^emin`` (the smallest exponent), so
+SUM is an exact integer in units of ``2^emin`` (:func:`attribute_lanes`), turned back into the float it
+rounds to (:func:`scaled_value`, correctly rounded by Python's int / int division).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LANE_BITS", "AttrColumn", "attribute_lanes", "crt", "lanes_for", "moduli", "needed_lanes",
+           "scaled_value"]
+
+#: primes below 2^26: a product of two residues is below 2^52, exact in a float64
+PRIME_LIMIT = 1 << 26
+#: bits of one residue lane (every prime is above 2^25)
+LANE_BITS = 25
+_PRIMES: list[int] = []
+
+
+def _is_prime(n: int) -> bool:
+    if n < 2 or n % 2 == 0:
+        return n == 2
+    d, s = n - 1, 0
+    while d % 2 == 0:
+        d //= 2
+        s += 1
+    for a in (2, 3, 5, 7, 11):  # deterministic for n < 2.1e12
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(s - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
+
+
+def _primes(count: int) -> list[int]:
+    """The ``count`` largest primes below 2^26 (more are found when needed)."""
+    cand = _PRIMES[-1] - 2 if _PRIMES else PRIME_LIMIT - 1
+    while len(_PRIMES) < count:
+        if _is_prime(cand):
+            _PRIMES.append(cand)
+        cand -= 2
+    return _PRIMES[:count]
+
+
+def moduli(lanes: int) -> np.ndarray:
+    """The moduli of ``lanes`` residue lanes, with 0 first for the shadow lane: float64[1 + lanes]."""
+    return np.array([0.0] + [float(p) for p in _primes(lanes)], dtype=np.float64)
+
+
+def lanes_for(bits: float) -> int:
+    """Residue lanes whose product exceeds 2^bits (at least one)."""
+    need, have, lanes = bits, 0.0, 0
+    while have < need or lanes == 0:
+        lanes += 1
+        have = sum(math.log2(p) for p in _primes(lanes))
+    return lanes
+
+
+def needed_lanes(bound_log2: float) -> int:
+    """Lanes to reconstruct signed values of magnitude up to 2^bound_log2 (one sign bit, one spare)."""
+    return lanes_for(max(bound_log2, 0.0) + 2.0)
+
+
+def crt(residues: np.ndarray) -> list[int]:
+    """Signed integers from rows of residues (float64[..., lanes], lanes 1.. of a value; the shadow
+    lane excluded): the x with |x| < M/2 congruent to every residue (M: the product of the moduli)."""
+    res = np.asarray(residues, dtype=np.float64)
+    lanes = res.shape[-1]
+    flat = res.reshape(-1, lanes).astype(np.int64)
+    ps = [int(p) for p in moduli(lanes)[1:]]
+    if lanes == 1:
+        p = ps[0]
+        return [int(x) - p if 2 * int(x) > p else int(x) for x in flat[:, 0]]
+    # Garner: x = a0 + a1 p0 + a2 p0 p1 + ..., digits from the residues in turn
+    digits = [flat[:, 0].tolist()]
+    inv = [[pow(ps[j], -1, ps[i]) for j in range(i)] for i in range(lanes)]
+    for i in range(1, lanes):
+        pi = ps[i]
+        col = flat[:, i].tolist()
+        out = []
+        for row in range(len(col)):
+            x = col[row]
+            for j in range(i):
+                x = (x - digits[j][row]) * inv[i][j] % pi
+            out.append(x)
+        digits.append(out)
+    big = math.prod(ps)
+    vals = []
+    for row in range(len(flat)):
+        x, scale = 0, 1
+        for i in range(lanes):
+            x += digits[i][row] * scale
+            scale *= ps[i]
+        vals.append(x - big if 2 * x > big else x)
+    return vals
+
+
+@dataclass
+class AttrColumn:
+    """An attribute column of one kernel call as exact integers: value = mant * 2^(exp) per row with
+    ``present`` rows (not missing), ``emin`` the common unit's exponent, ``is_float`` whether results
+    print as floats (a float column), ``rank`` the order of the values (-1 missing) and ``values``
+    the distinct values in rank order (MIN/MAX)."""
+
+    mant: np.ndarray          # int64 (object when a mantissa exceeds int64)
+    exp: np.ndarray           # int64
+    present: np.ndarray       # bool
+    emin: int
+    is_float: bool
+    rank: np.ndarray          # int64
+    values: list
+    shadow: np.ndarray        # float64 |value|
+
+
+def _float_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x = mant * 2^exp with an odd (or zero) int64 mantissa, vectorized for finite float64."""
+    frac, e = np.frexp(x)
+    mant = np.ldexp(frac, 53).astype(np.int64)
+    exp = e.astype(np.int64) - 53
+    nz = mant != 0
+    low = np.where(nz, mant & -mant, 1)           # lowest set bit
+    tz = np.log2(low.astype(np.float64)).astype(np.int64)
+    return np.where(nz, mant >> tz, 0), np.where(nz, exp + tz, 0)
+
+
+def attribute_column(values: np.ndarray, is_float_dtype: bool) -> AttrColumn:
+    """An :class:`AttrColumn` from a column's values (NumPy int or float, or objects)."""
+    import pandas as pd
+
+    values = np.asarray(values)
+    n = len(values)
+    if values.dtype.kind in "iub":
+        v = values.astype(np.int64)
+        present = np.ones(n, dtype=bool)
+        mant, exp, shadow = v, np.zeros(n, dtype=np.int64), np.abs(v.astype(np.float64))
+    elif values.dtype.kind == "f":
+        v = values.astype(np.float64)
+        present = ~np.isnan(v)
+        if np.isinf(v[present]).any():
+            from cepopt.errors import CepoptError
+
+            raise CepoptError("an aggregated attribute holds an infinite value")
+        mant, exp = _float_parts(np.where(present, v, 0.0))
+        shadow = np.abs(np.where(present, v, 0.0))
+    else:
+        present = ~np.asarray(pd.isna(values), dtype=bool) if n else np.zeros(0, dtype=bool)
+        mant = np.zeros(n, dtype=object)
+        exp = np.zeros(n, dtype=np.int64)
+        shadow = np.zeros(n, dtype=np.float64)
+        for i in np.flatnonzero(present):
+            x = values[i]
+            if isinstance(x, float | np.floating):
+                fr, e = math.frexp(float(x))
+                mi, ei = int(fr * 2 ** 53), e - 53
+            else:
+                mi, ei = int(x), 0
+            mant[i], exp[i] = mi, ei
+            shadow[i] = abs(float(x))
+        if all(isinstance(m, int) and -2 ** 62 < m < 2 ** 62 for m in mant):
+            mant = mant.astype(np.int64)
+    nzp = present & (mant != 0)
+    emin = int(exp[nzp].min()) if nzp.any() else 0
+    emin = min(emin, 0)
+    rank, distinct = _ranks(values, present)
+    return AttrColumn(mant, exp, present, emin, is_float_dtype, rank, distinct, shadow)
+
+
+def _ranks(values: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, list]:
+    rank = np.full(len(values), -1, dtype=np.int64)
+    if not present.any():
+        return rank, []
+    if values.dtype.kind in "iubf":
+        uniq, inv = np.unique(values[present], return_inverse=True)
+        rank[present] = inv
+        return rank, [u.item() for u in uniq]
+    present_vals = [values[i] for i in np.flatnonzero(present)]
+    distinct = sorted(set(present_vals))
+    pos = {v: j for j, v in enumerate(distinct)}
+    rank[present] = [pos[v] for v in present_vals]
+    return rank, [v.item() if hasattr(v, "item") else v for v in distinct]
+
+
+def attribute_lanes(col: AttrColumn, mods: np.ndarray) -> np.ndarray:
+    """float64[rows, lanes]: lane 0 the shadow |value|, lane i the value in units of 2^emin mod p_i
+    (0 where missing)."""
+    n = len(col.present)
+    out = np.zeros((n, len(mods)), dtype=np.float64)
+    out[:, 0] = col.shadow
+    if len(mods) == 1:
+        return out
+    shift = np.where(col.present, col.exp - col.emin, 0)
+    if col.mant.dtype == object:
+        for i in np.flatnonzero(col.present):
+            big = int(col.mant[i]) << int(shift[i])
+            for j in range(1, len(mods)):
+                out[i, j] = float(big % int(mods[j]))
+        return out
+    mant = np.where(col.present, col.mant, 0)
+    top = int(shift.max()) if n else 0
+    for j in range(1, len(mods)):
+        p = int(mods[j])
+        pow2 = np.empty(top + 1, dtype=np.int64)
+        acc = 1
+        for s in range(top + 1):
+            pow2[s] = acc
+            acc = acc * 2 % p
+        out[:, j] = ((mant % p) * pow2[shift] % p).astype(np.float64)
+    return out
+
+
+def scaled_value(units: int, emin: int, as_float: bool) -> Any:
+    """An exact SUM in units of 2^emin as the result value: an int when it is one and the column is
+    not a float column, else the float it rounds to."""
+    if emin >= 0:
+        exact = units << emin
+        return float(exact) if as_float else exact
+    den = 1 << -emin
+    if not as_float and units % den == 0:
+        return units // den
+    return units / den

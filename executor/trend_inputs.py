@@ -1,0 +1,247 @@
+"""What the trend kernels (executor/greta.py, hamlet_kernel.py, gloria_kernel.py) read and return
+for one partition's layout (:func:`cepopt.hamlet.scope.class_layout`).
+
+:func:`kernel_inputs` turns a layout into event arrays, query tables and attribute columns;
+:func:`exact_run` runs a kernel over residue lanes (:mod:`cepopt.executor.exact`) until the lanes
+cover its results: a run whose shadow lane shows results beyond the lanes' range runs again with
+enough lanes (a shadow that overflows the float range is bounded by GRETA with scaled counts);
+:func:`partial_results` reads the lanes back as exact partial rows (executor/partitions.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cepopt.executor.exact import attribute_column, attribute_lanes, crt, moduli, needed_lanes, scaled_value
+from cepopt.executor.greta import COUNTERS, greta_kernel, new_state
+from cepopt.executor.partitions import empty_partials, partial_rows
+from cepopt.hamlet.scope import OP_CODES
+
+__all__ = ["FIRST_LANES", "KernelInputs", "counter_metrics", "exact_run", "kernel_inputs", "kernel_state",
+           "partial_results"]
+
+#: residue lanes of a class's first run (about 50 bits); later runs start from the last run's need
+FIRST_LANES = 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel inputs from a layout
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class KernelInputs:
+    """What the compiled kernels read of one layout: event arrays, query tables, attributes."""
+
+    layout: Any
+    ev: tuple
+    qt: tuple
+    attrs: list                     # attribute names of the slots
+    cols: list                      # AttrColumn per slot
+    width: int
+    targets: int
+
+    def attr_tables(self, mods: np.ndarray) -> tuple:
+        nsrc = len(self.layout.frame)
+        lanes = len(mods)
+        a = max(len(self.cols), 1)
+        alanes = np.zeros((a, nsrc, lanes))
+        nonzero = np.zeros((a, nsrc), dtype=bool)
+        rank = np.full((a, nsrc), -1, dtype=np.int64)
+        for s, col in enumerate(self.cols):
+            alanes[s] = attribute_lanes(col, mods)
+            nonzero[s] = col.present & (col.shadow != 0)
+            rank[s] = col.rank
+        return alanes, rank, nonzero
+
+
+def kernel_inputs(layout) -> KernelInputs:
+    """Event arrays (``ev``), query tables (``qt``) and attribute columns of a layout."""
+    cls = layout.cls
+    code = {t: i for i, t in enumerate(layout.type_names)}
+    k, nt, n = len(cls.queries), len(layout.type_names), layout.n
+    attrs: list[str] = []
+    for cq in cls.queries:
+        for _ref, attr in cq.targets:
+            if attr is not None and attr not in attrs:
+                attrs.append(attr)
+    mmax = max((len(cq.targets) for cq in cls.queries), default=0)
+    ptr = np.zeros((k, nt + 1), dtype=np.int64)
+    ptv: list[int] = []
+    ptm = np.zeros((k, nt, nt), dtype=bool)
+    flags = np.zeros((2, k, nt), dtype=bool)
+    tgt = np.full((k, max(mmax, 1), 3), -1, dtype=np.int64)
+    mq = np.zeros(k, dtype=np.int64)
+    scan = np.zeros(k, dtype=bool)
+    e_ptr = np.zeros(k + 1, dtype=np.int64)
+    edges: list = []
+    for q, cq in enumerate(cls.queries):
+        pt = cq.pt_map
+        for t in range(nt):
+            ptr[q, t] = len(ptv)
+            preds = sorted(code[u] for u in pt.get(layout.type_names[t], ()) if u in code)
+            ptv.extend(preds)
+            ptm[q, t, preds] = True
+            flags[0, q, t] = layout.type_names[t] in cq.start
+            flags[1, q, t] = layout.type_names[t] in cq.end
+        ptr[q, nt] = len(ptv)
+        mq[q] = len(cq.targets)
+        for j, ((_ref, attr), ttype) in enumerate(zip(cq.targets, cq.target_types, strict=True)):
+            tgt[q, j] = (code.get(ttype, -1), attrs.index(attr) if attr is not None else -1, (_ref, attr) in cq.minmax)
+        scan[q] = bool(cq.edges)
+        edges.extend(cq.edges)
+        e_ptr[q + 1] = len(edges)
+    ne = len(edges)
+    etab = np.array([(code.get(ep.src, -1), code.get(ep.dst, -1), OP_CODES[ep.op]) for ep in edges],
+                    dtype=np.int64).reshape(ne, 3)
+    ecodes = np.zeros((ne, 4, n), dtype=np.int64)
+    for e, ep in enumerate(edges):
+        ecodes[e] = np.stack(layout.edge_codes(ep.left, ep.right))
+    qt = (ptr, np.array(ptv, dtype=np.int64), ptm, flags, tgt, mq, scan, e_ptr, etab, ecodes)
+    frame = layout.frame
+    cols = []
+    for attr in attrs:
+        if attr in frame.columns:
+            cols.append(attribute_column(frame[attr].to_numpy(), pd.api.types.is_float_dtype(frame[attr])))
+        else:
+            cols.append(attribute_column(np.full(len(frame), None, dtype=object), False))
+    ev = (layout.tcode, layout.tie, layout.src, layout.masks)
+    return KernelInputs(layout, ev, qt, attrs, cols, 1 + 2 * mmax, mmax)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact runs: lanes from the shadow's bound
+# ---------------------------------------------------------------------------------------------
+
+
+def _bound_log2(inp: KernelInputs, out: np.ndarray, scale: int) -> float | None:
+    """log2 of the largest result magnitude in integer units (None when the shadow overflowed)."""
+    shadow = out[..., 0]
+    if not np.all(np.isfinite(shadow)) or (shadow.size and shadow.max() > 2.0 ** 1000):
+        return None
+    best = -math.inf
+    cls = inp.layout.cls
+    for q, cq in enumerate(cls.queries):
+        m = len(cq.targets)
+        for w in range(1 + m):
+            top = float(shadow[:, q, w].max(initial=0.0))
+            if top > 0:
+                best = max(best, math.log2(top))
+        for j, (_ref, attr) in enumerate(cq.targets):
+            top = float(shadow[:, q, 1 + m + j].max(initial=0.0))
+            if top > 0 and attr is not None:
+                best = max(best, math.log2(top) - inp.cols[inp.attrs.index(attr)].emin)
+    if best == -math.inf:
+        return 0.0 if scale == 0 else scale - 990.0
+    # float sums of non-negative terms: relative error far below 2^-20; underflowed terms are tiny
+    return max(best + scale + 1e-6, scale - 990.0) if scale else best + 1e-6
+
+
+def _scaled_shadow_bound(inp: KernelInputs, st_factory) -> float:
+    """The results' bound when the plan's own shadow overflowed: GRETA on every query with counts
+    scaled by 2^-s, s = 1000, 2000, ... until the float range holds them."""
+    mods = moduli(0)
+    at = inp.attr_tables(mods)
+    k = len(inp.layout.cls.queries)
+    scale = 1000
+    while True:
+        out, omm = _outputs(inp, 1)
+        one = np.array([2.0 ** -scale])
+        greta_kernel(inp.layout.scope_start, inp.ev, inp.qt, at, np.arange(k), st_factory(1), mods, one, out, omm,
+                     np.zeros(len(COUNTERS), dtype=np.int64))
+        bound = _bound_log2(inp, out, scale)
+        if bound is not None:
+            return bound
+        scale += 1000
+
+
+def _outputs(inp: KernelInputs, lanes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Result lanes ``out[scope, q]`` (width x lanes) and MIN/MAX ranks ``out_mm[0|1, scope, q]``."""
+    s, k = inp.layout.scopes, len(inp.layout.cls.queries)
+    return np.zeros((s, k, inp.width, lanes)), np.full((2, s, k, max(inp.targets, 1)), -1, dtype=np.int64)
+
+
+def kernel_state(inp: KernelInputs, lanes: int) -> tuple:
+    lay = inp.layout
+    scan = bool(inp.qt[6].any())
+    stored = int(np.diff(lay.scope_start).max(initial=0)) if scan else 0
+    return new_state(len(lay.cls.queries), len(lay.type_names), inp.width, lanes, inp.targets, stored)
+
+
+def exact_run(inp: KernelInputs, kernel, first_lanes: int) -> tuple:
+    """``kernel(mods, one, at, out, out_mm, counters)`` with enough lanes for exact results:
+    (out, out_mm, counters, lanes)."""
+    lanes = max(1, first_lanes)
+    while True:
+        mods = moduli(lanes)
+        out, omm = _outputs(inp, lanes + 1)
+        counters = np.zeros(len(COUNTERS), dtype=np.int64)
+        kernel(mods, np.ones(lanes + 1), inp.attr_tables(mods), out, omm, counters)
+        bound = _bound_log2(inp, out, 0)
+        if bound is None:
+            bound = _scaled_shadow_bound(inp, lambda ln: kernel_state(inp, ln))
+        need = needed_lanes(bound)
+        if need <= lanes:
+            return out, omm, counters, lanes
+        lanes = need
+
+
+# ---------------------------------------------------------------------------------------------
+# Results as partial rows
+# ---------------------------------------------------------------------------------------------
+
+
+def partial_results(inp: KernelInputs, out: np.ndarray, omm: np.ndarray, queries: list[int], lo: int, hi: float,
+              ) -> pd.DataFrame:
+    """Partial rows (module docstring of executor/partitions.py) of ``queries`` in the windows [lo, hi)."""
+    from cepopt.executor.results import aggregate_label, format_group
+
+    lay = inp.layout
+    cls = lay.cls
+    keep = [s for s in range(lay.scopes) if lo <= lay.scope_window[s] < hi]
+    if not keep or not queries:
+        return empty_partials()
+    lanes = out[np.ix_(keep, queries)][..., 1:]
+    values = np.array(crt(lanes), dtype=object).reshape(lanes.shape[:-1])
+    gidx = [cls.partition.index(a) for a in cls.group]
+    rows = []
+    for si, s in enumerate(keep):
+        key = lay.scope_key[s]
+        group = format_group(cls.group, [key[i] for i in gidx])
+        window = int(lay.scope_window[s])
+        for qi, q in enumerate(queries):
+            cq = cls.queries[q]
+            count = values[si, qi, 0]
+            if count == 0:
+                continue
+            m = len(cq.targets)
+            for agg in cq.query.aggregates:
+                label = aggregate_label(agg)
+                if agg.ref is None:
+                    rows.append((cq.name, group, window, label, "sum", int(count)))
+                    continue
+                j = cq.targets.index((agg.ref, agg.attr))
+                c = int(values[si, qi, 1 + j])
+                col = inp.cols[inp.attrs.index(agg.attr)] if agg.attr is not None else None
+                if agg.func == "COUNT":
+                    rows.append((cq.name, group, window, label, "sum", c))
+                elif agg.func in ("SUM", "AVG"):
+                    total = scaled_value(int(values[si, qi, 1 + m + j]), col.emin, col.is_float)
+                    if agg.func == "SUM":
+                        rows.append((cq.name, group, window, label, "sum", total))
+                    elif c > 0:
+                        rows.append((cq.name, group, window, label, "avg", total, c))
+                else:
+                    r = omm[0 if agg.func == "MIN" else 1, s, q, j]
+                    if r >= 0:
+                        rows.append((cq.name, group, window, label, agg.func.lower(), col.values[r]))
+    return partial_rows(rows) if rows else empty_partials()
+
+
+def counter_metrics(counters: np.ndarray, names: tuple[str, ...]) -> dict:
+    return {name: int(counters[COUNTERS.index(name)]) for name in names}
