@@ -477,6 +477,11 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
     return out
 
 
+#: the flow model's size limit: a split is a binary column with three row entries, about 1 KB of Python
+#: objects by the time the backend holds it; 2 million splits stay within a few GB
+MAX_FLOW_SPLITS = 2_000_000
+
+
 def _flow_build(conj: Conjunct, sigma: float, keep: np.ndarray):
     """The subset-flow model over the candidate nodes ``keep`` (a bool per subset): (model, splits)."""
     from cepopt.joinorder.cost import all_node_logs
@@ -485,7 +490,7 @@ def _flow_build(conj: Conjunct, sigma: float, keep: np.ndarray):
     n = conj.n
     full = (1 << n) - 1
     V = all_node_logs(conj, tree=True)
-    S, A = splits_of(keep, n)
+    S, A = splits_of(keep, n, MAX_FLOW_SPLITS)
     m = Model("m-bushy-flow", sense="min")
     cost = np.where(S == full, 0.0, np.exp(np.minimum(V[S] - sigma, 700.0)))
     m.add_vars([f"y_{s}_{a}" for s, a in zip(S.tolist(), A.tolist(), strict=True)], 0, 1, True, cost.tolist())

@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 
+from cepopt.errors import MethodLimitError
 from cepopt.joinorder.cost import all_node_logs, leaf_log
 from cepopt.joinorder.dp import DpTimeout, popcount_layers
 from cepopt.joinorder.problem import Conjunct
@@ -230,12 +231,16 @@ def _splits_kernel():
     return _SPLITS
 
 
-def splits_of(keep: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def splits_of(keep: np.ndarray, n: int, max_splits: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Every split S = A ⊎ B (A ∋ min S, B non-empty) of the root or a kept subset S into parts that are
-    kept or single events: (S, A) arrays."""
+    kept or single events: (S, A) arrays. More than ``max_splits`` of them is a MethodLimitError (counted
+    before anything is allocated)."""
     kernel = _splits_kernel()
     empty = np.zeros(0, dtype=np.int64)
     count = kernel(keep, n, True, empty, empty)
+    if max_splits is not None and count > max_splits:
+        raise MethodLimitError(f"milp-tree: {count:,} splits survive the upper-bound cut (at most "
+                               f"{max_splits:,} fit the flow model in memory); use dp-b")
     S = np.zeros(count, dtype=np.int64)
     A = np.zeros(count, dtype=np.int64)
     kernel(keep, n, False, S, A)
