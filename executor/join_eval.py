@@ -292,9 +292,26 @@ class _Evaluator:
 
     def read(self, out: list[NodeCount]) -> None:
         for k, obs in self.observations:
-            got = obs.get
+            got = _observed(obs)
             out[k].count = int(got.get("n") or 0)
             out[k].active = float(got.get("a") or 0.0)
+
+
+#: optimizer rules that drop a subtree whose result is known to be empty (and its observations with it)
+_KEEP_OBSERVED = ("org.apache.spark.sql.catalyst.optimizer.PropagateEmptyRelation",
+                  "org.apache.spark.sql.catalyst.optimizer.PruneFilters")
+
+
+def _observed(obs: Observation) -> dict:
+    """An Observation's metrics, or {} (no rows) when Spark's optimizer removed the observed plan:
+    predicates that contradict each other (``x = y AND x != y``) make it an empty relation, no metrics
+    are ever sent, and PySpark's ``toPyRow`` fails its assertion instead of returning an empty row."""
+    try:
+        return obs.get
+    except Exception as exc:  # noqa: BLE001 -- Py4JJavaError; anything else is raised again
+        if "toPyRow" in str(exc) and "assertion failed" in str(exc):
+            return {}
+        raise
 
 
 def _kleene_error(exc: Exception) -> CepoptError | None:
@@ -327,6 +344,10 @@ def evaluate_many(trees: Sequence[JoinTree], events: DataFrame, *, negate: bool 
     # stage becomes a job of its own. Restored afterwards.
     aqe = conf.get("spark.sql.adaptive.enabled", "true")
     conf.set("spark.sql.adaptive.enabled", "false")
+    # Predicates that contradict each other (x = y AND x != y) would let the optimizer replace a node and
+    # its subtree, observations included, by an empty relation: the counts of the nodes below are needed.
+    excluded = conf.get("spark.sql.optimizer.excludedRules", "")
+    conf.set("spark.sql.optimizer.excludedRules", ",".join(filter(None, [excluded, *_KEEP_OBSERVED])))
     groups: dict[float, list[int]] = {}
     for i, tree in enumerate(trees):
         groups.setdefault(float(tree.pattern.window), []).append(i)
@@ -367,12 +388,15 @@ def evaluate_many(trees: Sequence[JoinTree], events: DataFrame, *, negate: bool 
         for s in streams:
             s.df.unpersist()
         conf.set("spark.sql.adaptive.enabled", aqe)
+        conf.set("spark.sql.optimizer.excludedRules", excluded)
     elapsed = time.perf_counter() - start
     keep = results is None
     runs = [JoinRun(t, roots[i], nodes[i], elapsed, [roots[i]] if keep else []) for i, t in enumerate(trees)]
     out = Evaluation(runs, elapsed, results=None if keep else cached[0])
     if stream_obs is not None:
-        got = stream_obs.get
+        # a plan Spark pruned to an empty relation sent no metrics: one aggregate over the stream instead
+        got = _observed(stream_obs) or events.agg(F.count(F.lit(1)).alias("n"), F.min("ts").alias("lo"),
+                                                  F.max("ts").alias("hi")).first().asDict()
         out.events, out.first_ts, out.last_ts = int(got.get("n") or 0), got.get("lo"), got.get("hi")
     return out
 

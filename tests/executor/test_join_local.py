@@ -122,3 +122,20 @@ def test_engines_agree_on_random_streams(spark, data):
                     statistics=Statistics(rates={t: 0.5 for t in query.pattern.event_types()}))
     _, problem, _ = build_problem(inst)
     assert _both(problem, data.draw(plans(query)), events, spark) == reference_matches(query, events)
+
+
+@pytest.mark.spark
+def test_contradictory_predicates_keep_the_counts_of_the_nodes_below(spark):
+    """x = y AND x != y: Spark's optimizer would prune the join and the observations under it (found by
+    the random-stream test: the leaves' counts were lost and reading them failed in PySpark)."""
+    from cepopt.instance import Instance
+    from cepopt.joinorder.plans import Order
+    from cepopt.model import Statistics, Workload
+    from cepopt.registry import build_problem
+    from cepopt.syntax import parse_query
+
+    query = parse_query("PATTERN AND(A v0, A v1) WHERE v0.x = v1.x AND v0.x != v1.x AND [g] WITHIN 1")
+    inst = Instance(problem="joinorder", workload=Workload((query,)), statistics=Statistics(rates={"A": 0.5}))
+    _, problem, _ = build_problem(inst)
+    events = pd.DataFrame({"id": range(4), "ts": [0] * 4, "type": ["A"] * 4, "x": [0] * 4, "g": [0] * 4})
+    assert _both(problem, Order(("v0", "v1"), ()), events, spark) == reference_matches(query, events) == []
