@@ -11,7 +11,7 @@ Workloads (1M-event streams; ``--quick``: 5,000 events, one workload per family)
   ecommerce stream; plans nonshared, greedy and optimal (cpsat);
 * Gloria: the published stock and bus ``SEQWorkload/workload_20.txt`` (20 queries, rates from the
   published frequencies) over the workload stream generator; plans unshared and gloria;
-* join order: generated SEQ patterns of size 4 and 8 (window 1 and 0.5, rates 0.5-4, selectivities
+* join order: generated SEQ patterns of size 4 and 8 (window 1, rates 0.5-4 and 0.25-2, selectivities
   0.02-0.3)
   over the workload stream generator; plans trivial and dp-b.
 
@@ -145,8 +145,10 @@ def make_instance(point: dict):
                                base / "event_type_frequencies.csv", workload)
     from cepopt.instances.joinorder_generator import make_instance as join_instance
 
-    # window 1 (size 4) or 0.5 (size 8): about 1 and 0.1 full matches per 100 events
-    return join_instance(queries, seed=1, window=1.0 if queries <= 4 else 0.5, rate_min=0.5, rate_max=4.0,
+    # W r as window 1, rates 0.5-4 (size 4) or window 0.5 (size 8, written as window 1 with rates 0.25-2:
+    # windows below the time unit are refused): about 1 and 0.1 full matches per 100 events
+    f = 1.0 if queries <= 4 else 0.5
+    return join_instance(queries, seed=1, window=1.0, rate_min=0.5 * f, rate_max=4.0 * f,
                          sel_min=0.02, sel_max=0.3)
 
 
