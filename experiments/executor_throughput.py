@@ -237,7 +237,7 @@ BASELINE_SCRIPT = r"""
 import hashlib, json, sys, time
 spec = json.loads(sys.argv[1])
 from cepopt.instance import load
-from cepopt.registry import build_problem
+from cepopt.solve import build_problem  # the baseline's name of the registry module
 from cepopt.executor.api import execute
 from cepopt.executor.results import format_value
 from cepopt.executor.session import get_spark
