@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
+from cepopt.executor.exact import is_prime
 from cepopt.executor.sharon_loops import NO_MAX, NO_MIN
 from cepopt.model import Filter, Query, Type, is_flat_seq
 from cepopt.predicates import compare_arrays
@@ -304,26 +305,6 @@ def row_sums_mod(row_sum: np.ndarray, mod: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-def _is_prime(n: int) -> bool:
-    if n < 2 or n % 2 == 0:
-        return n == 2
-    d, s = n - 1, 0
-    while d % 2 == 0:
-        d //= 2
-        s += 1
-    for a in (2, 3, 5, 7):  # deterministic below 3.2e9
-        x = pow(a, d, n)
-        if x in (1, n - 1):
-            continue
-        for _ in range(s - 1):
-            x = x * x % n
-            if x == n - 1:
-                break
-        else:
-            return False
-    return True
-
-
 _PRIMES: list[int] = []
 
 
@@ -331,7 +312,7 @@ def primes(count: int) -> list[int]:
     """The ``count`` largest primes below 2^31 (products of two residues fit in int64)."""
     n = _PRIMES[-1] - 2 if _PRIMES else 2 ** 31 - 1
     while len(_PRIMES) < count:
-        if _is_prime(n):
+        if is_prime(n):
             _PRIMES.append(n)
         n -= 2
     return _PRIMES[:count]
