@@ -84,7 +84,7 @@ def _log_predicted(problem, plan) -> float | None:
         return None
 
 
-def _metrics(problem, plan, runs, n_events: int, first, last, elapsed: float) -> dict[str, Any]:
+def _metrics(runs, n_events: int, first, last, elapsed: float, log_predicted: float | None) -> dict[str, Any]:
     duration = float((last or 0) - (first or 0)) or 1.0
     metrics: dict[str, Any] = {}
     for b, run in enumerate(runs):
@@ -95,7 +95,7 @@ def _metrics(problem, plan, runs, n_events: int, first, last, elapsed: float) ->
         "events": n_events,
         "duration": duration,
         "active_partial_matches": sum(run.active for run in runs) / duration,
-        "log_predicted_cost": _log_predicted(problem, plan),
+        "log_predicted_cost": log_predicted,
         "throughput_events_per_s": n_events / elapsed if elapsed > 0 else None,
     })
     return metrics
@@ -141,5 +141,5 @@ def execute(problem, plan, events, spark=None, *, engine: str = "spark") -> Exec
         results = ev.results
     log_predicted = _log_predicted(problem, plan)
     predicted = None if log_predicted is None else cost.predict(problem, plan)
-    metrics = _metrics(problem, plan, ev.runs, ev.events or 0, ev.first_ts, ev.last_ts, elapsed)
+    metrics = _metrics(ev.runs, ev.events or 0, ev.first_ts, ev.last_ts, elapsed, log_predicted)
     return ExecutionResult(results, sum(run.operations for run in ev.runs), predicted, elapsed, metrics)
