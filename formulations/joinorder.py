@@ -458,15 +458,24 @@ def _tree_starts(conj: Conjunct) -> list:
     return [zstream(conj, greedy(conj))[0], zstream(conj, trivial(conj.n))[0]]
 
 
+def _tree_guard(conj: Conjunct) -> ModelOutcome | None:
+    """What both M-BUSHY models share before building: refuse the costs they do not model, and answer
+    trees of one or two events directly (None: build the model)."""
+    if conj.next_match or conj.has_latency:
+        raise MethodLimitError("milp-tree: models the any-match throughput cost only (no latency, no "
+                               "next-match); use dp-b")
+    if conj.n <= 2:
+        return ModelOutcome(0 if conj.n == 1 else (0, 1), "optimal", {"iterations": 0})
+    return None
+
+
 def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: int = 0,
                     backend: str = "highs", max_iters: int = 50, tol: float = _EXACT_TOL) -> ModelOutcome:
     """The optimal bushy tree by the compact M-BUSHY with tangent cuts (see the module docstring)."""
     n = conj.n
-    if conj.next_match or conj.has_latency:
-        raise MethodLimitError("milp-tree: models the any-match throughput cost only (no latency, no "
-                               "next-match); use dp-b")
-    if n <= 2:
-        return ModelOutcome(0 if n == 1 else (0, 1), "optimal", {"iterations": 0})
+    small = _tree_guard(conj)
+    if small is not None:
+        return small
     edges = _edges(conj)
     spec = OASpec(build=lambda sigma: _compact_build(conj, edges, sigma),
                   decode=lambda values, info: _compact_decode(n, values, info),
@@ -545,11 +554,9 @@ def solve_tree_flow(conj: Conjunct, *, time_limit: float | None = None, seed: in
     from cepopt.joinorder.dp_fast import candidate_nodes
 
     n = conj.n
-    if conj.next_match or conj.has_latency:
-        raise MethodLimitError("milp-tree: models the any-match throughput cost only (no latency, no "
-                               "next-match); use dp-b")
-    if n <= 2:
-        return ModelOutcome(0 if n == 1 else (0, 1), "optimal", {"iterations": 0})
+    small = _tree_guard(conj)
+    if small is not None:
+        return small
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     starts = _tree_starts(conj)
     best = min(starts, key=lambda t: _tree_var_log(conj, t))
