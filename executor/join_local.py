@@ -1,16 +1,23 @@
-"""The local engine for join plans: the join tree of executor/join_plan.py evaluated in process with
-pandas and NumPy (no JVM), for small streams and quick checks.
+"""The join-plan kernel: the join tree of executor/join_plan.py evaluated with NumPy on a pandas
+stream. The local engine runs it on the whole stream in process (no JVM); the Spark engine
+(executor/join_eval.py) runs the same kernel on each partition of time chunks, so both count and
+match alike by construction.
 
-It computes what the Spark evaluator (executor/join_eval.py) computes, node by node: a node is a
-pandas DataFrame of partial matches with, per single-event item p, the row ``i<p>_e`` of its event
-in the stream, and per Kleene item the tuple ``i<p>_set`` of its events' rows (sorted by ts, id) with
-``i<p>_lo``/``i<p>_hi``; ``_lo``/``_hi`` are the match's first and last timestamps. Joins are
-equi-joins on time buckets of width W: a left match at bucket b = floor(lo/W) meets the right matches
-whose bucket is b-1, b or b+1 (two matches within the window have buckets at most one apart), then
-the window, the SEQ order, distinctness and the conditions filter the pairs (vectorized; a Kleene
-set's "every event" conditions in Python, per pair). A NOT check is an anti-join with the negated
-type's events. Every partial match is held once, so a node's count is its number of rows and its
-``active`` the sum of ``W - (hi - lo)``, as Spark counts them; missing values compare as in
+A node is a dict of NumPy arrays, one row per partial match: per single-event item p the row
+``i<p>_e`` of its event in the stream, per Kleene item the tuple ``i<p>_set`` of its events' rows
+(sorted by ts, id) with ``i<p>_lo``/``i<p>_hi``; ``_lo``/``_hi`` are the match's first and last
+timestamps and ``_own`` whether the event at ``_lo`` is owned by this evaluation (always, locally;
+Spark: the event lies in the chunk's own time range, so that each partial match is counted by one
+chunk only).
+
+Joins are range joins on time, not equi-joins on buckets: the right side sorted by ``_lo``, each left
+match meets the right matches whose first timestamp lies in ``[hi_l - W, lo_l + W]`` (two matches in
+one window), narrowed by the SEQ order where it bounds the right side's first event (a right event
+after a left one starts at or after the left one's timestamp; a right event before a left one bounds
+it from above). The window, the SEQ order, distinctness and the conditions then filter the candidate
+pairs (vectorized; a Kleene set's "every event" conditions in Python, per pair). A NOT check is the
+same range join with the negated type's events, an anti-join. A node's count is its number of owned
+rows and its ``active`` the sum of ``W - (hi - lo)`` over them; missing values compare as in
 cepopt.predicates. The matches' texts, the results and their digest are those of the Spark engine.
 """
 
@@ -28,10 +35,12 @@ from cepopt.errors import CepoptError
 from cepopt.executor.join_plan import CompiledPattern, JoinTree, Node, NodeCount, PairCheck, PlanRun
 from cepopt.predicates import compare, compare_arrays
 
-__all__ = ["LocalEvaluation", "evaluate", "evaluate_many", "match_texts", "prepare_events"]
+__all__ = ["LocalEvaluation", "evaluate", "evaluate_many", "evaluate_partition", "match_texts", "prepare_events"]
 
 #: A Kleene leaf enumerates 2^k sets per first event (k later events in its window): refuse beyond.
 MAX_KLEENE_LATER = 20
+#: the columns of a node that are not item columns
+_SPAN = ("_lo", "_hi", "_own")
 
 
 def prepare_events(events: pd.DataFrame) -> pd.DataFrame:
@@ -64,82 +73,126 @@ class LocalEvaluation:
         return results_frame((query, "", 0, "match", t) for t in texts)
 
 
-class _Evaluator:
-    def __init__(self, pattern: CompiledPattern, events: pd.DataFrame, negate: bool):
-        self.p = pattern
-        self.ev = events
-        self.w = float(pattern.window)
-        self.negate = negate and bool(pattern.negations)
-        missing = {a for it in pattern.items for a in pattern.attrs_of(it.position)} - set(events.columns)
-        if missing:
-            raise CepoptError(f"the stream has no attribute {sorted(missing)[0]!r} used by the pattern")
+class _Events:
+    """A prepared stream as arrays: timestamps, ids, ownership, type rows and attribute columns
+    (read once, shared by every tree evaluated on it)."""
+
+    def __init__(self, events: pd.DataFrame):
+        self.frame = events
         self.ts = events["ts"].to_numpy()
         self.ids = events["id"].to_numpy()
+        self.own = events["_own"].to_numpy(dtype=bool) if "_own" in events.columns else np.ones(len(events), bool)
+        codes, uniques = pd.factorize(events["type"])
+        self._codes = codes
+        self._code = {t: i for i, t in enumerate(uniques)}
+        self._rows: dict[str, np.ndarray] = {}
+        self._cols: dict[str, np.ndarray] = {}
+
+    def col(self, attr: str) -> np.ndarray:
+        if attr not in self._cols:
+            self._cols[attr] = self.frame[attr].to_numpy()
+        return self._cols[attr]
+
+    def of_type(self, t: str) -> np.ndarray:
+        if t not in self._rows:
+            code = self._code.get(t)
+            self._rows[t] = np.empty(0, np.int64) if code is None else np.flatnonzero(self._codes == code)
+        return self._rows[t]
+
+
+class _Pairs:
+    """Candidate pairs (left row ``li``, right row ``ri``) read like a node: a column is gathered
+    from its side when a check asks for it."""
+
+    def __init__(self, left: dict, right: dict, li: np.ndarray, ri: np.ndarray):
+        self.left, self.right, self.li, self.ri = left, right, li, ri
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key in self.left:
+            return self.left[key][self.li]
+        return self.right[key][self.ri]
+
+
+def _take(node: dict, rows: np.ndarray) -> dict:
+    return {k: v[rows] for k, v in node.items()}
+
+
+class _Evaluator:
+    def __init__(self, pattern: CompiledPattern, events: _Events, negate: bool):
+        self.p = pattern
+        self.s = events
+        self.w = float(pattern.window)
+        self.negate = negate and bool(pattern.negations)
+        missing = {a for it in pattern.items for a in pattern.attrs_of(it.position)} - set(events.frame.columns)
+        if missing:
+            raise CepoptError(f"the stream has no attribute {sorted(missing)[0]!r} used by the pattern")
+        self.ts = events.ts
 
     # -- item values ---------------------------------------------------------------------------
 
-    def _lo(self, df: pd.DataFrame, pos: int) -> np.ndarray:
+    def _lo(self, node, pos: int) -> np.ndarray:
         if self.p.items[pos].kleene:
-            return df[f"i{pos}_lo"].to_numpy()
-        return self.ts[df[f"i{pos}_e"].to_numpy()]
+            return node[f"i{pos}_lo"]
+        return self.ts[node[f"i{pos}_e"]]
 
-    def _hi(self, df: pd.DataFrame, pos: int) -> np.ndarray:
+    def _hi(self, node, pos: int) -> np.ndarray:
         if self.p.items[pos].kleene:
-            return df[f"i{pos}_hi"].to_numpy()
-        return self.ts[df[f"i{pos}_e"].to_numpy()]
+            return node[f"i{pos}_hi"]
+        return self.ts[node[f"i{pos}_e"]]
 
-    def _values(self, df: pd.DataFrame, pos: int, attr: str) -> np.ndarray:
-        return self.ev[attr].to_numpy()[df[f"i{pos}_e"].to_numpy()]
+    def _values(self, node, pos: int, attr: str) -> np.ndarray:
+        return self.s.col(attr)[node[f"i{pos}_e"]]
 
-    def _rows(self, df: pd.DataFrame, pos: int) -> list[tuple]:
+    def _rows(self, node, pos: int) -> list[tuple]:
         """Per partial match, the stream rows of item ``pos`` (one, or a Kleene set's)."""
         if self.p.items[pos].kleene:
-            return list(df[f"i{pos}_set"])
-        return [(int(r),) for r in df[f"i{pos}_e"].to_numpy()]
+            return list(node[f"i{pos}_set"])
+        return [(int(r),) for r in node[f"i{pos}_e"]]
 
-    def _check(self, c: PairCheck, df: pd.DataFrame) -> np.ndarray:
-        """Whether check ``c`` holds on each row of ``df`` (a frame binding both of its items)."""
+    def _check(self, c: PairCheck, node) -> np.ndarray:
+        """Whether check ``c`` holds on each row of ``node`` (a node or pairs binding both items)."""
         if c.kind == "order":
-            return self._hi(df, c.a) <= self._lo(df, c.b)
+            return self._hi(node, c.a) <= self._lo(node, c.b)
         kleene = self.p.items[c.a].kleene or self.p.items[c.b].kleene
         if c.kind == "distinct":
             if not kleene:
-                return self._values(df, c.a, "id") != self._values(df, c.b, "id")
-            return np.array([not set(ra) & set(rb) for ra, rb in zip(self._rows(df, c.a), self._rows(df, c.b),
+                return self.s.ids[node[f"i{c.a}_e"]] != self.s.ids[node[f"i{c.b}_e"]]
+            return np.array([not set(ra) & set(rb) for ra, rb in zip(self._rows(node, c.a), self._rows(node, c.b),
                                                                       strict=True)], dtype=bool)
         if not kleene:
-            return compare_arrays(c.op, self._values(df, c.a, c.attr), self._values(df, c.b, c.battr))
-        left, right = self.ev[c.attr].to_numpy(), self.ev[c.battr].to_numpy()
+            return compare_arrays(c.op, self._values(node, c.a, c.attr), self._values(node, c.b, c.battr))
+        left, right = self.s.col(c.attr), self.s.col(c.battr)
         return np.array([all(compare(c.op, left[x], right[y]) for x in ra for y in rb)
-                         for ra, rb in zip(self._rows(df, c.a), self._rows(df, c.b), strict=True)], dtype=bool)
-
-    def _window_ok(self, df: pd.DataFrame) -> np.ndarray:
-        return (df["_hi"].to_numpy() - df["_lo"].to_numpy()) <= self.w
+                         for ra, rb in zip(self._rows(node, c.a), self._rows(node, c.b), strict=True)], dtype=bool)
 
     # -- leaves --------------------------------------------------------------------------------
 
     def _events_of(self, pos: int) -> np.ndarray:
-        """Rows of the item's type that pass its filters."""
-        ev = self.ev
-        mask = (ev["type"] == self.p.items[pos].type).to_numpy()
-        for f in self.p.filters_of(pos):
-            mask &= compare_arrays(f.op, ev[f.attr], f.value)
-        return np.flatnonzero(mask)
+        """Rows of the item's type that pass its filters (ascending: sorted by ts, id)."""
+        rows = self.s.of_type(self.p.items[pos].type)
+        filters = self.p.filters_of(pos)
+        if filters:
+            mask = np.ones(len(rows), dtype=bool)
+            for f in filters:
+                mask &= compare_arrays(f.op, self.s.col(f.attr)[rows], f.value)
+            rows = rows[mask]
+        return rows
 
-    def _single(self, pos: int) -> pd.DataFrame:
+    def _single(self, pos: int) -> dict:
         rows = self._events_of(pos)
         ts = self.ts[rows]
-        return pd.DataFrame({f"i{pos}_e": rows, "_lo": ts, "_hi": ts})
+        return {f"i{pos}_e": rows, "_lo": ts, "_hi": ts, "_own": self.s.own[rows]}
 
-    def _kleene(self, pos: int) -> pd.DataFrame:
+    def _kleene(self, pos: int) -> dict:
         """Every non-empty set of the item's events within the window whose events share their
         (present) equivalence values: each event as the set's first with every subset of the later ones."""
         rows = self._events_of(pos)
-        eq = [self.ev[a].to_numpy() for a in self.p.equivalences]
-        sets, los, his = [], [], []
+        ts = self.ts[rows]
+        ends = np.searchsorted(ts, ts + self.w, side="right")
+        eq = [self.s.col(a) for a in self.p.equivalences]
+        sets, firsts, his = [], [], []
         for i, first in enumerate(rows):
-            later = [r for r in rows[i + 1:] if self.ts[r] - self.ts[first] <= self.w
-                     and all(compare("=", col[r], col[first]) for col in eq)]
+            later = [r for r in rows[i + 1:ends[i]] if all(compare("=", col[r], col[first]) for col in eq)]
             if len(later) > MAX_KLEENE_LATER:
                 raise CepoptError(f"KL({self.p.items[pos].ref}): more than {MAX_KLEENE_LATER} events in one "
                                   "window; its 2^k sets are beyond this executor")
@@ -147,74 +200,123 @@ class _Evaluator:
                 for rest in combinations(later, k):
                     members = (int(first), *map(int, rest))
                     sets.append(members)
-                    los.append(self.ts[first])
+                    firsts.append(first)
                     his.append(self.ts[members[-1]])
-        return pd.DataFrame({f"i{pos}_set": pd.Series(sets, dtype=object), f"i{pos}_lo": np.array(los, dtype=np.int64),
-                             f"i{pos}_hi": np.array(his, dtype=np.int64), "_lo": np.array(los, dtype=np.int64),
-                             "_hi": np.array(his, dtype=np.int64)})
+        firsts_a = np.array(firsts, dtype=np.int64)
+        lo, hi = self.ts[firsts_a], np.array(his, dtype=np.int64)
+        set_col = np.empty(len(sets), dtype=object)
+        set_col[:] = sets
+        return {f"i{pos}_set": set_col, f"i{pos}_lo": lo, f"i{pos}_hi": hi, "_lo": lo, "_hi": hi,
+                "_own": self.s.own[firsts_a]}
 
     # -- joins ---------------------------------------------------------------------------------
 
-    def _pairs(self, left: pd.DataFrame, right: pd.DataFrame) -> pd.DataFrame:
-        """Every (left, right) pair whose first timestamps lie in neighbouring buckets, with the
-        joint first/last timestamps."""
-        lb = np.floor(left["_lo"].to_numpy() / self.w).astype(np.int64)
-        rb = np.floor(right["_lo"].to_numpy() / self.w).astype(np.int64)
-        rr = right.rename(columns={"_lo": "_rlo", "_hi": "_rhi"})
-        rr = pd.concat([rr.assign(_b=rb + d) for d in (-1, 0, 1)], ignore_index=True)
-        df = left.assign(_b=lb).merge(rr, on="_b", how="inner").drop(columns="_b")
-        df["_lo"] = np.minimum(df["_lo"].to_numpy(), df.pop("_rlo").to_numpy())
-        df["_hi"] = np.maximum(df["_hi"].to_numpy(), df.pop("_rhi").to_numpy())
-        return df
+    def _bounds(self, left: dict, lpos: Sequence[int], rpos: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Per left row, the range of the right side's first timestamp: the window, narrowed by the
+        SEQ order (every right item after some left item: at or after the earliest such bound; a
+        right item before a left item: at or before that item's first timestamp)."""
+        lower = left["_hi"] - self.w
+        upper = left["_lo"] + self.w
+        after: dict[int, np.ndarray] = {}
+        for c in self.p.checks:
+            if c.kind != "order":
+                continue
+            if c.a in lpos and c.b in rpos:
+                h = self._hi(left, c.a)
+                after[c.b] = h if c.b not in after else np.maximum(after[c.b], h)
+            elif c.a in rpos and c.b in lpos:
+                upper = np.minimum(upper, self._lo(left, c.b))
+        if len(after) == len(rpos):
+            lower = np.maximum(lower, np.minimum.reduce(list(after.values())))
+        return lower, upper
 
-    def _join(self, left: pd.DataFrame, right: pd.DataFrame, lpos: Sequence[int], rpos: Sequence[int]) -> pd.DataFrame:
-        df = self._pairs(left, right)
-        keep = self._window_ok(df)
+    def _pairs(self, left: dict, right: dict, lpos: Sequence[int], rpos: Sequence[int]) -> tuple[np.ndarray, ...]:
+        """Candidate (left row, right row) pairs: the right rows whose first timestamp is in the left
+        row's range (:meth:`_bounds`), then the window over both (implied by the range when the right
+        side is one event)."""
+        if not len(left["_lo"]) or not len(right["_lo"]):
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        order = np.argsort(right["_lo"], kind="stable")
+        rlo = right["_lo"][order]
+        lower, upper = self._bounds(left, lpos, rpos)
+        start = np.searchsorted(rlo, lower, side="left")
+        count = np.maximum(np.searchsorted(rlo, upper, side="right") - start, 0)
+        total = int(count.sum())
+        li = np.repeat(np.arange(len(count)), count)
+        offsets = np.repeat(start - (np.cumsum(count) - count), count)
+        ri = order[offsets + np.arange(total)]
+        if self._single_event(rpos):
+            return li, ri
+        span = np.maximum(left["_hi"][li], right["_hi"][ri]) - np.minimum(left["_lo"][li], right["_lo"][ri])
+        keep = span <= self.w
+        return li[keep], ri[keep]
+
+    def _single_event(self, positions: Sequence[int]) -> bool:
+        return len(positions) == 1 and not self.p.items[positions[0]].kleene
+
+    def _matching(self, left: dict, right: dict, lpos: Sequence[int], rpos: Sequence[int]) -> tuple[np.ndarray, ...]:
+        """The pairs that pass the window and every check between the two sides (the SEQ order with
+        a right side of one event is implied by :meth:`_bounds`)."""
+        li, ri = self._pairs(left, right, lpos, rpos)
+        implied = self._single_event(rpos)
         for c in self.p.checks_between(lpos, rpos):
-            if keep.any():
-                keep &= self._check(c, df)
-        return df[keep].reset_index(drop=True)
+            if not len(li):
+                break
+            if implied and c.kind == "order":
+                continue
+            ok = self._check(c, _Pairs(left, right, li, ri))
+            li, ri = li[ok], ri[ok]
+        return li, ri
 
-    def _negate(self, df: pd.DataFrame, pos: int, positions: Sequence[int]) -> pd.DataFrame:
-        """``df`` without the matches some event of negated item ``pos`` could complete."""
-        if not len(df):
-            return df
-        neg = self._single(pos)
-        pairs = self._pairs(df.assign(_row=np.arange(len(df))), neg)
-        hit = self._window_ok(pairs)
-        for c in self.p.checks_between([pos], positions):
-            if hit.any():
-                hit &= self._check(c, pairs)
-        rejected = np.unique(pairs["_row"].to_numpy()[hit])
-        return df.drop(index=rejected).reset_index(drop=True)
+    def _join(self, left: dict, right: dict, lpos: Sequence[int], rpos: Sequence[int]) -> dict:
+        li, ri = self._matching(left, right, lpos, rpos)
+        out = {k: v[li] for k, v in left.items() if k not in _SPAN}
+        out.update({k: v[ri] for k, v in right.items() if k not in _SPAN})
+        llo, rlo = left["_lo"][li], right["_lo"][ri]
+        out["_lo"] = np.minimum(llo, rlo)
+        out["_hi"] = np.maximum(left["_hi"][li], right["_hi"][ri])
+        # equal first timestamps belong to the same chunk: either side's ownership is the match's
+        out["_own"] = np.where(llo <= rlo, left["_own"][li], right["_own"][ri])
+        return out
 
-    def node(self, node: Node, out: list[NodeCount], names: Sequence[str]) -> pd.DataFrame:
+    def _negate(self, node: dict, pos: int, positions: Sequence[int]) -> dict:
+        """``node`` without the matches some event of negated item ``pos`` could complete."""
+        if not len(node["_lo"]):
+            return node
+        li, _ = self._matching(node, self._single(pos), positions, [pos])
+        if not len(li):
+            return node
+        keep = np.ones(len(node["_lo"]), dtype=bool)
+        keep[li] = False
+        return _take(node, np.flatnonzero(keep))
+
+    def node(self, node: Node, out: list[NodeCount], names: Sequence[str]) -> dict:
         if node.leaf is not None:
             pos = self.p.leaves[node.leaf]
-            df = self._kleene(pos) if self.p.items[pos].kleene else self._single(pos)
+            built = self._kleene(pos) if self.p.items[pos].kleene else self._single(pos)
         else:
             left = self.node(node.left, out, names)  # type: ignore[arg-type]
             right = self.node(node.right, out, names)  # type: ignore[arg-type]
-            df = self._join(left, right, self._positions(node.left.leaves),  # type: ignore[union-attr]
-                            self._positions(node.right.leaves))  # type: ignore[union-attr]
+            built = self._join(left, right, self._positions(node.left.leaves),  # type: ignore[union-attr]
+                               self._positions(node.right.leaves))  # type: ignore[union-attr]
         negations = node.negations if self.negate else ()
         for pos in negations:
-            df = self._negate(df, pos, self._positions(node.leaves))
+            built = self._negate(built, pos, self._positions(node.leaves))
         count = active = None
         if node.counted:
-            count = len(df)
-            active = float(np.sum(self.w - (df["_hi"].to_numpy() - df["_lo"].to_numpy())))
+            own = built["_own"]
+            count = int(own.sum())
+            active = float(np.sum(self.w - (built["_hi"][own] - built["_lo"][own])))
         out.append(NodeCount(node.label(names), tuple(sorted(node.leaves)), node.counted, count, active, negations))
-        return df
+        return built
 
     def _positions(self, leaves) -> list[int]:
         return [self.p.leaves[i] for i in sorted(leaves)]
 
 
-def match_texts(pattern: CompiledPattern, matches: pd.DataFrame, events: pd.DataFrame) -> list[str]:
+def match_texts(pattern: CompiledPattern, matches: dict, ids: np.ndarray) -> list[str]:
     """The canonical text of each match (``ref=id,...``; a Kleene item ``ref=[id;id]`` with ascending
-    ids): join_reference.match_text and join_eval.match_values give the same."""
-    ids = events["id"].to_numpy()
+    ids): join_reference.match_text gives the same."""
     parts = []
     for k, pos in enumerate(pattern.leaves):
         item = pattern.items[pos]
@@ -223,22 +325,36 @@ def match_texts(pattern: CompiledPattern, matches: pd.DataFrame, events: pd.Data
             parts.append([f"{sep}{item.ref}=[{';'.join(str(i) for i in sorted(int(ids[r]) for r in s))}]"
                           for s in matches[f"i{pos}_set"]])
         else:
-            parts.append([f"{sep}{item.ref}={int(i)}" for i in ids[matches[f"i{pos}_e"].to_numpy()]])
+            parts.append([f"{sep}{item.ref}={i}" for i in ids[matches[f"i{pos}_e"]].tolist()])
     return ["".join(p) for p in zip(*parts, strict=True)] if parts else []
 
 
+def _run(tree: JoinTree, events: _Events, negate: bool) -> tuple[list[NodeCount], list[str]]:
+    """One tree on a prepared stream: its node counts (owned rows) and the texts of its owned matches."""
+    ev = _Evaluator(tree.pattern, events, negate)
+    nodes: list[NodeCount] = []
+    root = ev.node(tree.root, nodes, tree.pattern.leaf_names())
+    return nodes, match_texts(tree.pattern, _take(root, np.flatnonzero(root["_own"])), events.ids)
+
+
+def evaluate_partition(trees: Sequence[JoinTree], events: pd.DataFrame, *, negate: bool = True
+                       ) -> list[tuple[list[NodeCount], list[str]]]:
+    """Every tree on ``events`` (columns id, ts, type, the attributes and ``_own``; any order): per
+    tree, the node counts of the owned partial matches and the texts of the owned full matches."""
+    stream = _Events(events.sort_values(["ts", "id"], kind="stable").reset_index(drop=True))
+    return [_run(tree, stream, negate) for tree in trees]
+
+
 def evaluate_many(trees: Sequence[JoinTree], events: pd.DataFrame, *, negate: bool = True) -> LocalEvaluation:
-    """Run ``trees`` on a pandas stream; each run's ``matches`` holds the root's partial matches
-    and their texts (column ``value``). ``negate=False`` skips the NOT checks (the positive part)."""
+    """Run ``trees`` on a pandas stream; each run's ``matches`` holds the texts of its full matches
+    (column ``value``). ``negate=False`` skips the NOT checks (the positive part)."""
     start = time.perf_counter()
     events = prepare_events(events)
+    stream = _Events(events)
     runs = []
     for tree in trees:
-        ev = _Evaluator(tree.pattern, events, negate)
-        nodes: list[NodeCount] = []
-        root = ev.node(tree.root, nodes, tree.pattern.leaf_names())
-        root = root.assign(value=match_texts(tree.pattern, root, events))
-        runs.append(PlanRun(tree, root, nodes, 0.0))
+        nodes, texts = _run(tree, stream, negate)
+        runs.append(PlanRun(tree, pd.DataFrame({"value": pd.Series(texts, dtype=object)}), nodes, 0.0))
     elapsed = time.perf_counter() - start
     for run in runs:
         run.time_s = elapsed
@@ -250,4 +366,3 @@ def evaluate_many(trees: Sequence[JoinTree], events: pd.DataFrame, *, negate: bo
 def evaluate(tree: JoinTree, events: pd.DataFrame, *, negate: bool = True) -> PlanRun:
     """Run one ``tree`` on a pandas stream (:func:`evaluate_many` of one tree)."""
     return evaluate_many([tree], events, negate=negate).runs[0]
-

@@ -101,19 +101,18 @@ def _metrics(runs, n_events: int, first, last, elapsed: float, log_predicted: fl
     return metrics
 
 
-def _spark_results(name: str, trees: list[JoinTree], roots):
-    from functools import reduce
-
-    from pyspark.sql import DataFrame
+def _spark_results(name: str, branches: int):
+    """The results table built from the evaluation's table of matches (``_b``, ``value``)."""
     from pyspark.sql import functions as F
 
-    from cepopt.executor.join_eval import match_values
+    def build(matches):
+        values = matches.select("value")
+        if branches > 1:  # two conjuncts of an OR can find the same match
+            values = values.distinct()
+        return values.select(F.lit(name).alias("query"), F.lit("").alias("group"), F.lit(0).alias("window"),
+                             F.lit("match").alias("aggregate"), "value")
 
-    values = reduce(DataFrame.unionAll, [match_values(t.pattern, r) for t, r in zip(trees, roots, strict=True)])
-    if len(roots) > 1:  # two conjuncts of an OR can find the same match
-        values = values.distinct()
-    return values.select(F.lit(name).alias("query"), F.lit("").alias("group"), F.lit(0).alias("window"),
-                         F.lit("match").alias("aggregate"), "value")
+    return build
 
 
 def execute(problem, plan, events, spark=None, *, engine: str = "spark") -> ExecutionResult:
@@ -136,7 +135,7 @@ def execute(problem, plan, events, spark=None, *, engine: str = "spark") -> Exec
         start = time.perf_counter()
         trees = plan_trees(problem, plan)
         ev = evaluate_many(trees, prepare_events(events), observe_stream=True,
-                           results=lambda roots: _spark_results(problem.query.name or "q", trees, roots))
+                           results=_spark_results(problem.query.name or "q", len(trees)))
         elapsed = time.perf_counter() - start
         results = ev.results
     log_predicted = _log_predicted(problem, plan)

@@ -276,11 +276,11 @@ def test_unsupported_patterns_are_user_errors():
 # ---------------------------------------------------------------------------------------------
 
 
-def _spark_run(spark, tree, events):
+def _spark_run(spark, tree, events, **options):
     from cepopt.executor.join_eval import evaluate, match_values, prepare_events
 
     sdf = prepare_events(spark.createDataFrame(events))
-    run = evaluate(tree, sdf)
+    run = evaluate(tree, sdf, **options)
     try:
         got = sorted(r["value"] for r in match_values(tree.pattern, run.matches).collect())
         return got, [n.count for n in run.nodes]
@@ -295,10 +295,14 @@ def test_spark_plans_equal_brute_force(spark, data):
     query, events = data.draw(cases(max_positive=3))
     expected = reference_matches(query, events)
     tree = join_tree(compile_query(query), data.draw(plans(query)))
-    got, counts = _spark_run(spark, tree, events)
-    assert got == expected
     ref = node_counts(tree, events)
-    assert [c for c in counts if c is not None] == [r for r, n in zip(ref, tree.nodes, strict=True) if n.counted]
+    # in one task, and cut into chunks of two windows (the smallest) and shuffled: every chunk
+    # boundary a match or a NOT check can cross
+    for options in ({"exchange": False}, {"exchange": True, "chunk_windows": 2}):
+        got, counts = _spark_run(spark, tree, events, **options)
+        assert got == expected, options
+        assert [c for c in counts if c is not None] == [r for r, n in zip(ref, tree.nodes, strict=True)
+                                                         if n.counted], options
 
 
 @pytest.mark.spark
@@ -315,11 +319,12 @@ def test_spark_four_events_with_kleene_and_negation(spark):
     compiled = compile_query(q)
     for plan in (Order(("c", "b", "a"), (("d", 1),)), Tree(Tree("a", "c"), "b")):
         tree = join_tree(compiled, plan)
-        got, counts = _spark_run(spark, tree, ev)
-        assert got == expected
         ref = node_counts(tree, ev)
-        assert [c for c in counts if c is not None] == [r for r, n in zip(ref, tree.nodes, strict=True)
-                                                         if n.counted]
+        for options in ({"exchange": False}, {"exchange": True, "chunk_windows": 2}):
+            got, counts = _spark_run(spark, tree, ev, **options)
+            assert got == expected, options
+            assert [c for c in counts if c is not None] == [r for r, n in zip(ref, tree.nodes, strict=True)
+                                                             if n.counted], options
 
 
 @settings(max_examples=15)
@@ -387,3 +392,19 @@ def test_spark_missing_values_equal_brute_force(spark):
                 run.release()
             assert got == reference_matches(q, ev), (name, missing)
             assert counts == node_counts(tree, ev), (name, missing)
+
+
+@pytest.mark.spark
+@settings(max_examples=8, deadline=None)
+@given(st.data())
+def test_spark_time_chunks_equal_brute_force(spark, data):
+    """The exchange path: events cut into chunks of two windows (the smallest chunks, so that matches,
+    sub-matches and NOT checks cross their boundaries), copied to the chunks that reach them and
+    shuffled; every chunk counts the partial matches whose first event it owns."""
+    query, events = data.draw(cases(max_positive=3))
+    events = events.assign(ts=events["ts"] * data.draw(st.integers(1, 4)))  # spans of up to 40 windows of 1
+    tree = join_tree(compile_query(query), data.draw(plans(query)))
+    got, counts = _spark_run(spark, tree, events, exchange=True, chunk_windows=2)
+    assert got == reference_matches(query, events)
+    ref = node_counts(tree, events)
+    assert [c for c in counts if c is not None] == [r for r, n in zip(ref, tree.nodes, strict=True) if n.counted]
