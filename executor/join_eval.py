@@ -59,19 +59,24 @@ class Evaluation:
     first_ts: int | None = None
     last_ts: int | None = None
     results: DataFrame | None = None
+    #: seconds the kernel ran, summed over the tasks (its events in, matches out: no Spark work)
+    kernel_s: float | None = None
 
 
-def prepare_events(events: DataFrame) -> DataFrame:
+def prepare_events(events: DataFrame, *, number_rows: bool = True) -> DataFrame:
     """``events`` with ``ts`` and ``id`` as longs and NaN turned into null, so that the plan's
     comparisons treat it as missing (cepopt.predicates). A stream without ``id`` gets its row
     numbers 0, 1, ... in input order (the ids the local engine gives; one small job counts the rows of
-    each input partition)."""
+    each input partition); with ``number_rows=False`` it is left without, for :func:`evaluate_many`
+    to number (without that job when it reads the stream in one task)."""
     for col in ("ts", "type"):
         if col not in events.columns:
             raise CepoptError(f"the stream has no column {col!r} (columns: {', '.join(events.columns)})")
-    if "id" not in events.columns:
+    if "id" not in events.columns and number_rows:
         events = _with_row_numbers(events)
     events = nan_to_null(events)
+    if "id" not in events.columns:
+        return events.withColumn("ts", F.col("ts").cast("long"))
     return events.withColumns({"ts": F.col("ts").cast("long"), "id": F.col("id").cast("long")})
 
 
@@ -136,10 +141,12 @@ class _Chunks:
 
 
 def _chunked(trees: Sequence[JoinTree], events: DataFrame, negate: bool, exchange: bool | None,
-             chunk_windows: int) -> DataFrame:
-    """The events the trees read, with ``_own``; with ``exchange`` one row per chunk copy, the copy's
-    ``ts`` shifted, hash-partitioned by chunk (the evaluation's one shuffle), else every event once
-    in one partition (see :func:`evaluate_many`)."""
+             chunk_windows: int) -> tuple[DataFrame, list[str]]:
+    """The events the trees read, with ``_own`` and ``type`` as its index in the returned list of
+    types (a number crosses to Python faster than a text); with ``exchange`` one row per chunk copy,
+    the copy's ``ts`` shifted, hash-partitioned by chunk (the evaluation's one shuffle), else every
+    event once in one partition (see :func:`evaluate_many`). Events without ``id`` are numbered in
+    input order."""
     items = [(t.pattern, it) for t in trees for it in t.pattern.items if negate or not it.negated]
     attrs = sorted({a for p, it in items for a in p.attrs_of(it.position)}
                    | {f.attr for p, it in items for f in p.filters_of(it.position)})
@@ -148,22 +155,29 @@ def _chunked(trees: Sequence[JoinTree], events: DataFrame, negate: bool, exchang
         raise CepoptError(f"the stream has no attribute {sorted(missing)[0]!r} used by the pattern")
     attrs = [_q(a) for a in attrs if a not in ("id", "ts", "type")]
     negated = sorted({it.type for _, it in items if it.negated})
-    types = ", ".join(_text(t) for t in sorted({it.type for _, it in items}))
-    df = events.where(F.expr(f"type IN ({types})"))
-    cores = max(1, int(df.sparkSession.sparkContext.defaultParallelism))
+    names = sorted({it.type for _, it in items})
+    code = "CASE type " + " ".join(f"WHEN {_text(t)} THEN {i}" for i, t in enumerate(names)) + " END AS type"
+    cores = max(1, int(events.sparkSession.sparkContext.defaultParallelism))
     if exchange is None:
-        exchange = df.rdd.getNumPartitions() > cores
+        exchange = events.rdd.getNumPartitions() > cores
     if not exchange:
-        return df.selectExpr("id", "ts", "type", *attrs, "true AS _own").coalesce(1)
+        if "id" not in events.columns:  # one partition: monotonically_increasing_id is the row number
+            events = events.coalesce(1).withColumn("id", F.monotonically_increasing_id())
+        df = events.where(F.expr(f"type IN ({', '.join(map(_text, names))})"))
+        return df.selectExpr("id", "ts", code, *attrs).coalesce(1), names
+    if "id" not in events.columns:
+        events = _with_row_numbers(events)
     chunks = _Chunks.of(trees, chunk_windows)
+    df = events.where(F.expr(f"type IN ({', '.join(map(_text, names))})"))
     df = df.selectExpr("id", "ts", "type", *attrs, f"explode({chunks.copies(negated)}) AS _k")
-    df = df.selectExpr("id", f"ts + _k * {chunks.gap} AS ts", "type", *attrs,
+    df = df.selectExpr("id", f"ts + _k * {chunks.gap} AS ts", code, *attrs,
                        f"_k = CAST(floor(ts / {chunks.length}) AS BIGINT) AS _own", "_k")
-    return df.repartition(cores, "_k").drop("_k")
+    return df.repartition(cores, "_k").drop("_k"), names
 
 
 def _counter(spark, size: int):
-    """An accumulator of ``size`` (count, active) pairs, summed element-wise over the tasks."""
+    """An accumulator of ``size`` (count, active) pairs and the kernel's seconds, summed element-wise
+    over the tasks."""
     from pyspark.accumulators import AccumulatorParam
 
     class Sums(AccumulatorParam):
@@ -173,10 +187,10 @@ def _counter(spark, size: int):
         def addInPlace(self, a, b):
             return [x + y for x, y in zip(a, b, strict=True)]
 
-    return spark.sparkContext.accumulator([0] * (2 * size), Sums())
+    return spark.sparkContext.accumulator([0] * (2 * size + 1), Sums())
 
 
-def _kernel(trees: Sequence[JoinTree], negate: bool, counter):
+def _kernel(trees: Sequence[JoinTree], negate: bool, counter, types: list[str]):
     """The mapInPandas function: the partition's chunks through the kernel, the counts into
     ``counter``, the owned full matches out as (tree index, text)."""
     def run(batches):
@@ -187,15 +201,16 @@ def _kernel(trees: Sequence[JoinTree], negate: bool, counter):
         if not frames:
             return
         events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        start = time.perf_counter()
         try:
-            outcome = evaluate_partition(trees, events, negate=negate)
+            outcome = evaluate_partition(trees, events, negate=negate, types=types)
         except CepoptError as exc:
             raise CepoptError(f"{ERROR_MARK}{' '.join(str(exc).split())}") from None
-        sums = []
+        sums: list = []
         for nodes, _ in outcome:
             for n in nodes:
                 sums += [n.count or 0, n.active or 0.0]
-        counter.add(sums)
+        counter.add([*sums, time.perf_counter() - start])
         for b, (_, texts) in enumerate(outcome):
             if texts:
                 yield pd.DataFrame({"_b": pd.Series([b] * len(texts), dtype="int32"),
@@ -265,8 +280,8 @@ def evaluate_many(trees: Sequence[JoinTree], events: DataFrame, *, negate: bool 
     records = _node_records(trees, negate)
     counter = _counter(spark, sum(len(r) for r in records))
     try:
-        chunked = _chunked(trees, events, negate, exchange, chunk_windows)
-        matches = chunked.mapInPandas(_kernel(list(trees), negate, counter), MATCHES_SCHEMA)
+        chunked, types = _chunked(trees, events, negate, exchange, chunk_windows)
+        matches = chunked.mapInPandas(_kernel(list(trees), negate, counter, types), MATCHES_SCHEMA)
         final = (results(matches) if results is not None else matches).persist()
         try:
             final.write.format("noop").mode("overwrite").save()
@@ -282,7 +297,7 @@ def evaluate_many(trees: Sequence[JoinTree], events: DataFrame, *, negate: bool 
     elapsed = time.perf_counter() - start
     runs = [JoinRun(t, final.where(F.col("_b") == i).select("value") if results is None else None,
                     records[i], elapsed, [final] if i == 0 else []) for i, t in enumerate(trees)]
-    out = Evaluation(runs, elapsed, results=final if results is not None else None)
+    out = Evaluation(runs, elapsed, results=final if results is not None else None, kernel_s=counter.value[-1])
     if stream_obs is not None:
         got = stream_obs.get
         out.events, out.first_ts, out.last_ts = int(got.get("n") or 0), got.get("lo"), got.get("hi")

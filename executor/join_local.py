@@ -75,14 +75,17 @@ class LocalEvaluation:
 
 class _Events:
     """A prepared stream as arrays: timestamps, ids, ownership, type rows and attribute columns
-    (read once, shared by every tree evaluated on it)."""
+    (read once, shared by every tree evaluated on it). ``types``: ``type`` holds indices into it."""
 
-    def __init__(self, events: pd.DataFrame):
+    def __init__(self, events: pd.DataFrame, types: Sequence[str] | None = None):
         self.frame = events
         self.ts = events["ts"].to_numpy()
         self.ids = events["id"].to_numpy()
         self.own = events["_own"].to_numpy(dtype=bool) if "_own" in events.columns else np.ones(len(events), bool)
-        codes, uniques = pd.factorize(events["type"])
+        if types is None:
+            codes, uniques = pd.factorize(events["type"])
+        else:
+            codes, uniques = events["type"].to_numpy(), types
         self._codes = codes
         self._code = {t: i for i, t in enumerate(uniques)}
         self._rows: dict[str, np.ndarray] = {}
@@ -337,12 +340,20 @@ def _run(tree: JoinTree, events: _Events, negate: bool) -> tuple[list[NodeCount]
     return nodes, match_texts(tree.pattern, _take(root, np.flatnonzero(root["_own"])), events.ids)
 
 
-def evaluate_partition(trees: Sequence[JoinTree], events: pd.DataFrame, *, negate: bool = True
-                       ) -> list[tuple[list[NodeCount], list[str]]]:
-    """Every tree on ``events`` (columns id, ts, type, the attributes and ``_own``; any order): per
-    tree, the node counts of the owned partial matches and the texts of the owned full matches."""
-    stream = _Events(events.sort_values(["ts", "id"], kind="stable").reset_index(drop=True))
+def evaluate_partition(trees: Sequence[JoinTree], events: pd.DataFrame, *, negate: bool = True,
+                       types: Sequence[str] | None = None) -> list[tuple[list[NodeCount], list[str]]]:
+    """Every tree on ``events`` (columns id, ts, type, the attributes and ``_own`` (default: all
+    owned); any order; ``types``: ``type`` holds indices into it): per tree, the node counts of the
+    owned partial matches and the texts of the owned full matches."""
+    if not _sorted(events["ts"].to_numpy(), events["id"].to_numpy()):
+        events = events.sort_values(["ts", "id"], kind="stable").reset_index(drop=True)
+    stream = _Events(events, types)
     return [_run(tree, stream, negate) for tree in trees]
+
+
+def _sorted(ts: np.ndarray, ids: np.ndarray) -> bool:
+    """Whether rows are in (ts, id) order already (a stream read in order needs no sort)."""
+    return bool(np.all((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (ids[1:] >= ids[:-1]))))
 
 
 def evaluate_many(trees: Sequence[JoinTree], events: pd.DataFrame, *, negate: bool = True) -> LocalEvaluation:

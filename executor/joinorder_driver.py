@@ -84,7 +84,8 @@ def _log_predicted(problem, plan) -> float | None:
         return None
 
 
-def _metrics(runs, n_events: int, first, last, elapsed: float, log_predicted: float | None) -> dict[str, Any]:
+def _metrics(runs, n_events: int, first, last, elapsed: float, log_predicted: float | None,
+             kernel_s: float | None) -> dict[str, Any]:
     duration = float((last or 0) - (first or 0)) or 1.0
     metrics: dict[str, Any] = {}
     for b, run in enumerate(runs):
@@ -97,6 +98,7 @@ def _metrics(runs, n_events: int, first, last, elapsed: float, log_predicted: fl
         "active_partial_matches": sum(run.active for run in runs) / duration,
         "log_predicted_cost": log_predicted,
         "throughput_events_per_s": n_events / elapsed if elapsed > 0 else None,
+        "kernel_s": kernel_s,
     })
     return metrics
 
@@ -134,11 +136,12 @@ def execute(problem, plan, events, spark=None, *, engine: str = "spark") -> Exec
 
         start = time.perf_counter()
         trees = plan_trees(problem, plan)
-        ev = evaluate_many(trees, prepare_events(events), observe_stream=True,
+        ev = evaluate_many(trees, prepare_events(events, number_rows=False), observe_stream=True,
                            results=_spark_results(problem.query.name or "q", len(trees)))
         elapsed = time.perf_counter() - start
         results = ev.results
     log_predicted = _log_predicted(problem, plan)
     predicted = None if log_predicted is None else cost.predict(problem, plan)
-    metrics = _metrics(ev.runs, ev.events or 0, ev.first_ts, ev.last_ts, elapsed, log_predicted)
+    metrics = _metrics(ev.runs, ev.events or 0, ev.first_ts, ev.last_ts, elapsed, log_predicted,
+                       ev.time_s if engine == "local" else ev.kernel_s)
     return ExecutionResult(results, sum(run.operations for run in ev.runs), predicted, elapsed, metrics)
