@@ -39,6 +39,8 @@ __all__ = ["LocalEvaluation", "evaluate", "evaluate_many", "evaluate_partition",
 
 #: A Kleene leaf enumerates 2^k sets per first event (k later events in its window): refuse beyond.
 MAX_KLEENE_LATER = 20
+#: candidate pairs expanded at once by a join (a block's arrays stay in cache)
+PAIR_BLOCK = 1 << 16
 #: the columns of a node that are not item columns
 _SPAN = ("_lo", "_hi", "_own")
 
@@ -121,7 +123,10 @@ def _take(node: dict, rows: np.ndarray) -> dict:
 
 
 class _Evaluator:
-    def __init__(self, pattern: CompiledPattern, events: _Events, negate: bool):
+    def __init__(self, pattern: CompiledPattern, events: _Events, negate: bool, pair_block: int = PAIR_BLOCK):
+        if pair_block < 1:
+            raise CepoptError(f"pair_block must be at least 1, got {pair_block}")
+        self.pair_block = pair_block
         self.p = pattern
         self.s = events
         self.w = float(pattern.window)
@@ -233,43 +238,58 @@ class _Evaluator:
             lower = np.maximum(lower, np.minimum.reduce(list(after.values())))
         return lower, upper
 
-    def _pairs(self, left: dict, right: dict, lpos: Sequence[int], rpos: Sequence[int]) -> tuple[np.ndarray, ...]:
-        """Candidate (left row, right row) pairs: the right rows whose first timestamp is in the left
-        row's range (:meth:`_bounds`), then the window over both (implied by the range when the right
-        side is one event)."""
-        if not len(left["_lo"]) or not len(right["_lo"]):
-            return np.empty(0, np.int64), np.empty(0, np.int64)
+    def _ranges(self, left: dict, right: dict, lpos: Sequence[int], rpos: Sequence[int]):
+        """(right rows sorted by first timestamp, per left row the start and count of its candidates
+        there): the right rows whose first timestamp is in the left row's range (:meth:`_bounds`;
+        timestamps are integers, so the bounds are rounded inwards)."""
         order = np.argsort(right["_lo"], kind="stable")
         rlo = right["_lo"][order]
         lower, upper = self._bounds(left, lpos, rpos)
-        start = np.searchsorted(rlo, lower, side="left")
-        count = np.maximum(np.searchsorted(rlo, upper, side="right") - start, 0)
-        total = int(count.sum())
-        li = np.repeat(np.arange(len(count)), count)
-        offsets = np.repeat(start - (np.cumsum(count) - count), count)
-        ri = order[offsets + np.arange(total)]
-        if self._single_event(rpos):
-            return li, ri
-        span = np.maximum(left["_hi"][li], right["_hi"][ri]) - np.minimum(left["_lo"][li], right["_lo"][ri])
-        keep = span <= self.w
-        return li[keep], ri[keep]
+        start = np.searchsorted(rlo, np.ceil(lower).astype(np.int64), side="left")
+        count = np.maximum(np.searchsorted(rlo, np.floor(upper).astype(np.int64), side="right") - start, 0)
+        return order, start, count
 
     def _single_event(self, positions: Sequence[int]) -> bool:
         return len(positions) == 1 and not self.p.items[positions[0]].kleene
 
     def _matching(self, left: dict, right: dict, lpos: Sequence[int], rpos: Sequence[int]) -> tuple[np.ndarray, ...]:
-        """The pairs that pass the window and every check between the two sides (the SEQ order with
-        a right side of one event is implied by :meth:`_bounds`)."""
-        li, ri = self._pairs(left, right, lpos, rpos)
+        """The (left row, right row) pairs that pass the window and every check between the two
+        sides. Candidates are expanded for blocks of left rows of about ``pair_block`` pairs each, so
+        that the arrays of a block stay in the processor's cache (and need no fresh memory). With a
+        right side of one event the window and the SEQ order follow from the range (:meth:`_bounds`)."""
+        if not len(left["_lo"]) or not len(right["_lo"]):
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        order, start, count = self._ranges(left, right, lpos, rpos)
+        ends = np.cumsum(count)
+        cuts = np.searchsorted(ends, np.arange(self.pair_block, int(ends[-1]), self.pair_block), side="left")
+        bounds = [0, *dict.fromkeys(int(c) + 1 for c in cuts), len(count)]
         implied = self._single_event(rpos)
-        for c in self.p.checks_between(lpos, rpos):
-            if not len(li):
-                break
-            if implied and c.kind == "order":
+        checks = [c for c in self.p.checks_between(lpos, rpos) if not (implied and c.kind == "order")]
+        found_l, found_r = [], []
+        for a, b in zip(bounds, bounds[1:]):
+            if b <= a:
                 continue
-            ok = self._check(c, _Pairs(left, right, li, ri))
-            li, ri = li[ok], ri[ok]
-        return li, ri
+            n = count[a:b]
+            total = int(n.sum())
+            if not total:
+                continue
+            li = np.repeat(np.arange(a, b), n)
+            ri = order[np.repeat(start[a:b] - (np.cumsum(n) - n), n) + np.arange(total)]
+            if not implied:
+                span = (np.maximum(left["_hi"][li], right["_hi"][ri])
+                        - np.minimum(left["_lo"][li], right["_lo"][ri]))
+                keep = span <= self.w
+                li, ri = li[keep], ri[keep]
+            for c in checks:
+                if not len(li):
+                    break
+                ok = self._check(c, _Pairs(left, right, li, ri))
+                li, ri = li[ok], ri[ok]
+            found_l.append(li)
+            found_r.append(ri)
+        if not found_l:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        return np.concatenate(found_l), np.concatenate(found_r)
 
     def _join(self, left: dict, right: dict, lpos: Sequence[int], rpos: Sequence[int]) -> dict:
         li, ri = self._matching(left, right, lpos, rpos)
@@ -332,9 +352,10 @@ def match_texts(pattern: CompiledPattern, matches: dict, ids: np.ndarray) -> lis
     return ["".join(p) for p in zip(*parts, strict=True)] if parts else []
 
 
-def _run(tree: JoinTree, events: _Events, negate: bool) -> tuple[list[NodeCount], list[str]]:
+def _run(tree: JoinTree, events: _Events, negate: bool, pair_block: int = PAIR_BLOCK
+         ) -> tuple[list[NodeCount], list[str]]:
     """One tree on a prepared stream: its node counts (owned rows) and the texts of its owned matches."""
-    ev = _Evaluator(tree.pattern, events, negate)
+    ev = _Evaluator(tree.pattern, events, negate, pair_block)
     nodes: list[NodeCount] = []
     root = ev.node(tree.root, nodes, tree.pattern.leaf_names())
     return nodes, match_texts(tree.pattern, _take(root, np.flatnonzero(root["_own"])), events.ids)
@@ -356,15 +377,17 @@ def _sorted(ts: np.ndarray, ids: np.ndarray) -> bool:
     return bool(np.all((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (ids[1:] >= ids[:-1]))))
 
 
-def evaluate_many(trees: Sequence[JoinTree], events: pd.DataFrame, *, negate: bool = True) -> LocalEvaluation:
+def evaluate_many(trees: Sequence[JoinTree], events: pd.DataFrame, *, negate: bool = True,
+                  pair_block: int = PAIR_BLOCK) -> LocalEvaluation:
     """Run ``trees`` on a pandas stream; each run's ``matches`` holds the texts of its full matches
-    (column ``value``). ``negate=False`` skips the NOT checks (the positive part)."""
+    (column ``value``). ``negate=False`` skips the NOT checks (the positive part); ``pair_block``:
+    the candidate pairs a join expands at once (the answer does not depend on it)."""
     start = time.perf_counter()
     events = prepare_events(events)
     stream = _Events(events)
     runs = []
     for tree in trees:
-        nodes, texts = _run(tree, stream, negate)
+        nodes, texts = _run(tree, stream, negate, pair_block)
         runs.append(PlanRun(tree, pd.DataFrame({"value": pd.Series(texts, dtype=object)}), nodes, 0.0))
     elapsed = time.perf_counter() - start
     for run in runs:
@@ -374,6 +397,6 @@ def evaluate_many(trees: Sequence[JoinTree], events: pd.DataFrame, *, negate: bo
                            int(ts.max()) if len(ts) else None)
 
 
-def evaluate(tree: JoinTree, events: pd.DataFrame, *, negate: bool = True) -> PlanRun:
+def evaluate(tree: JoinTree, events: pd.DataFrame, *, negate: bool = True, pair_block: int = PAIR_BLOCK) -> PlanRun:
     """Run one ``tree`` on a pandas stream (:func:`evaluate_many` of one tree)."""
-    return evaluate_many([tree], events, negate=negate).runs[0]
+    return evaluate_many([tree], events, negate=negate, pair_block=pair_block).runs[0]
