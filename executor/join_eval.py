@@ -1,23 +1,28 @@
 """Evaluate join trees (executor/join_plan.py) on a Spark DataFrame of events.
 
-The Spark engine runs the join kernel of executor/join_local.py (NumPy range joins) on time chunks,
-so that both engines count and match alike by construction:
+The Spark engine runs the join kernel of executor/join_local.py (NumPy range joins on time) with
+``mapInPandas``, so that both engines count and match alike by construction:
 
-- One shuffle: the events of the patterns' types are cut into chunks of ``L`` time units (a few
-  dozen windows) and copied to every chunk that needs them: chunk k owns the partial matches whose
-  first timestamp lies in ``[kL, (k+1)L)``; their events lie in ``[kL, (k+1)L + W]``, and a negated
-  event that can reject one of their sub-matches in ``[kL - W, (k+1)L + 2W]`` (an event is copied
-  to one or two chunks, a negated type's to at most three). The copies are hash-partitioned by chunk.
-- Each partition runs the kernel once (``mapInPandas``) over all its chunks together: a copy's
-  timestamp is shifted by ``k·G`` (``G > 4W``), which keeps the chunks' images more than a window
-  apart, so that no match spans two of them, while differences within a chunk are unchanged. A
-  partial match is counted (and a full match returned) by the chunk that owns its first event only.
+- A stream that arrives in no more partitions than Spark has cores (a Parquet file of one row
+  group, a CSV of less than 128 MB) is read by one task and goes through the kernel as one chunk:
+  no exchange, and events without ``id`` are numbered in that task.
+- Otherwise (or with ``exchange=True``) the events of the patterns' types are cut into chunks of
+  ``L`` time units (``chunk_windows`` windows) and copied to every chunk that needs them: chunk k
+  owns the partial matches whose first timestamp lies in ``[kL, (k+1)L)``; their events lie in
+  ``[kL, (k+1)L + W]``, and a negated event that can reject one of their sub-matches in
+  ``[kL - W, (k+1)L + 2W]`` (an event is copied to one or two chunks, a negated type's to at most
+  three). The copies are hash-partitioned by chunk (one shuffle), and each partition runs the
+  kernel once over all its chunks: a copy's timestamp is shifted by ``k·G`` (``G > 4W``), which keeps
+  the chunks' images more than a window apart, so that no match spans two of them, while
+  differences within a chunk are unchanged. A partial match is counted (and a full match returned)
+  by the chunk that owns its first event only.
 - The partial-match counts of every counted node (``count`` and ``active``, the sum over them of
   ``W - (last - first)``, their total lifetime in the window; divided by the stream's duration it is
   the time-averaged number of active partial matches, the quantity the cost model's PM(k) =
-  W^k·∏r·∏sel predicts) reach the driver through an accumulator; the full matches are a DataFrame of
-  texts (``_b``, the tree's index, and ``value``), persisted by the one Spark job (a no-op write)
-  that computes everything. The stream's size and span are observed on the way in.
+  W^k·∏r·∏sel predicts) and the kernel's seconds reach the driver through an accumulator; the full
+  matches are a DataFrame of texts (``_b``, the tree's index, and ``value``), persisted by the one
+  Spark job (a no-op write) that computes everything. The stream's size and span are observed on
+  the way in.
 """
 
 from __future__ import annotations
