@@ -71,6 +71,7 @@ why it cannot rank plans the way Eq. 7 does.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from numba import njit
 
 from cepopt.executor.greta import (
@@ -965,8 +966,13 @@ def _row_sets(pm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         bits = np.zeros(len(pm), dtype=np.int64)
         for c in range(k):
             bits |= pm[:, c].astype(np.int64) << c
-        uniq, inv = np.unique(bits, return_inverse=True)
-        return ((uniq[:, None] >> np.arange(k)) & 1).astype(bool), inv.reshape(-1)
+        # distinct values by hashing (few of them), then in increasing order as np.unique gives them
+        codes, distinct = pd.factorize(bits)
+        order = np.argsort(distinct, kind="stable")
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        uniq = np.asarray(distinct, dtype=np.int64)[order]
+        return ((uniq[:, None] >> np.arange(k)) & 1).astype(bool), rank[codes]
     uniq, inv = np.unique(np.packbits(pm, axis=1), axis=0, return_inverse=True)
     return np.unpackbits(uniq, axis=1)[:, :k].astype(bool), inv.reshape(-1)
 

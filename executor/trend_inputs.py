@@ -243,12 +243,8 @@ def partial_results(inp: KernelInputs, out: np.ndarray, omm: np.ndarray, queries
     names = [cls.queries[q].name for q in queries]
     widths = [len(cls.queries[q].targets) for q in queries]
     groups: dict = {}
-    cols: tuple[list, ...] = ([], [], [], [], [], [], [])
-
-    def add(*row):
-        for c, v in zip(cols, row, strict=True):
-            c.append(v)
-
+    rows: list[tuple] = []
+    add = rows.append
     for si, qi in zip(*np.nonzero(values[:, :, 0] != 0), strict=True):
         s, q = keep[si], queries[qi]
         key = lay.scope_key[s]
@@ -259,22 +255,22 @@ def partial_results(inp: KernelInputs, out: np.ndarray, omm: np.ndarray, queries
         name, m, row = names[qi], widths[qi], values[si, qi]
         for label, kind, j, col in specs[qi]:
             if kind == "count":
-                add(name, group, window, label, "sum", str(row[0]), "")
+                add((name, group, window, label, "sum", str(row[0]), ""))
             elif kind == "countE":
-                add(name, group, window, label, "sum", str(row[1 + j]), "")
+                add((name, group, window, label, "sum", str(row[1 + j]), ""))
             elif kind in ("sum", "avg"):
                 total = scaled_value(int(row[1 + m + j]), col.emin, col.is_float)
                 if kind == "sum":
-                    add(name, group, window, label, "sum", _text(total), "")
+                    add((name, group, window, label, "sum", _text(total), ""))
                 elif row[1 + j] > 0:
-                    add(name, group, window, label, "avg", _text(total), str(row[1 + j]))
+                    add((name, group, window, label, "avg", _text(total), str(row[1 + j])))
             else:
                 r = omm[0 if kind == "min" else 1, s, q, j]
                 if r >= 0:
-                    add(name, group, window, label, kind, _text(col.values[r]), "")
-    if not cols[0]:
+                    add((name, group, window, label, kind, _text(col.values[r]), ""))
+    if not rows:
         return empty_partials()
-    df = pd.DataFrame(dict(zip(PARTIAL_COLUMNS, cols, strict=True)))
+    df = pd.DataFrame(rows, columns=PARTIAL_COLUMNS)
     df["window"] = df["window"].astype("int64")
     return df
 
