@@ -1035,7 +1035,7 @@ def hamlet_run(compiled, index: int, inp, decisions: list | None, trace: list | 
         grp, rows, bur, kmax, nid = tables
         nm = 2 + len(inp.cols)
         w = inp.width
-        tm = max(inp.targets, 1)
+        tm = inp.minmax
         base = counters.copy()
         while True:
             gl = (np.zeros((smax, kmax, w, lanes)), np.zeros((2, nm, smax, lanes)), np.zeros((2, nm, smax), bool),

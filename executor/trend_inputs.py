@@ -46,6 +46,11 @@ class KernelInputs:
     width: int
     targets: int
 
+    @property
+    def minmax(self) -> int:
+        """Columns of the kernels' MIN/MAX ranks: the targets when some query has a MIN or MAX, else 0."""
+        return self.targets if any(cq.minmax for cq in self.layout.cls.queries) else 0
+
     def attr_tables(self, mods: np.ndarray) -> tuple:
         nsrc = len(self.layout.frame)
         lanes = len(mods)
@@ -170,7 +175,7 @@ def kernel_state(inp: KernelInputs, lanes: int) -> tuple:
     lay = inp.layout
     scan = bool(inp.qt[6].any())
     stored = int(np.diff(lay.scope_start).max(initial=0)) if scan else 0
-    return new_state(len(lay.cls.queries), len(lay.type_names), inp.width, lanes, inp.targets, stored)
+    return new_state(len(lay.cls.queries), len(lay.type_names), inp.width, lanes, inp.minmax, stored)
 
 
 def exact_run(inp: KernelInputs, kernel, first_lanes: int) -> tuple:
