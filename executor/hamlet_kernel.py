@@ -999,7 +999,9 @@ def _max_snapshots(lay, found: list, shared: list) -> int:
 
 def hamlet_run(compiled, index: int, inp, decisions: list | None, trace: list | None) -> tuple:
     """Hamlet on one layout: GRETA for the queries of no sharing group, the compiled walk for the
-    groups. Returns (out, out_mm, counters, extra metrics)."""
+    groups; when the policy shared no burst of the layout, the walk would only run GRETA's step for
+    every candidate, so GRETA runs every query (same values, same counters). Returns (out, out_mm,
+    counters, extra metrics)."""
     from collections import Counter
 
     from cepopt.executor.greta import C_BURSTS, C_PRED, C_PROP, COUNTERS
@@ -1013,6 +1015,8 @@ def hamlet_run(compiled, index: int, inp, decisions: list | None, trace: list | 
     alone = np.array([i for i, q in enumerate(names) if q not in grouped], dtype=np.int64)
     found = [group_bursts(lay, index, e, cands) for e, cands in cls.groups]
     shared, extend, made = _decide(compiled, index, cls, found, decisions)
+    if not any(sh.any() for sh in shared):
+        found, alone = [], np.arange(len(names), dtype=np.int64)
     tables = _group_tables(inp, found, shared, extend) if found else None
     smax = _max_snapshots(lay, found, shared) if found else 1
     rows_max = int(np.diff(lay.scope_start).max(initial=0))
