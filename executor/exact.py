@@ -86,36 +86,28 @@ def needed_lanes(bound_log2: float) -> int:
 
 def crt(residues: np.ndarray) -> list[int]:
     """Signed integers from rows of residues (float64[..., lanes], lanes 1.. of a value; the shadow
-    lane excluded): the x with |x| < M/2 congruent to every residue (M: the product of the moduli)."""
+    lane excluded): the x with |x| < M/2 congruent to every residue (M: the product of the moduli).
+    Garner's mixed-radix digits are computed on int64 columns (every product is below 2^52), the
+    digits combined as Python ints only when M exceeds int64."""
     res = np.asarray(residues, dtype=np.float64)
     lanes = res.shape[-1]
     flat = res.reshape(-1, lanes).astype(np.int64)
     ps = [int(p) for p in moduli(lanes)[1:]]
-    if lanes == 1:
-        p = ps[0]
-        return [int(x) - p if 2 * int(x) > p else int(x) for x in flat[:, 0]]
     # Garner: x = a0 + a1 p0 + a2 p0 p1 + ..., digits from the residues in turn
-    digits = [flat[:, 0].tolist()]
-    inv = [[pow(ps[j], -1, ps[i]) for j in range(i)] for i in range(lanes)]
+    digits = [flat[:, 0]]
     for i in range(1, lanes):
         pi = ps[i]
-        col = flat[:, i].tolist()
-        out = []
-        for row in range(len(col)):
-            x = col[row]
-            for j in range(i):
-                x = (x - digits[j][row]) * inv[i][j] % pi
-            out.append(x)
-        digits.append(out)
+        x = flat[:, i]
+        for j in range(i):
+            x = (x - digits[j]) % pi * pow(ps[j], -1, pi) % pi
+        digits.append(x)
     big = math.prod(ps)
-    vals = []
-    for row in range(len(flat)):
-        x, scale = 0, 1
-        for i in range(lanes):
-            x += digits[i][row] * scale
-            scale *= ps[i]
-        vals.append(x - big if 2 * x > big else x)
-    return vals
+    wide = big >= 2 ** 62
+    total = digits[-1].astype(object) if wide else digits[-1]
+    for i in range(lanes - 2, -1, -1):
+        total = total * ps[i] + (digits[i].astype(object) if wide else digits[i])
+    # big is odd (a product of odd primes): 2x > big iff x > big // 2
+    return [x - big if x > big // 2 else x for x in total.tolist()]
 
 
 @dataclass

@@ -121,9 +121,10 @@ def min_into(dst, src):
 QI_PCNT, QI_PTIE, QI_STORED, QI_PROP, QI_VALUES, QI_PLIST = range(6)
 
 
-def new_state(k: int, types: int, width: int, lanes: int, targets: int, stored: int) -> tuple:
-    """The GRETA state of ``k`` queries (arrays reused over scopes, :func:`reset_query`)."""
-    m = max(targets, 1)
+def new_state(k: int, types: int, width: int, lanes: int, minmax: int, stored: int) -> tuple:
+    """The GRETA state of ``k`` queries (arrays reused over scopes, :func:`reset_query`); ``minmax``:
+    the MIN/MAX columns (0 when no query has a MIN or MAX: the rank loops then run no iteration)."""
+    m = minmax
     return (np.zeros((2, k, types, width, lanes)), np.zeros((4, k, types), np.int64),
             np.full((4, k, types, m), -1, np.int64),
             np.zeros((k, QI_PLIST + types), np.int64), np.zeros((k, width, lanes)),

@@ -71,6 +71,7 @@ why it cannot rank plans the way Eq. 7 does.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from numba import njit
 
 from cepopt.executor.greta import (
@@ -352,7 +353,7 @@ def close_open(g, ev, qt, st, grp, gl, pool, mods, counters):
                    gl[9], gl[10], gl[12], gl[1], gl[2], gl[0], pool[0], pool[1], gl[5], mods, counters)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def burst_boundary(g, i, shared_on, ev, qt, st, grp, rows, bur, gl, pool, mods, counters):
     """Close the open graphlet where event i ends it, open one where i starts a shared burst that
     does not extend it; returns whether i's burst is shared."""
@@ -382,7 +383,7 @@ def burst_boundary(g, i, shared_on, ev, qt, st, grp, rows, bur, gl, pool, mods, 
     return shared_on
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def private_steps(g, i, shared, ev, qt, at, st, grp, gl, mods, one):
     """GRETA's step for every candidate that matches event i outside a shared graphlet."""
     tcode, tie, src, masks = ev
@@ -397,7 +398,7 @@ def private_steps(g, i, shared, ev, qt, at, st, grp, gl, mods, one):
                        sums, cnt, mm, qi, res, rmm, sto, sval, smm, val, vmm, mods, one)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def shared_event(g, i, a, ev, qt, at, st, grp, rows, bur, gl, pool, trace, mods, one, counters):
     """Event i of a shared graphlet: the graphlet-level snapshot on its first event, its
     coefficient maps (Def. 3.11's signature case) and Eq. 7's shared edges."""
@@ -442,7 +443,7 @@ def graphlet_snapshot(g, i, ev, qt, st, grp, rows, gl, trace, mods, one, counter
     gi[G_HASX] = 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def signature(g, i, ev, grp, rows, bur, gl):
     """The sharing queries that match event i (``gM``) and Def. 3.11's signature case: (matches,
     the first sharing candidate, whether every sharing query has i in one signature class)."""
@@ -473,7 +474,7 @@ def clear_maps(ecd, ek, nm, ns):
                 ecd[mp, sid, lane] = 0.0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def event_maps(g, i, first, ev, qt, at, rows, bur, grp, gl, pool, mods, counters):
     """One signature class: event i's coefficients are the committed events' maps (kind 1) or the
     maps of the predecessors no edge predicate blocks (kind 2), then the weighted maps."""
@@ -541,7 +542,7 @@ def event_snapshot(g, i, ev, qt, at, st, grp, gl, pool, trace, mods, one, counte
     counters[C_PROP] += 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def shared_edges(g, i, a, ev, qt, grp, rows, gl):
     """Eq. 7's b*n*s_p, per event: |pe(e)| edges, each read at the coefficient vector's width."""
     tcode, tie, masks = ev[0], ev[1], ev[3]
@@ -797,15 +798,55 @@ def close_graphlet(g, e_type, cands, kc, flags, tgt, mq, scan, masks, sums, cnt,
 # ---------------------------------------------------------------------------------------------
 
 #: the policies whose decision depends on the burst's statistics and the group's state only (not on
-#: its scope): their decisions are memoized per (class, burst statistics, state)
+#: its scope): their decisions, and the state after them, are memoized per (class, burst statistics, state)
 PURE_POLICIES = frozenset({"dynamic", "static", "nonshared", "exhaustive"})
 _MEMO_LIMIT = 100_000
+
+
+def _burst_order(found: list) -> list[tuple[int, int, int]]:
+    """(scope, group, burst) of every burst, scope by scope, group by group, in time order."""
+    sizes = [len(gb.b) for gb in found]
+    if not sum(sizes):
+        return []
+    scope = np.concatenate([gb.burst_scope for gb in found])
+    group = np.repeat(np.arange(len(found)), sizes)
+    burst = np.concatenate([np.arange(k) for k in sizes])
+    o = np.lexsort((burst, group, scope))
+    return list(zip(scope[o].tolist(), group[o].tolist(), burst[o].tolist(), strict=True))
+
+
+def _burst_classes(gb) -> list:
+    """Per burst its signature classes as the cost model keys them: () when every event is uniform."""
+    if not len(gb.b):
+        return []
+    nonuniform = np.logical_or.reduceat(gb.sig_class.any(axis=1), gb.ptr[:-1]) if len(gb.rows) else \
+        np.zeros(len(gb.b), dtype=bool)
+    out: list = [()] * len(gb.b)
+    for i in np.flatnonzero(nonuniform).tolist():
+        out[i] = tuple(map(tuple, gb.sig_class[gb.ptr[i]:gb.ptr[i + 1]].tolist()))
+    return out
+
+
+def _decide_one(policy, gb, b: int, state, t) -> tuple:
+    """The policy's decision on burst ``b`` of ``gb`` in ``state`` (updated in place): (Decision, shared
+    row by candidate or None, whether it extends the open graphlet)."""
+    burst = gb.burst(b)
+    d = policy.decide(burst, state, t)
+    queries = tuple(sorted(d.queries))
+    row, ext = None, False
+    if len(queries) >= 2:
+        row = np.array([q in queries for q in gb.cands], dtype=bool)
+        ext = bool(burst.continues and state.shared is not None and set(state.shared) == set(queries))
+    state.after(burst, queries)
+    return d, row, ext
 
 
 def _decide(compiled, index: int, cls, found: list, decisions: list | None) -> tuple[list, list, list]:
     """Run the policy on every burst, scope by scope and group by group in time order (one
     GroupState per scope and group): per group the shared set of each burst (by candidate) and
-    whether it may extend the open graphlet; the Decisions in order."""
+    whether it may extend the open graphlet; the Decisions in order. A pure policy is asked only
+    about (burst, state) pairs it has not seen in this class: its answer and the state after it are
+    memoized, so that a seen burst costs a dictionary look-up (no Burst is built)."""
     from cepopt.hamlet.cost import GroupState
     from cepopt.hamlet.problem import mean_t, query_t
 
@@ -818,28 +859,34 @@ def _decide(compiled, index: int, cls, found: list, decisions: list | None) -> t
     memo = compiled.memo.setdefault(index, {}) if policy.name in PURE_POLICIES else None
     if memo is not None and len(memo) > _MEMO_LIMIT:
         memo.clear()
-    shared = [np.zeros((len(gb.bursts), max(len(gb.cands), 1)), dtype=bool) for gb in found]
-    extend = [np.zeros(len(gb.bursts), dtype=bool) for gb in found]
+    shared = [np.zeros((len(gb.b), max(len(gb.cands), 1)), dtype=bool) for gb in found]
+    extend = [np.zeros(len(gb.b), dtype=bool) for gb in found]
+    stats = [(gb.b.tolist(), gb.n.tolist(), gb.continues.tolist(), _burst_classes(gb)) if memo is not None else None
+             for gb in found]
     made: list = []
-    order = sorted((int(gb.burst_scope[b]), g, b) for g, gb in enumerate(found) for b in range(len(gb.bursts)))
     states: dict = {}
-    for s, g, b in order:
-        state = states.setdefault((s, g), GroupState())
-        burst = found[g].bursts[b]
-        if memo is not None:
-            key = (burst.type, burst.queries, burst.b, burst.n, burst.classes, burst.continues, burst.n_rule,
-                   state.shared, state.g, state.s, state.decided > 0)
-            d = memo.get(key)
-            if d is None:
-                d = memo[key] = policy.decide(burst, state, t)
+    for s, g, b in _burst_order(found):
+        st = states.get((s, g))
+        if st is None:
+            st = states[(s, g)] = [None, 0, 0, 0]           # GroupState's shared, g, s, decided
+        if memo is None:
+            state = GroupState(*st)
+            d, row, ext = _decide_one(policy, found[g], b, state, t)
+            st[:3] = state.shared, state.g, state.s
         else:
-            d = policy.decide(burst, state, t)
+            sb, sn, sc, scl = stats[g]
+            key = (g, sb[b], sn[b], scl[b], sc[b], st[0], st[1], st[2], st[3] > 0)
+            hit = memo.get(key)
+            if hit is None:
+                state = GroupState(*st)
+                hit = memo[key] = (*_decide_one(policy, found[g], b, state, t), (state.shared, state.g, state.s))
+            d, row, ext, after = hit
+            st[:3] = after
+        st[3] += 1
         made.append(d)
-        queries = tuple(sorted(d.queries))
-        if len(queries) >= 2:
-            shared[g][b] = [q in queries for q in found[g].cands]
-            extend[g][b] = (burst.continues and state.shared is not None and set(state.shared) == set(queries))
-        state.after(burst, queries)
+        if row is not None:
+            shared[g][b, :len(row)] = row
+            extend[g][b] = ext
     if decisions is not None:
         decisions.extend(made)
     return shared, extend, made
@@ -886,9 +933,9 @@ def _group_tables(inp, found: list, shared: list, extend: list) -> tuple:
         pv = np.zeros((int(nonempty.sum()), kmax), dtype=bool)
         pv[:, :len(qidx)] = sets[nonempty]
         pvs.append(pv)
-        starts = gb.rows[gb.ptr[:-1]] if len(gb.bursts) else np.zeros(0, dtype=np.int64)
+        starts = gb.rows[gb.ptr[:-1]] if len(gb.b) else np.zeros(0, dtype=np.int64)
         firsts.append(starts)
-        sh = np.zeros((len(gb.bursts), kmax), dtype=bool)
+        sh = np.zeros((len(gb.b), kmax), dtype=bool)
         sh[:, :len(qidx)] = shared[g][:, :len(qidx)]
         b_shared.append(sh)
         b_ext.append(extend[g])
@@ -898,7 +945,7 @@ def _group_tables(inp, found: list, shared: list, extend: list) -> tuple:
         kd[:, :len(qidx)] = gb.sig_kind
         classes.append(cl)
         kinds.append(kd)
-        nb += len(gb.bursts)
+        nb += len(gb.b)
         nr += len(gb.rows)
     nid = max((len(p) for p in pvs), default=0)
     pv_all = np.zeros((ng, max(nid, 1), kmax), dtype=bool)
@@ -919,8 +966,13 @@ def _row_sets(pm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         bits = np.zeros(len(pm), dtype=np.int64)
         for c in range(k):
             bits |= pm[:, c].astype(np.int64) << c
-        uniq, inv = np.unique(bits, return_inverse=True)
-        return ((uniq[:, None] >> np.arange(k)) & 1).astype(bool), inv.reshape(-1)
+        # distinct values by hashing (few of them), then in increasing order as np.unique gives them
+        codes, distinct = pd.factorize(bits)
+        order = np.argsort(distinct, kind="stable")
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        uniq = np.asarray(distinct, dtype=np.int64)[order]
+        return ((uniq[:, None] >> np.arange(k)) & 1).astype(bool), rank[codes]
     uniq, inv = np.unique(np.packbits(pm, axis=1), axis=0, return_inverse=True)
     return np.unpackbits(uniq, axis=1)[:, :k].astype(bool), inv.reshape(-1)
 
@@ -931,7 +983,7 @@ def _max_snapshots(lay, found: list, shared: list) -> int:
     scope_of = lay.scope_of()
     per_scope = np.zeros(max(lay.scopes, 1), dtype=np.int64)
     for g, gb in enumerate(found):
-        if not len(gb.bursts):
+        if not len(gb.b):
             continue
         sh = shared[g]
         on = sh.sum(axis=1) >= 2
@@ -947,7 +999,9 @@ def _max_snapshots(lay, found: list, shared: list) -> int:
 
 def hamlet_run(compiled, index: int, inp, decisions: list | None, trace: list | None) -> tuple:
     """Hamlet on one layout: GRETA for the queries of no sharing group, the compiled walk for the
-    groups. Returns (out, out_mm, counters, extra metrics)."""
+    groups; when the policy shared no burst of the layout, the walk would only run GRETA's step for
+    every candidate, so GRETA runs every query (same values, same counters). Returns (out, out_mm,
+    counters, extra metrics)."""
     from collections import Counter
 
     from cepopt.executor.greta import C_BURSTS, C_PRED, C_PROP, COUNTERS
@@ -961,6 +1015,8 @@ def hamlet_run(compiled, index: int, inp, decisions: list | None, trace: list | 
     alone = np.array([i for i, q in enumerate(names) if q not in grouped], dtype=np.int64)
     found = [group_bursts(lay, index, e, cands) for e, cands in cls.groups]
     shared, extend, made = _decide(compiled, index, cls, found, decisions)
+    if not any(sh.any() for sh in shared):
+        found, alone = [], np.arange(len(names), dtype=np.int64)
     tables = _group_tables(inp, found, shared, extend) if found else None
     smax = _max_snapshots(lay, found, shared) if found else 1
     rows_max = int(np.diff(lay.scope_start).max(initial=0))
@@ -983,7 +1039,7 @@ def hamlet_run(compiled, index: int, inp, decisions: list | None, trace: list | 
         grp, rows, bur, kmax, nid = tables
         nm = 2 + len(inp.cols)
         w = inp.width
-        tm = max(inp.targets, 1)
+        tm = inp.minmax
         base = counters.copy()
         while True:
             gl = (np.zeros((smax, kmax, w, lanes)), np.zeros((2, nm, smax, lanes)), np.zeros((2, nm, smax), bool),

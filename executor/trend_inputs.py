@@ -19,7 +19,7 @@ import pandas as pd
 
 from cepopt.executor.exact import attribute_column, attribute_lanes, crt, moduli, needed_lanes, scaled_value
 from cepopt.executor.greta import COUNTERS, greta_kernel, new_state
-from cepopt.executor.partitions import empty_partials, partial_rows
+from cepopt.executor.partitions import empty_partials
 from cepopt.hamlet.scope import OP_CODES
 
 __all__ = ["FIRST_LANES", "KernelInputs", "counter_metrics", "exact_run", "kernel_inputs", "kernel_state",
@@ -45,6 +45,11 @@ class KernelInputs:
     cols: list                      # AttrColumn per slot
     width: int
     targets: int
+
+    @property
+    def minmax(self) -> int:
+        """Columns of the kernels' MIN/MAX ranks: the targets when some query has a MIN or MAX, else 0."""
+        return self.targets if any(cq.minmax for cq in self.layout.cls.queries) else 0
 
     def attr_tables(self, mods: np.ndarray) -> tuple:
         nsrc = len(self.layout.frame)
@@ -170,7 +175,7 @@ def kernel_state(inp: KernelInputs, lanes: int) -> tuple:
     lay = inp.layout
     scan = bool(inp.qt[6].any())
     stored = int(np.diff(lay.scope_start).max(initial=0)) if scan else 0
-    return new_state(len(lay.cls.queries), len(lay.type_names), inp.width, lanes, inp.targets, stored)
+    return new_state(len(lay.cls.queries), len(lay.type_names), inp.width, lanes, inp.minmax, stored)
 
 
 def exact_run(inp: KernelInputs, kernel, first_lanes: int) -> tuple:
@@ -196,51 +201,83 @@ def exact_run(inp: KernelInputs, kernel, first_lanes: int) -> tuple:
 # ---------------------------------------------------------------------------------------------
 
 
+def _aggregate_specs(inp: KernelInputs, q: int) -> list[tuple]:
+    """Per aggregate of query q: (label, kind, target j, attribute column); kind "count" (COUNT(*)),
+    "countE", "sum", "avg", "min" or "max"."""
+    from cepopt.executor.results import aggregate_label
+
+    cq = inp.layout.cls.queries[q]
+    specs = []
+    for agg in cq.query.aggregates:
+        label = aggregate_label(agg)
+        if agg.ref is None:
+            specs.append((label, "count", -1, None))
+            continue
+        j = cq.targets.index((agg.ref, agg.attr))
+        col = inp.cols[inp.attrs.index(agg.attr)] if agg.attr is not None else None
+        kind = "countE" if agg.func == "COUNT" else agg.func.lower()
+        specs.append((label, kind, j, col))
+    return specs
+
+
+def _text(value: Any) -> str:
+    """A partial value as partials carry it (executor/partitions.py): an int in decimal."""
+    if type(value) is int:
+        return str(value)
+    from cepopt.executor.partitions import _text as text
+
+    return text(value)
+
+
 def partial_results(inp: KernelInputs, out: np.ndarray, omm: np.ndarray, queries: list[int], lo: int, hi: float,
               ) -> pd.DataFrame:
-    """Partial rows (module docstring of executor/partitions.py) of ``queries`` in the windows [lo, hi)."""
-    from cepopt.executor.results import aggregate_label, format_group
+    """Partial rows (module docstring of executor/partitions.py) of ``queries`` in the windows [lo, hi),
+    built as the partials' text columns directly (one Python step per result row, none per event)."""
+    from cepopt.executor.partitions import PARTIAL_COLUMNS
+    from cepopt.executor.results import format_group
 
     lay = inp.layout
     cls = lay.cls
-    keep = [s for s in range(lay.scopes) if lo <= lay.scope_window[s] < hi]
+    keep = np.flatnonzero((lay.scope_window >= lo) & (lay.scope_window < hi)).tolist()
     if not keep or not queries:
         return empty_partials()
     lanes = out[np.ix_(keep, queries)][..., 1:]
     values = np.array(crt(lanes), dtype=object).reshape(lanes.shape[:-1])
     gidx = [cls.partition.index(a) for a in cls.group]
-    rows = []
-    for si, s in enumerate(keep):
+    specs = [_aggregate_specs(inp, q) for q in queries]
+    names = [cls.queries[q].name for q in queries]
+    widths = [len(cls.queries[q].targets) for q in queries]
+    groups: dict = {}
+    rows: list[tuple] = []
+    add = rows.append
+    for si, qi in zip(*np.nonzero(values[:, :, 0] != 0), strict=True):
+        s, q = keep[si], queries[qi]
         key = lay.scope_key[s]
-        group = format_group(cls.group, [key[i] for i in gidx])
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = format_group(cls.group, [key[i] for i in gidx])
         window = int(lay.scope_window[s])
-        for qi, q in enumerate(queries):
-            cq = cls.queries[q]
-            count = values[si, qi, 0]
-            if count == 0:
-                continue
-            m = len(cq.targets)
-            for agg in cq.query.aggregates:
-                label = aggregate_label(agg)
-                if agg.ref is None:
-                    rows.append((cq.name, group, window, label, "sum", int(count)))
-                    continue
-                j = cq.targets.index((agg.ref, agg.attr))
-                c = int(values[si, qi, 1 + j])
-                col = inp.cols[inp.attrs.index(agg.attr)] if agg.attr is not None else None
-                if agg.func == "COUNT":
-                    rows.append((cq.name, group, window, label, "sum", c))
-                elif agg.func in ("SUM", "AVG"):
-                    total = scaled_value(int(values[si, qi, 1 + m + j]), col.emin, col.is_float)
-                    if agg.func == "SUM":
-                        rows.append((cq.name, group, window, label, "sum", total))
-                    elif c > 0:
-                        rows.append((cq.name, group, window, label, "avg", total, c))
-                else:
-                    r = omm[0 if agg.func == "MIN" else 1, s, q, j]
-                    if r >= 0:
-                        rows.append((cq.name, group, window, label, agg.func.lower(), col.values[r]))
-    return partial_rows(rows) if rows else empty_partials()
+        name, m, row = names[qi], widths[qi], values[si, qi]
+        for label, kind, j, col in specs[qi]:
+            if kind == "count":
+                add((name, group, window, label, "sum", str(row[0]), ""))
+            elif kind == "countE":
+                add((name, group, window, label, "sum", str(row[1 + j]), ""))
+            elif kind in ("sum", "avg"):
+                total = scaled_value(int(row[1 + m + j]), col.emin, col.is_float)
+                if kind == "sum":
+                    add((name, group, window, label, "sum", _text(total), ""))
+                elif row[1 + j] > 0:
+                    add((name, group, window, label, "avg", _text(total), str(row[1 + j])))
+            else:
+                r = omm[0 if kind == "min" else 1, s, q, j]
+                if r >= 0:
+                    add((name, group, window, label, kind, _text(col.values[r]), ""))
+    if not rows:
+        return empty_partials()
+    df = pd.DataFrame(rows, columns=PARTIAL_COLUMNS)
+    df["window"] = df["window"].astype("int64")
+    return df
 
 
 def counter_metrics(counters: np.ndarray, names: tuple[str, ...]) -> dict:

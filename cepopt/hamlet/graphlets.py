@@ -22,7 +22,7 @@ price a burst alike and the executor creates exactly the event-level snapshots i
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -176,22 +176,44 @@ class GroupBursts:
 
     Per layout row: ``solo`` (an E event of a tie group with another relevant type: processed
     without sharing) and ``burst_of`` (the index of its burst, -1 for none). Per burst, in row order:
-    ``bursts[i]`` (what the cost model prices), ``burst_scope[i]``, its rows
-    ``rows[ptr[i]:ptr[i+1]]`` and per row and candidate the signature class ``sig_class`` (equal iff
-    equal signatures, :func:`classes_of`) and kind ``sig_kind``: 0 not matched, 1 no edge blocked,
-    2 some in-burst predecessors blocked, 3 an edge from before the burst blocked ("own").
+    its scope ``burst_scope[i]``, its size ``b[i]`` and Eq. 7's ``n[i]``, whether it ``continues`` an
+    open graphlet, its rows ``rows[ptr[i]:ptr[i+1]]`` and per row and candidate the signature class
+    ``sig_class`` (equal iff equal signatures, :func:`classes_of`) and kind ``sig_kind``: 0 not
+    matched, 1 no edge blocked, 2 some in-burst predecessors blocked, 3 an edge from before the burst
+    blocked ("own"). ``burst(i)`` / ``bursts``: what the cost model prices, built on demand (the
+    executor asks its policy only about bursts it has not seen, :mod:`cepopt.executor.hamlet_kernel`).
     """
 
     kleene: str
     cands: tuple[str, ...]
     solo: np.ndarray
     burst_of: np.ndarray
-    bursts: list[Burst]
     burst_scope: np.ndarray
     ptr: np.ndarray
     rows: np.ndarray
     sig_class: np.ndarray
     sig_kind: np.ndarray
+    b: np.ndarray
+    n: np.ndarray
+    continues: np.ndarray
+    labels: tuple = ((), (), 0, "graph")     # (scope keys, scope windows, class index, n_rule)
+    _bursts: list | None = field(default=None, repr=False)
+
+    def burst(self, i: int) -> Burst:
+        """Burst ``i`` as the cost model sees it."""
+        keys, windows, ci, n_rule = self.labels
+        a, z = int(self.ptr[i]), int(self.ptr[i + 1])
+        block = self.sig_class[a:z]
+        classes = () if not block.any() else tuple(map(tuple, block.tolist()))
+        j = int(self.burst_scope[i])
+        return Burst(self.kleene, self.cands, int(self.b[i]), int(self.n[i]), classes, bool(self.continues[i]),
+                     scope_label(ci, keys[j], int(windows[j])), n_rule)
+
+    @property
+    def bursts(self) -> list[Burst]:
+        if self._bursts is None:
+            self._bursts = [self.burst(i) for i in range(len(self.b))]
+        return self._bursts
 
 
 def scope_label(ci: int, key: tuple, window: int) -> str:
@@ -244,17 +266,11 @@ def group_bursts(layout, ci: int, kleene: str, cands: Sequence[str]) -> GroupBur
     ptr = np.searchsorted(burst_of[rows], np.arange(nb + 1)).astype(np.int64)
     sig_class, sig_kind = _signatures(layout, [cls.query(q) for q in cands], masks, kleene, rows, ptr)
     scope = layout.scope_of()[starts] if nb else np.zeros(0, dtype=np.int64)
-    before = layout.matched_before()
-    out = []
-    for i in range(nb):
-        a, b = int(ptr[i]), int(ptr[i + 1])
-        block = sig_class[a:b]
-        classes = () if not block.any() else tuple(map(tuple, block.tolist()))
-        j = int(scope[i])
-        out.append(Burst(kleene, tuple(cands), b - a, int(before[starts[i]]) + b - a, classes, bool(continues[i]),
-                         scope_label(ci, layout.scope_key[j], int(layout.scope_window[j])), cls.n_rule))
-    return GroupBursts(kleene, tuple(cands), solo, burst_of, out, scope.astype(np.int64), ptr, rows,
-                       sig_class, sig_kind)
+    b = np.diff(ptr).astype(np.int64)
+    n = layout.matched_before()[starts].astype(np.int64) + b if nb else np.zeros(0, dtype=np.int64)
+    return GroupBursts(kleene, tuple(cands), solo, burst_of, scope.astype(np.int64), ptr, rows, sig_class, sig_kind,
+                       b, n, np.asarray(continues, dtype=bool),
+                       (layout.scope_key, layout.scope_window, ci, cls.n_rule))
 
 
 def _signatures(layout, cqs: Sequence[Any], masks: np.ndarray, kleene: str, rows: np.ndarray,

@@ -191,8 +191,20 @@ def _key_codes(frame, attrs: Sequence[str]) -> tuple[np.ndarray, list[tuple]]:
         c = np.where(c < 0, len(uniq), c).astype(np.int64)
         codes.append(c)
         values.append([norm_key(v) for v in uniq] + [None])
-    stacked = np.stack(codes, axis=1)
-    uniq_rows, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    radix = [len(v) for v in values]
+    if math.prod(radix) < 2 ** 62:
+        # one int64 code per row (mixed radix), its distinct values by hashing: no sort of the rows
+        combined = np.zeros(m, dtype=np.int64)
+        for c, r in zip(codes, radix, strict=True):
+            combined = combined * r + c
+        inverse, distinct = pd.factorize(combined)
+        uniq_rows = np.zeros((len(distinct), len(attrs)), dtype=np.int64)
+        rest = np.asarray(distinct, dtype=np.int64)
+        for j in range(len(attrs) - 1, -1, -1):
+            uniq_rows[:, j] = rest % radix[j]
+            rest = rest // radix[j]
+    else:
+        uniq_rows, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
     keys = [tuple(values[j][int(r[j])] for j in range(len(attrs))) for r in uniq_rows]
     # distinct codes may name one key (1 and 1.0 in an object column): merge them
     order = sorted(set(keys), key=_key_order)

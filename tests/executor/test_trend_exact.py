@@ -48,3 +48,16 @@ def test_counts_beyond_2_to_the_600_in_every_kernel():
     for got, _metrics in runs:
         assert len(got) == 2 and set(got["value"]) == want
     assert runs[2][1]["snapshots"] > 0 and runs[3][1]["shared_bursts"] == 1  # the plans did share
+
+
+def test_crt_of_many_rows_at_every_width():
+    """One call reconstructs rows of every magnitude, below and beyond int64 (the product of the
+    moduli decides whether the digits are combined as int64 or as Python ints)."""
+    rng = np.random.default_rng(7)
+    for lanes in (1, 2, 3, 5, 9):
+        big = math.prod(int(p) for p in moduli(lanes)[1:])
+        xs = [0, 1, -1, big // 2, -(big // 2)] + [int(rng.integers(-2 ** 62, 2 ** 62)) % big - big // 2
+                                                   for _ in range(200)]
+        xs = [x if abs(x) <= big // 2 else x // 2 for x in xs]
+        residues = np.array([[x % int(p) for p in moduli(lanes)[1:]] for x in xs], dtype=np.float64)
+        assert crt(residues.reshape(len(xs) // 5, 5, lanes)) == xs

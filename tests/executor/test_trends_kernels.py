@@ -284,3 +284,42 @@ def test_missing_filter_and_condition_values_by_hand():
         truth = reference_results(Workload((q,)), events, conditions="adjacent")
         assert truth["value"].tolist() == [3]  # {b1}, {b3}, {b1, b3}
         _check(Workload((q,)), events, truth=truth)
+
+
+class _CountingPolicy:
+    """A policy's decisions, counted; named ``name`` (a pure policy's name is memoized by the kernel)."""
+
+    def __init__(self, inner: str, name: str):
+        from cepopt.hamlet.policy import get_policy
+
+        self.inner, self.name, self.calls = get_policy(inner), name, 0
+
+    def decide(self, burst, state, t):
+        self.calls += 1
+        return self.inner.decide(burst, state, t)
+
+    def finished(self, bursts):
+        self.inner.finished(bursts)
+
+
+@pytest.mark.parametrize("policy", ["dynamic", "static", "exhaustive"])
+def test_memoized_decisions_equal_the_policy_asked_every_time(policy):
+    """A pure policy is asked once per (burst, state) the kernel has not seen (executor/hamlet_kernel.py
+    _decide): the decisions, the results and every counter equal those of the same policy asked about
+    every burst, on a stream whose windows repeat (so the memo answers most bursts)."""
+    w = Window(40, 10)
+    wl = Workload(tuple(Query(Seq((Type(x), Kleene(Type("B")), Type("D"))), w,
+                              where=(Filter("B", "v", "<", lim),))
+                        for x, lim in (("A", 9), ("C", 9), ("A", 3))))
+    pattern = ["A", "C", "B", "B", "B", "D", "B", "B", "A", "B", "B", "D", "C", "B", "B", "B", "B", "D", "A", "B"]
+    events = pd.DataFrame([{"ts": i, "type": pattern[i % len(pattern)], "v": (i * 3) % 11} for i in range(400)])
+    memo, every = _CountingPolicy(policy, policy), _CountingPolicy(policy, f"{policy}-every-time")
+    made_memo, made_every = [], []
+    got, metrics = trend_exec.run_hamlet(wl, events, memo, decisions=made_memo)
+    want, base = trend_exec.run_hamlet(wl, events, every, decisions=made_every)
+    assert made_memo == made_every and len(made_every) == every.calls
+    assert memo.calls < every.calls / 2
+    assert compare_results(got, want) == []
+    counters = {k for k in base if k != "policy" and not k.endswith("_s")}
+    assert {k: metrics[k] for k in counters} == {k: base[k] for k in counters}
+    assert metrics["shared_bursts"] > 0
