@@ -113,3 +113,21 @@ def test_milp_order_equals_dp_ld_on_the_presets(preset):
         assert out.status == "optimal", out.stats
         _, best = dp_ld(conj)
         assert math.isclose(log_cost_ord(conj, out.plan), best, rel_tol=1e-7, abs_tol=1e-7)
+
+
+def test_milp_order_proves_when_the_start_is_solved_in_presolve():
+    """Regression: HiGHS proved this model optimal from the MIP start in presolve and reported no dual
+    bound; the loop then never proved anything (50 rounds, "feasible"). It must be "optimal" in one round."""
+    import numpy as np
+
+    from cepopt.formulations.joinorder import solve_order_milp
+    from cepopt.joinorder.problem import from_arrays
+
+    sel = [[1.0, 1.0, 1.0, 0.5, 0.5, 1.0, 0.5], [1.0] * 7, [1.0] * 7, [0.5, 1.0, 1.0, 1.0, 0.5, 0.5, 1.0],
+           [0.5, 1.0, 1.0, 0.5, 1.0, 0.25, 0.5], [1.0, 1.0, 1.0, 0.5, 0.25, 1.0, 1.0],
+           [0.5, 1.0, 1.0, 1.0, 0.5, 1.0, 1.0]]
+    conj = from_arrays(10.0, np.array([1.0, 3.0, 6.0, 3.0, 1.0, 9.0, 1.0]), np.array(sel)).single
+    out = solve_order_milp(conj, time_limit=30)
+    assert out.status == "optimal" and out.stats["iterations"] == 1
+    _, best = bf.best_order(conj)
+    assert math.isclose(log_order_objective(conj, out.plan), best, rel_tol=1e-7, abs_tol=1e-7)
