@@ -48,7 +48,7 @@ def window_dp(conj: Conjunct, order: list[int], *, width: int = 16, max_sweeps: 
               deadline: float | None = None) -> list[int]:
     """``order`` improved window by window (module docstring); never worse than ``order``."""
     n = conj.n
-    if conj.next_match or conj.order_blocks or n <= 2:
+    if conj.next_match or conj.order_blocks or n <= 1:
         return list(order)
     w = min(width, n)
     starts = sorted(set(range(0, n - w + 1, max(1, w // 2))) | {n - w})
