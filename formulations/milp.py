@@ -191,7 +191,7 @@ def _solve_mathopt(model, backend, factor, time_limit, seed, rel_gap, feas_tol, 
     except (ValueError, TypeError) as exc:
         return ModelResult("error", message=f"{backend} failed: bad option ({exc})"[:300])
     model_params = model_parameters_pb2.ModelSolveParametersProto()
-    if hint is not None and backend == "scip":
+    if hint is not None and backend in ("scip", "highs"):
         h = model_params.solution_hints.add()
         h.variable_values.ids.extend(range(len(hint)))
         h.variable_values.values.extend(float(v) for v in hint)

@@ -66,7 +66,8 @@ def solve(model: Model, backend: str = "highs", *, time_limit: float | None = No
     stop (0: prove the optimum); ``feas_tol`` a tighter primal feasibility tolerance (HiGHS, SCIP);
     ``threads`` MILP threads (SCIP, CBC); ``workers`` and ``lp_heavy`` CP-SAT's search workers and
     LP-heavy search (:func:`~cepopt.formulations.cpsat.solve_cpsat`); ``options`` solver-specific
-    settings (HiGHS/SCIP option maps, CP-SAT parameters); ``hint`` a start vector (CP-SAT, SCIP);
+    settings (HiGHS/SCIP option maps, CP-SAT parameters); ``hint`` a start vector (CP-SAT; SCIP and
+    HiGHS take it as a MIP start, checked by the solver and dropped when infeasible);
     ``log`` shows the solver's own log on stderr (None: as the session's settings say,
     :mod:`cepopt.formulations.native`).
     """

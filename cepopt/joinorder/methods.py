@@ -198,7 +198,8 @@ def _dp_limit(name: str, problem: JoinOrderProblem, max_n: int) -> None:
                                f"{'2^n' if name == 'dp-ld' else '3^n'}; raise max_n to try)")
 
 
-@register(NAME, "dp-ld", "DP-LD (§7.1, Selinger): exact left-deep DP over subsets, O(n 2^n)", exact=True)
+@register(NAME, "dp-ld", "DP-LD (§7.1, Selinger): exact left-deep DP over subsets, O(n 2^n); compiled, with exact "
+          "upper-bound pruning (throughput cost)", exact=True)
 def _dp_ld(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 26):
     _dp_limit("dp-ld", problem, max_n)
     tree_ld = _tree_ld(problem)
@@ -206,7 +207,12 @@ def _dp_ld(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 26):
     values: list[float] = []
 
     def one(c: Conjunct) -> list[int]:
-        order, value = dp_ld(c, tree_ld=tree_ld, deadline=deadline)
+        from cepopt.joinorder.dp_ld_fast import dp_ld_fast, fast_applies
+
+        if fast_applies(c, tree_ld):
+            order, value = dp_ld_fast(c, ub=cost.log_cost_ord(c, greedy(c)), deadline=deadline)
+        else:
+            order, value = dp_ld(c, tree_ld=tree_ld, deadline=deadline)
         values.append(value)
         return order
 
