@@ -354,17 +354,18 @@ def _model_method(problem, solve_one, kind: str, time_limit, name: str) -> Metho
 
 
 @register(NAME, "milp-order", "M-ORD (spec §7.1-7.2): prefix-set MILP with tangent (OA) cuts until the "
-          "optimum is proven; backend=highs|scip|cbc", exact=True)
+          "optimum is proven; backend=highs|scip|cbc; sparse_dp=true first tries the sparse bounded DP-LD under "
+          "the start plan's cost (a DP proof, named in stats['proof'])", exact=True)
 def _milp_order(problem, *, time_limit=None, seed=0, backend="highs", max_iters: PositiveInt = 50,
-                tol: Tolerance = 0.0, root_cuts: bool = False):
+                tol: Tolerance = 0.0, root_cuts: bool = False, sparse_dp: bool = True):
     from cepopt.formulations.joinorder import solve_order_milp
 
     if _tree_ld(problem):
         raise MethodLimitError("milp-order: scores orders by Cost_ord; use dp-ld for cost=tree")
     _pairwise_only(problem, "milp-order")
     return _model_method(problem, lambda c, tl: solve_order_milp(
-        c, time_limit=tl, seed=seed, backend=backend, max_iters=max_iters, tol=tol, root_cuts=root_cuts),
-        "order", time_limit, "milp-order")
+        c, time_limit=tl, seed=seed, backend=backend, max_iters=max_iters, tol=tol, root_cuts=root_cuts,
+        sparse_dp=sparse_dp), "order", time_limit, "milp-order")
 
 
 @register(NAME, "milp-tree", "M-BUSHY (spec §7.4): subset-flow MILP over the candidate nodes that survive DP-B's "

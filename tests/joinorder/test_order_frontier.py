@@ -100,17 +100,22 @@ def test_milp_order_with_latency_equals_bruteforce(inst):
     assert math.isclose(log_order_objective(conj, out.plan), best, rel_tol=1e-7, abs_tol=1e-7)
 
 
+@pytest.mark.parametrize("sparse_dp", [False, True])
 @pytest.mark.parametrize("preset", ["paper", "small-window", "dense", "hard"])
-def test_milp_order_equals_dp_ld_on_the_presets(preset):
-    """n = 12 on every preset, two seeds: milp-order proves the DP-LD optimum."""
+def test_milp_order_equals_dp_ld_on_the_presets(preset, sparse_dp):
+    """n = 12 on every preset, two seeds: milp-order proves the DP-LD optimum, by the MILP alone or with
+    the sparse DP first (whose proof is named as the DP's)."""
     from cepopt.formulations.joinorder import solve_order_milp
     from cepopt.instances.joinorder_generator import make_instance
     from cepopt.registry import build_problem
 
     for seed in (0, 1):
         conj = build_problem(make_instance(12, seed=seed, preset=preset))[1].conjuncts[0]
-        out = solve_order_milp(conj, time_limit=60, seed=seed)
+        out = solve_order_milp(conj, time_limit=60, seed=seed, sparse_dp=sparse_dp)
         assert out.status == "optimal", out.stats
+        assert ("sparse dp-ld" in out.stats["proof"]) == (out.stats["iterations"] == 0)
+        if not sparse_dp:
+            assert "sparse_dp" not in out.stats and out.stats["iterations"] >= 1
         _, best = dp_ld(conj)
         assert math.isclose(log_cost_ord(conj, out.plan), best, rel_tol=1e-7, abs_tol=1e-7)
 
@@ -127,7 +132,7 @@ def test_milp_order_proves_when_the_start_is_solved_in_presolve():
            [0.5, 1.0, 1.0, 0.5, 1.0, 0.25, 0.5], [1.0, 1.0, 1.0, 0.5, 0.25, 1.0, 1.0],
            [0.5, 1.0, 1.0, 1.0, 0.5, 1.0, 1.0]]
     conj = from_arrays(10.0, np.array([1.0, 3.0, 6.0, 3.0, 1.0, 9.0, 1.0]), np.array(sel)).single
-    out = solve_order_milp(conj, time_limit=30)
+    out = solve_order_milp(conj, time_limit=30, sparse_dp=False)  # the MILP's own path
     assert out.status == "optimal" and out.stats["iterations"] == 1
     _, best = bf.best_order(conj)
     assert math.isclose(log_order_objective(conj, out.plan), best, rel_tol=1e-7, abs_tol=1e-7)
