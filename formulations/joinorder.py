@@ -413,10 +413,11 @@ _SPARSE_SHARE = 0.5
 
 
 def _sparse_dp_first(conj: Conjunct, starts: list, deadline: float | None, stats: dict):
-    """The sparse bounded DP-LD (:mod:`cepopt.joinorder.dp_ld_sparse`) under the best start's cost: an
-    optimal order when it completes (a proof by DP: ``stats["proof"]`` says so), else None and its lower
-    bound on the log variable cost (-inf when it proved nothing), and the DP's optimum. Plain throughput
-    cost only."""
+    """The sparse bounded DP-LD (:mod:`cepopt.joinorder.dp_ld_sparse`) under the best start's cost, over
+    the prefix sets, and over the suffix sets when the prefix cut does not bite (``dense``): an optimal
+    order when one completes or closes the gap to _PROOF_GAP (a proof by DP: ``stats["proof"]`` says
+    so), else None; its best lower bound on the log variable cost (-inf: none); the DP's optimum.
+    Plain throughput cost only."""
     from cepopt.joinorder.dp_ld_fast import fast_applies
     from cepopt.joinorder.dp_ld_sparse import sparse_dp_ld
 
@@ -426,15 +427,23 @@ def _sparse_dp_first(conj: Conjunct, starts: list, deadline: float | None, stats
     ub = _order_var_log(conj, best)
     left = _remaining(deadline)
     dp_deadline = None if left is None else time.perf_counter() + _SPARSE_SHARE * left
-    res = sparse_dp_ld(conj, ub, deadline=dp_deadline)
-    stats["sparse_dp"] = {k: v for k, v in res.stats.items() if k != "layer_sets"}
-    stats["sparse_dp"]["proven"] = res.proven
-    if not res.proven:
-        return None, res.lower, None
-    order = res.order if _order_var_log(conj, res.order) < ub else best
-    stats.update(proof="sparse dp-ld (exact DP over the prefix sets under the start's cost; not the MILP)",
-                 iterations=0)
-    return order, res.lower, res.value
+    lower = -math.inf
+    runs = stats.setdefault("sparse_dp", [])
+    for direction in ("forward", "backward"):
+        res = sparse_dp_ld(conj, ub, incumbent=best, gap=_PROOF_GAP / 2, deadline=dp_deadline,
+                           direction=direction)
+        runs.append({"direction": direction, "proven": res.proven,
+                     **{k: v for k, v in res.stats.items() if k not in ("layer_sets", "direction")}})
+        lower = max(lower, res.lower)
+        if res.proven:
+            order = res.order if _order_var_log(conj, res.order) < ub else best
+            how = (f"its lower bound within {max(res.stats['closed_by_gap'], 0.0):.1e} (log) of the start's cost"
+                   if "closed_by_gap" in res.stats else "exact DP over the surviving sets")
+            stats.update(proof=f"sparse dp-ld, {direction} ({how}; not the MILP)", iterations=0)
+            return order, res.lower, res.value
+        if res.stats.get("stopped") != "no_cut":
+            break  # out of time or memory: the MILP gets the rest
+    return None, lower, None
 
 
 def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: int = 0,

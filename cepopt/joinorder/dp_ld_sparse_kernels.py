@@ -53,8 +53,8 @@ def _row_sum(tab, x, S, chunks):
 def expand_layer(masks, vals, pms, a, tab, n, ub, max_out):
     """Every one-event extension T = S ∪ {x} of the layer (masks sorted, vals = ln of the best prefix cost
     of S, pms = ln PM(S)) whose prefix cost stays <= ub: (keys, vals, pms, last), x by x, so that the keys
-    come in n sorted runs (a stable sort merges them in O(N log n)); empty arrays when more than
-    ``max_out`` extensions survive."""
+    come in n sorted runs (a stable sort merges them in O(N log n)), and their count; empty arrays when
+    more than ``max_out`` extensions survive."""
     chunks = tab.shape[1]
     count = 0
     for x in range(n):
@@ -66,7 +66,7 @@ def expand_layer(masks, vals, pms, a, tab, n, ub, max_out):
             if _lae(vals[s], p) <= ub:
                 count += 1
     if count > max_out:
-        return np.empty(0, np.int64), np.empty(0), np.empty(0), np.empty(0, np.int8)
+        return np.empty(0, np.int64), np.empty(0), np.empty(0), np.empty(0, np.int8), count
     keys = np.empty(count, np.int64)
     tv = np.empty(count)
     tp = np.empty(count)
@@ -85,7 +85,7 @@ def expand_layer(masks, vals, pms, a, tab, n, ub, max_out):
                 tp[q] = p
                 tl[q] = x
                 q += 1
-    return keys, tv, tp, tl
+    return keys, tv, tp, tl, count
 
 
 @numba.njit(cache=True)

@@ -39,28 +39,45 @@ def _preset_conj(preset: str, n: int, seed: int):
     return build_problem(make_instance(n, seed=seed, preset=preset))[1].conjuncts[0]
 
 
-@settings(max_examples=40, deadline=None)
-@given(cost_instances(2, 7), st.sampled_from(["greedy", "trivial"]))
-def test_sparse_dp_equals_bruteforce(inst, start):
+@settings(max_examples=60, deadline=None)
+@given(cost_instances(2, 7), st.sampled_from(["greedy", "trivial"]), st.sampled_from(["forward", "backward"]))
+def test_sparse_dp_equals_bruteforce(inst, start, direction):
     w, r, sel = inst
     conj = problem_of(w, r, sel).single
     ub = _var(conj, greedy(conj) if start == "greedy" else trivial(conj.n))
-    res = sparse_dp_ld(conj, ub, stop_early=False)
+    res = sparse_dp_ld(conj, ub, stop_early=False, direction=direction)
     assert res.proven and sorted(res.order) == list(range(conj.n))
     assert math.isclose(_var(conj, res.order), res.value, rel_tol=TOL, abs_tol=TOL)
     _, best = bf.best_order(conj)
     assert math.isclose(_full(conj, res.value), best, rel_tol=TOL, abs_tol=TOL)
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.sampled_from(PRESETS), st.integers(8, 14), st.integers(0, 10_000))
-def test_sparse_dp_equals_dense_dp_on_the_presets(preset, n, seed):
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(PRESETS), st.integers(8, 14), st.integers(0, 10_000), st.sampled_from(["forward", "backward"]))
+def test_sparse_dp_equals_dense_dp_on_the_presets(preset, n, seed, direction):
     conj = _preset_conj(preset, n, seed)
     _, ref = dp_ld(conj)
-    res = sparse_dp_ld(conj, _var(conj, greedy(conj)), stop_early=False)
+    res = sparse_dp_ld(conj, _var(conj, greedy(conj)), stop_early=False, direction=direction)
     assert res.proven
     assert math.isclose(_full(conj, res.value), ref, rel_tol=TOL, abs_tol=TOL)
     assert math.isclose(_full(conj, _var(conj, res.order)), ref, rel_tol=TOL, abs_tol=TOL)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(PRESETS), st.integers(8, 14), st.integers(0, 10_000), st.sampled_from(["forward", "backward"]))
+def test_a_gap_proof_is_within_its_gap(preset, n, seed, direction):
+    """Closed by the gap (the incumbent returned): its variable cost is within ``gap`` (log) of the
+    dense DP's optimum, and the lower bound is below the optimum. Checked on the variable cost, where
+    1e-9 is not hidden by PM(all)."""
+    conj = _preset_conj(preset, n, seed)
+    order, _ = dp_ld(conj)
+    opt = _var(conj, order)
+    start = greedy(conj)
+    gap = 1e-9
+    res = sparse_dp_ld(conj, _var(conj, start), incumbent=start, gap=gap, stop_early=False, direction=direction)
+    assert res.proven
+    assert res.lower <= opt + 1e-12 * max(1.0, abs(opt))
+    assert _var(conj, res.order) - opt <= gap + 1e-12 * max(1.0, abs(opt))
 
 
 @settings(max_examples=25, deadline=None)
@@ -77,12 +94,12 @@ def test_sparse_dp_equals_dense_dp_with_the_optimum_as_bound(inst):
 @settings(max_examples=25, deadline=None)
 @given(st.sampled_from(PRESETS), st.integers(8, 12), st.integers(0, 10_000), st.integers(1, 50))
 def test_a_stopped_search_gives_a_valid_lower_bound(preset, n, seed, max_sets):
-    """Stopped by max_sets: no order, and its lower bound never exceeds the optimum."""
+    """Stopped by max_sets: no order, and its lower bound never exceeds the optimum (both directions)."""
     conj = _preset_conj(preset, n, seed)
     order, _ = dp_ld(conj)
     opt = _var(conj, order)
     ub = _var(conj, greedy(conj))
-    res = sparse_dp_ld(conj, ub, max_sets=max_sets, stop_early=False)
+    res = sparse_dp_ld(conj, ub, max_sets=max_sets, stop_early=False, direction=["forward", "backward"][seed % 2])
     assert res.lower <= opt + TOL * max(1.0, abs(opt))
     if res.proven:
         assert math.isclose(res.value, opt, rel_tol=TOL, abs_tol=TOL)
@@ -109,7 +126,8 @@ def test_dense_instances_stop_early_when_the_cut_does_not_bite():
     assert not res.proven and res.stats["stopped"] == "no_cut"
 
 
-@pytest.mark.parametrize(("preset", "seed"), [("hard", 0), ("hard", 1), ("small-window", 0)])
+@pytest.mark.parametrize(("preset", "seed"), [("hard", 0), ("hard", 1), ("small-window", 0), ("dense", 2),
+                                             ("paper", 0)])
 def test_milp_order_names_the_dp_proof(preset, seed):
     """n = 18: the sparse DP proves the dense DP-LD's optimum inside milp-order, and says so."""
     from cepopt.formulations.joinorder import solve_order_milp
