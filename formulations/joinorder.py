@@ -303,7 +303,10 @@ def _outcome(best: Any, best_log: float, lb_log: float, last_obj_log: float, con
     ub_total = float(np.logaddexp(best_log, const))
     lb_total = float(np.logaddexp(lb_log, const)) if lb_log > -math.inf else const
     stats["lower_bound_log_cost"] = lb_total
-    ratio = 0.0 if status == "optimal" else max(ub_total - lb_total, 0.0)
+    # a proof by gap (the bound meets the incumbent to _PROOF_GAP, not exactly) keeps that gap: the reported
+    # bound is the proven one, never the objective itself (issue 21: a tolerance is not an exact proof)
+    gap_proof = status == "optimal" and (stats.get("proof_gap_log", 0.0) > 0 or "within" in stats.get("proof", ""))
+    ratio = max(ub_total - lb_total, 0.0) if status != "optimal" or gap_proof else 0.0
     solver_log = float(np.logaddexp(last_obj_log, const)) if status == "optimal" else None
     return ModelOutcome(best, status, stats, "" if status == "optimal" else "optimum not proven", ratio,
                         solver_log)

@@ -27,6 +27,7 @@ cpsat-order) encode pairwise selectivities only and refuse a pattern whose order
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -350,6 +351,10 @@ def _model_method(problem, solve_one, kind: str, time_limit, name: str) -> Metho
         # A lower bound on the cost: each conjunct's cost divided by its proven ratio.
         return MethodResult(plan=result.plan, status="feasible", bound=value - log_ratio, stats=stats,
                             message=f"{name}: optimum not proven within the limits")
+    if log_ratio > 0 and result.status == "optimal":
+        # optimal to the solver's precision (a gap below _PROOF_GAP in ln cost), not exactly: the bound
+        # reported is the proven one, not the objective (the tolerance is stats["proof_gap_log"])
+        result = dataclasses.replace(result, bound=cost.evaluate(problem, result.plan) - log_ratio)
     return result
 
 
