@@ -181,28 +181,31 @@ def run_local(compiled, events: pd.DataFrame, *, progress: Progress | None = Non
 # ---------------------------------------------------------------------------------------------
 
 
-def _floor_div(a, b: int):
-    """Spark expression of a // b for longs (exact, rounding down as Python does)."""
-    from pyspark.sql import functions as F
+def _block_columns(sdf, cls):
+    """``sdf`` with the columns ``__cepopt_first`` and ``__cepopt_last`` of :func:`window_blocks` for its
+    ``ts``, in long arithmetic (exact) when the windows are integral.
 
-    return ((a - F.pmod(a, F.lit(b))) / F.lit(b)).cast("long") if b != 1 else a
-
-
-def _block_columns(cls):
-    """Spark expressions (first, last) of :func:`window_blocks` for column ``ts``."""
+    Built in two projections over named columns: an expression that refers to ``lo`` and ``hi`` several
+    times would otherwise carry their whole trees each time (Spark does not share them), which made the
+    block column cost seconds of JVM time per million events.
+    """
     from pyspark.sql import functions as F
 
     k, w, s = int(cls.windows_per_block), cls.length, cls.slide
-    ts = F.col("ts")
     if float(w).is_integer() and float(s).is_integer():
         w, s = int(w), int(s)
-        lo = F.greatest(F.lit(0).cast("long"), _floor_div(ts - F.lit(w), s) + 1)
-        hi = _floor_div(ts, s)
+        # a div b rounds toward zero; a - pmod(a, b) is a multiple of b, so the quotient is a floor
+        lo = F.expr(f"greatest(0L, ((ts - {w}L) - pmod(ts - {w}L, {s}L)) div {s}L + 1L)")
+        hi = F.expr(f"(ts - pmod(ts, {s}L)) div {s}L")
     else:
-        lo = F.greatest(F.lit(0).cast("long"), (F.floor((ts - F.lit(float(w))) / F.lit(float(s))) + 1).cast("long"))
-        hi = F.floor(ts / F.lit(float(s))).cast("long")
-    first, last = _floor_div(lo, k), _floor_div(hi, k)
-    return F.when(lo > hi, last + 1).otherwise(first), last
+        lo = F.greatest(F.lit(0).cast("long"), (F.floor((F.col("ts") - F.lit(float(w))) / F.lit(float(s))) + 1)
+                        .cast("long"))
+        hi = F.floor(F.col("ts") / F.lit(float(s))).cast("long")
+    lo_hi = sdf.withColumns({"__cepopt_lo": lo, "__cepopt_hi": hi})
+    first = F.expr(f"CASE WHEN __cepopt_lo > __cepopt_hi THEN (__cepopt_hi - pmod(__cepopt_hi, {k}L)) div {k}L + 1L "
+                   f"ELSE __cepopt_lo div {k}L END")  # lo >= 0: div is a floor
+    last = F.expr(f"(__cepopt_hi - pmod(__cepopt_hi, {k}L)) div {k}L")
+    return lo_hi.withColumns({"__cepopt_first": first, "__cepopt_last": last}).drop("__cepopt_lo", "__cepopt_hi")
 
 
 def _spark_class(cls, events):
@@ -214,12 +217,15 @@ def _spark_class(cls, events):
     sdf = sdf.select(*[F.col(c) if c in present else F.lit(None).cast("string").alias(c) for c in cls.columns])
     if cls.windows_per_block is None or cls.slide is None:
         return sdf.withColumn(BLOCK, F.lit(0).cast("long")), False
-    first, last = _block_columns(cls)
-    if cls.length == cls.slide:  # tumbling windows: every event lies in exactly one block
-        return sdf.withColumn(BLOCK, first), True
-    blocks = (F.when(first > last, F.array().cast("array<bigint>"))
-              .when(first == last, F.array(first)).otherwise(F.array(first, last)))
-    return sdf.withColumn(BLOCK, F.explode(blocks)), True
+    sdf = _block_columns(sdf, cls)
+    first, last = F.col("__cepopt_first"), F.col("__cepopt_last")
+    if cls.length == cls.slide:  # tumbling windows: an event lies in one block (none before time 0)
+        blocks = sdf.filter(first <= last).withColumn(BLOCK, first)
+    else:
+        # K >= W/S: an event lies in at most two blocks (none when first > last)
+        blocks = sdf.withColumn(BLOCK, F.explode(F.when(first > last, F.array().cast("array<bigint>"))
+                                                 .when(first == last, F.array(first)).otherwise(F.array(first, last))))
+    return blocks.drop("__cepopt_first", "__cepopt_last"), True
 
 
 def _kernel_udf(compiled_bc, index: int, blocked: bool, counters):

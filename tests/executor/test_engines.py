@@ -101,3 +101,24 @@ def test_spark_engine_writes_results(spark, tmp_path):
         pd.concat([pd.read_csv(f, dtype={"value": str}, keep_default_na=False) for f in out.glob("part-*.csv")])
     assert digest(back) == run_local(plan, events).digest
     assert np.isin(["query", "group", "window", "aggregate", "value"], back.columns).all()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("length,slide,k", [(10, 3, 4), (7, 7, 2), (3, 10, 1), (1200, 300, 64), (2.5, 0.5, 5)])
+def test_spark_blocks_equal_window_blocks(spark, length, slide, k):
+    """The Spark block columns (long arithmetic) are :func:`window_blocks` on any time stamp, negative
+    and far beyond 2^53 included."""
+    from cepopt.executor.engines import BLOCK, _spark_class
+    from cepopt.executor.partitions import PartitionClass, window_blocks
+
+    rng = np.random.default_rng(7)
+    ts = np.concatenate([rng.integers(-50, 400, 300), [0, 1, -1, length, slide],
+                         [2 ** 62 + 12345, 2 ** 62 - 1] if float(slide).is_integer() else []]).astype(np.int64)
+    cls = PartitionClass(types=("A",), columns=("ts", "type"), keys=(), length=length, slide=slide,
+                         windows_per_block=k)
+    events = spark.createDataFrame(pd.DataFrame({"ts": ts, "type": "A"}))
+    sdf, blocked = _spark_class(cls, events)
+    got = sorted(map(tuple, sdf.select("ts", BLOCK).orderBy("ts", BLOCK).toPandas().to_numpy().tolist()))
+    first, last = window_blocks(ts, cls)
+    want = sorted((int(t), int(b)) for t, f, la in zip(ts, first, last, strict=True) for b in range(f, la + 1))
+    assert blocked and got == want
