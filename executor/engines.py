@@ -153,9 +153,9 @@ def _local_groups(cls, df: pd.DataFrame) -> Iterator[tuple[int | None, pd.DataFr
         yield block, part.drop(columns=[BLOCK]) if blocked else part
 
 
-def run_local(compiled, events: pd.DataFrame, *, progress: Progress | None = None) -> EngineRun:
-    """Run ``compiled`` on a pandas stream in process (module docstring)."""
-    start = time.perf_counter()
+def local_results(compiled, events: pd.DataFrame, progress: Progress | None = None) -> tuple[pd.DataFrame, dict]:
+    """(merged results with values as exact text, summed counters) of ``compiled`` on a pandas stream:
+    the whole work of the local engine, and of the Spark engine's single task on a tiny stream."""
     progress = progress or Progress()
     metrics: dict = {}
     partials = []
@@ -169,6 +169,13 @@ def run_local(compiled, events: pd.DataFrame, *, progress: Progress | None = Non
             done += 1
             progress(lambda done=done, index=index: f"class {index + 1}/{len(compiled.classes)}, {done} partitions")
     merged = merge_text(pd.concat(partials, ignore_index=True) if partials else pd.DataFrame(columns=PARTIAL_COLUMNS))
+    return merged, metrics
+
+
+def run_local(compiled, events: pd.DataFrame, *, progress: Progress | None = None) -> EngineRun:
+    """Run ``compiled`` on a pandas stream in process (module docstring)."""
+    start = time.perf_counter()
+    merged, metrics = local_results(compiled, events, progress)
     total, rows = digest_sum(merged)
     results = merged.assign(value=[parse_value(v) for v in merged["value"]])
     results = results.sort_values(RESULT_KEYS, kind="stable").reset_index(drop=True)
@@ -244,18 +251,43 @@ def _kernel_udf(compiled_bc, index: int, blocked: bool, counters):
     return run
 
 
+def _report(merged: pd.DataFrame, digests, firsts) -> None:
+    """Add a partition of the results to the digest and the preview accumulators."""
+    digests.add(digest_sum(merged))
+    head = merged.sort_values(RESULT_KEYS).head(PREVIEW_ROWS)
+    firsts.add(list(head.itertuples(index=False, name=None)))
+
+
 def _merge_udf(digests, firsts):
     def merge(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         parts = [b for b in batches if len(b)]
         if not parts:
             return
         merged = merge_text(pd.concat(parts, ignore_index=True))
-        digests.add(digest_sum(merged))
-        head = merged.sort_values(RESULT_KEYS).head(PREVIEW_ROWS)
-        firsts.add(list(head.itertuples(index=False, name=None)))
+        _report(merged, digests, firsts)
         yield merged
 
     return merge
+
+
+def _single_udf(compiled_bc, counters, digests, firsts):
+    """The whole run in one task (a tiny stream in one partition): the local engine's work on it."""
+    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        from cepopt.executor.streams import ERROR_MARK
+
+        parts = [b for b in batches if len(b)]
+        if not parts:
+            return
+        try:
+            merged, metrics = local_results(compiled_bc.value, pd.concat(parts, ignore_index=True))
+        except CepoptError as exc:
+            raise CepoptError(f"{ERROR_MARK}{' '.join(str(exc).split())}") from None
+        counters.add(metrics)
+        if len(merged):
+            _report(merged, digests, firsts)
+            yield merged[RESULT_COLUMNS]
+
+    return run
 
 
 def _dict_param():
@@ -347,16 +379,9 @@ def write_frame(results, output: str) -> None:
         writer.parquet(output)
 
 
-def run_spark(compiled, events, spark, *, source: str | None = None, output: str | None = None,
-              progress: Progress | None = None) -> EngineRun:
-    """Run ``compiled`` on the Spark DataFrame ``events`` (module docstring); with ``output``, the
-    results are written there by the same job."""
-    start = time.perf_counter()
-    sc = spark.sparkContext
-    compiled_bc = sc.broadcast(compiled)
-    counters = sc.accumulator({}, _dict_param())
-    digests = sc.accumulator((0, 0), _digest_param())
-    firsts = sc.accumulator([], _first_rows_param())
+def _partitioned(compiled, compiled_bc, events, spark, counters, digests, firsts):
+    """The results DataFrame of the partitioned run: per class, ``groupBy(keys + block).applyInPandas``
+    of the kernel; the partials of all classes hash-partitioned by their key and merged."""
     frames = []
     for index, cls in enumerate(compiled.classes):
         sdf, blocked = _spark_class(cls, events)
@@ -369,7 +394,26 @@ def run_spark(compiled, events, spark, *, source: str | None = None, output: str
             partials = partials.unionByName(frame)
     else:
         partials = spark.createDataFrame([], PARTIAL_SCHEMA)
-    results = partials.repartition(*RESULT_KEYS).mapInPandas(_merge_udf(digests, firsts), RESULT_SCHEMA).persist()
+    return partials.repartition(*RESULT_KEYS).mapInPandas(_merge_udf(digests, firsts), RESULT_SCHEMA)
+
+
+def run_spark(compiled, events, spark, *, source: str | None = None, output: str | None = None,
+              progress: Progress | None = None, single: bool = False) -> EngineRun:
+    """Run ``compiled`` on the Spark DataFrame ``events`` (module docstring); with ``output``, the
+    results are written there by the same job. ``single``: a tiny stream, run in one task (one stage, no
+    shuffle, one Python worker: the local engine's work on the whole stream), which is what most of a
+    small run's time went to."""
+    start = time.perf_counter()
+    sc = spark.sparkContext
+    compiled_bc = sc.broadcast(compiled)
+    counters = sc.accumulator({}, _dict_param())
+    digests = sc.accumulator((0, 0), _digest_param())
+    firsts = sc.accumulator([], _first_rows_param())
+    if single:
+        results = events.coalesce(1).mapInPandas(_single_udf(compiled_bc, counters, digests, firsts), RESULT_SCHEMA)
+    else:
+        results = _partitioned(compiled, compiled_bc, events, spark, counters, digests, firsts)
+    results = results.persist()
     done = threading.Event()
     watcher = _spark_progress(sc, progress or Progress(), done)
     try:
