@@ -13,7 +13,10 @@ of every group exactly (:func:`~cepopt.executor.partitions.merge_text`).
   One job computes it (or writes it, with ``output``); the kernels' counters come back in an
   accumulator, and so do the row count, an order-independent digest computed where the rows are
   (:func:`~cepopt.executor.results.digest_sum`) and the first rows by key (a preview): nothing else
-  reaches the driver.
+  reaches the driver. A tiny stream (``single``) skips the shuffles: one task runs the local engine's
+  work (:func:`local_results`) on the whole stream, one stage and one Python worker in all, which is
+  most of a small run's time saved. The window blocks are computed in long arithmetic over named
+  columns (:func:`_block_columns`).
 * :func:`run_local`: the same kernels in process, pandas ``groupby``, no JVM (pyspark is not imported).
 
 A kernel's :class:`~cepopt.errors.CepoptError` on a worker, and a bad event met while reading
