@@ -108,7 +108,12 @@ def cds_options() -> list[str]:
 
         java = shutil.which("java") or ""
         home = os.environ.get("JAVA_HOME", "")
-        key = hashlib.sha1(f"{pyspark.__file__}|{pyspark.__version__}|{home}|{os.path.realpath(java)}".encode())
+        # the jars' times: an archive of jars since reinstalled is refused by the JVM without a word
+        # (and start-up takes twice as long), so a reinstall must name a new archive
+        jars = Path(pyspark.__file__).parent / "jars"
+        stamp = max((f.stat().st_mtime_ns for f in jars.glob("*.jar")), default=0) if jars.is_dir() else 0
+        key = hashlib.sha1(f"{pyspark.__file__}|{pyspark.__version__}|{home}|{os.path.realpath(java)}|{stamp}"
+                           .encode())
         folder = Path(os.environ.get("CEPOPT_CACHE", Path.home() / ".cache" / "cepopt")) / "cds"
         folder.mkdir(parents=True, exist_ok=True)
         final = folder / f"spark-{pyspark.__version__}-{key.hexdigest()[:12]}.jsa"
