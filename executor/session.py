@@ -18,7 +18,8 @@ Environment:
 Start-up cost (most of a small run's time is the JVM's own: class loading, JIT): the driver JVM uses an
 application class-data archive of Spark's classes (JDK CDS), written by the first run at its exit into
 ``$CEPOPT_CACHE`` (default ``~/.cache/cepopt``; about 170 MB) and mapped by every later run, which
-halves the JVM's start-up CPU. A ``small`` run (a stream of a few MB) also runs the JIT's first tier only
+halves the JVM's start-up CPU (named after pyspark's jars and their times: the JVM silently refuses an
+archive of jars since reinstalled). A ``small`` run (a stream of a few MB) also runs the JIT's first tier only
 and the serial collector, which halves it again; large runs keep the JVM's defaults.
 """
 
