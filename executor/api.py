@@ -203,7 +203,7 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
 
         spark = spark or get_spark(master, small=_small(events))
         run = run_spark(compiled, _spark_events(events, spark, schema), spark, source=source, output=output,
-                        progress=progress)
+                        progress=progress, single=_tiny(events))
     metrics = driver.finish(compiled, dict(run.metrics))
     try:
         prediction = predicted(family, problem, plan)
@@ -217,19 +217,39 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
                            run.digest, run.rows, run.engine, run.extra.get("preview"))
 
 
-def _small(events: Any) -> bool:
-    """Whether a stream is small enough for a JVM started for a short life (see executor/session.py)."""
+#: a stream at most this large (rows given in memory, bytes of a local file) starts a JVM for a short life
+#: (executor/session.py) ...
+SMALL_ROWS, SMALL_BYTES = 200_000, 8 << 20
+#: ... and at most this large runs in one Spark task (engines.run_spark's ``single``)
+TINY_ROWS, TINY_BYTES = 20_000, 1 << 20
+
+
+def _size(events: Any) -> tuple[str, float]:
+    """("rows" or "bytes", how many) of a stream given in memory or as a local path; ("", inf) else."""
     if isinstance(events, pd.DataFrame | list | tuple):
-        return len(events) <= 200_000
+        return "rows", len(events)
     if isinstance(events, str | Path):
         from cepopt.executor.streams import is_local, local_path
 
         if is_local(events):
             path = local_path(events)
-            size = path.stat().st_size if path.is_file() else sum(
-                f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 1 << 62
-            return size <= 8 << 20
-    return False
+            if path.is_file():
+                return "bytes", path.stat().st_size
+            if path.is_dir():
+                return "bytes", sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return "", math.inf
+
+
+def _small(events: Any) -> bool:
+    """Whether a stream is small enough for a JVM started for a short life (see executor/session.py)."""
+    kind, n = _size(events)
+    return n <= (SMALL_ROWS if kind == "rows" else SMALL_BYTES)
+
+
+def _tiny(events: Any) -> bool:
+    """Whether a stream is small enough to run in one Spark task."""
+    kind, n = _size(events)
+    return n <= (TINY_ROWS if kind == "rows" else TINY_BYTES)
 
 
 def _accepted(fn, options: dict) -> dict:

@@ -13,7 +13,10 @@ of every group exactly (:func:`~cepopt.executor.partitions.merge_text`).
   One job computes it (or writes it, with ``output``); the kernels' counters come back in an
   accumulator, and so do the row count, an order-independent digest computed where the rows are
   (:func:`~cepopt.executor.results.digest_sum`) and the first rows by key (a preview): nothing else
-  reaches the driver.
+  reaches the driver. A tiny stream (``single``) skips the shuffles: one task runs the local engine's
+  work (:func:`local_results`) on the whole stream, one stage and one Python worker in all, which is
+  most of a small run's time saved. The window blocks are computed in long arithmetic over named
+  columns (:func:`_block_columns`).
 * :func:`run_local`: the same kernels in process, pandas ``groupby``, no JVM (pyspark is not imported).
 
 A kernel's :class:`~cepopt.errors.CepoptError` on a worker, and a bad event met while reading
@@ -153,9 +156,9 @@ def _local_groups(cls, df: pd.DataFrame) -> Iterator[tuple[int | None, pd.DataFr
         yield block, part.drop(columns=[BLOCK]) if blocked else part
 
 
-def run_local(compiled, events: pd.DataFrame, *, progress: Progress | None = None) -> EngineRun:
-    """Run ``compiled`` on a pandas stream in process (module docstring)."""
-    start = time.perf_counter()
+def local_results(compiled, events: pd.DataFrame, progress: Progress | None = None) -> tuple[pd.DataFrame, dict]:
+    """(merged results with values as exact text, summed counters) of ``compiled`` on a pandas stream:
+    the whole work of the local engine, and of the Spark engine's single task on a tiny stream."""
     progress = progress or Progress()
     metrics: dict = {}
     partials = []
@@ -169,6 +172,13 @@ def run_local(compiled, events: pd.DataFrame, *, progress: Progress | None = Non
             done += 1
             progress(lambda done=done, index=index: f"class {index + 1}/{len(compiled.classes)}, {done} partitions")
     merged = merge_text(pd.concat(partials, ignore_index=True) if partials else pd.DataFrame(columns=PARTIAL_COLUMNS))
+    return merged, metrics
+
+
+def run_local(compiled, events: pd.DataFrame, *, progress: Progress | None = None) -> EngineRun:
+    """Run ``compiled`` on a pandas stream in process (module docstring)."""
+    start = time.perf_counter()
+    merged, metrics = local_results(compiled, events, progress)
     total, rows = digest_sum(merged)
     results = merged.assign(value=[parse_value(v) for v in merged["value"]])
     results = results.sort_values(RESULT_KEYS, kind="stable").reset_index(drop=True)
@@ -181,28 +191,31 @@ def run_local(compiled, events: pd.DataFrame, *, progress: Progress | None = Non
 # ---------------------------------------------------------------------------------------------
 
 
-def _floor_div(a, b: int):
-    """Spark expression of a // b for longs (exact, rounding down as Python does)."""
-    from pyspark.sql import functions as F
+def _block_columns(sdf, cls):
+    """``sdf`` with the columns ``__cepopt_first`` and ``__cepopt_last`` of :func:`window_blocks` for its
+    ``ts``, in long arithmetic (exact) when the windows are integral.
 
-    return ((a - F.pmod(a, F.lit(b))) / F.lit(b)).cast("long") if b != 1 else a
-
-
-def _block_columns(cls):
-    """Spark expressions (first, last) of :func:`window_blocks` for column ``ts``."""
+    Built in two projections over named columns: an expression that refers to ``lo`` and ``hi`` several
+    times would otherwise carry their whole trees each time (Spark does not share them), which made the
+    block column cost seconds of JVM time per million events.
+    """
     from pyspark.sql import functions as F
 
     k, w, s = int(cls.windows_per_block), cls.length, cls.slide
-    ts = F.col("ts")
     if float(w).is_integer() and float(s).is_integer():
         w, s = int(w), int(s)
-        lo = F.greatest(F.lit(0).cast("long"), _floor_div(ts - F.lit(w), s) + 1)
-        hi = _floor_div(ts, s)
+        # a div b rounds toward zero; a - pmod(a, b) is a multiple of b, so the quotient is a floor
+        lo = F.expr(f"greatest(0L, ((ts - {w}L) - pmod(ts - {w}L, {s}L)) div {s}L + 1L)")
+        hi = F.expr(f"(ts - pmod(ts, {s}L)) div {s}L")
     else:
-        lo = F.greatest(F.lit(0).cast("long"), (F.floor((ts - F.lit(float(w))) / F.lit(float(s))) + 1).cast("long"))
-        hi = F.floor(ts / F.lit(float(s))).cast("long")
-    first, last = _floor_div(lo, k), _floor_div(hi, k)
-    return F.when(lo > hi, last + 1).otherwise(first), last
+        lo = F.greatest(F.lit(0).cast("long"), (F.floor((F.col("ts") - F.lit(float(w))) / F.lit(float(s))) + 1)
+                        .cast("long"))
+        hi = F.floor(F.col("ts") / F.lit(float(s))).cast("long")
+    lo_hi = sdf.withColumns({"__cepopt_lo": lo, "__cepopt_hi": hi})
+    first = F.expr(f"CASE WHEN __cepopt_lo > __cepopt_hi THEN (__cepopt_hi - pmod(__cepopt_hi, {k}L)) div {k}L + 1L "
+                   f"ELSE __cepopt_lo div {k}L END")  # lo >= 0: div is a floor
+    last = F.expr(f"(__cepopt_hi - pmod(__cepopt_hi, {k}L)) div {k}L")
+    return lo_hi.withColumns({"__cepopt_first": first, "__cepopt_last": last}).drop("__cepopt_lo", "__cepopt_hi")
 
 
 def _spark_class(cls, events):
@@ -214,12 +227,15 @@ def _spark_class(cls, events):
     sdf = sdf.select(*[F.col(c) if c in present else F.lit(None).cast("string").alias(c) for c in cls.columns])
     if cls.windows_per_block is None or cls.slide is None:
         return sdf.withColumn(BLOCK, F.lit(0).cast("long")), False
-    first, last = _block_columns(cls)
-    if cls.length == cls.slide:  # tumbling windows: every event lies in exactly one block
-        return sdf.withColumn(BLOCK, first), True
-    blocks = (F.when(first > last, F.array().cast("array<bigint>"))
-              .when(first == last, F.array(first)).otherwise(F.array(first, last)))
-    return sdf.withColumn(BLOCK, F.explode(blocks)), True
+    sdf = _block_columns(sdf, cls)
+    first, last = F.col("__cepopt_first"), F.col("__cepopt_last")
+    if cls.length == cls.slide:  # tumbling windows: an event lies in one block (none before time 0)
+        blocks = sdf.filter(first <= last).withColumn(BLOCK, first)
+    else:
+        # K >= W/S: an event lies in at most two blocks (none when first > last)
+        blocks = sdf.withColumn(BLOCK, F.explode(F.when(first > last, F.array().cast("array<bigint>"))
+                                                 .when(first == last, F.array(first)).otherwise(F.array(first, last))))
+    return blocks.drop("__cepopt_first", "__cepopt_last"), True
 
 
 def _kernel_udf(compiled_bc, index: int, blocked: bool, counters):
@@ -238,18 +254,43 @@ def _kernel_udf(compiled_bc, index: int, blocked: bool, counters):
     return run
 
 
+def _report(merged: pd.DataFrame, digests, firsts) -> None:
+    """Add a partition of the results to the digest and the preview accumulators."""
+    digests.add(digest_sum(merged))
+    head = merged.sort_values(RESULT_KEYS).head(PREVIEW_ROWS)
+    firsts.add(list(head.itertuples(index=False, name=None)))
+
+
 def _merge_udf(digests, firsts):
     def merge(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         parts = [b for b in batches if len(b)]
         if not parts:
             return
         merged = merge_text(pd.concat(parts, ignore_index=True))
-        digests.add(digest_sum(merged))
-        head = merged.sort_values(RESULT_KEYS).head(PREVIEW_ROWS)
-        firsts.add(list(head.itertuples(index=False, name=None)))
+        _report(merged, digests, firsts)
         yield merged
 
     return merge
+
+
+def _single_udf(compiled_bc, counters, digests, firsts):
+    """The whole run in one task (a tiny stream in one partition): the local engine's work on it."""
+    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        from cepopt.executor.streams import ERROR_MARK
+
+        parts = [b for b in batches if len(b)]
+        if not parts:
+            return
+        try:
+            merged, metrics = local_results(compiled_bc.value, pd.concat(parts, ignore_index=True))
+        except CepoptError as exc:
+            raise CepoptError(f"{ERROR_MARK}{' '.join(str(exc).split())}") from None
+        counters.add(metrics)
+        if len(merged):
+            _report(merged, digests, firsts)
+            yield merged[RESULT_COLUMNS]
+
+    return run
 
 
 def _dict_param():
@@ -341,16 +382,9 @@ def write_frame(results, output: str) -> None:
         writer.parquet(output)
 
 
-def run_spark(compiled, events, spark, *, source: str | None = None, output: str | None = None,
-              progress: Progress | None = None) -> EngineRun:
-    """Run ``compiled`` on the Spark DataFrame ``events`` (module docstring); with ``output``, the
-    results are written there by the same job."""
-    start = time.perf_counter()
-    sc = spark.sparkContext
-    compiled_bc = sc.broadcast(compiled)
-    counters = sc.accumulator({}, _dict_param())
-    digests = sc.accumulator((0, 0), _digest_param())
-    firsts = sc.accumulator([], _first_rows_param())
+def _partitioned(compiled, compiled_bc, events, spark, counters, digests, firsts):
+    """The results DataFrame of the partitioned run: per class, ``groupBy(keys + block).applyInPandas``
+    of the kernel; the partials of all classes hash-partitioned by their key and merged."""
     frames = []
     for index, cls in enumerate(compiled.classes):
         sdf, blocked = _spark_class(cls, events)
@@ -363,7 +397,26 @@ def run_spark(compiled, events, spark, *, source: str | None = None, output: str
             partials = partials.unionByName(frame)
     else:
         partials = spark.createDataFrame([], PARTIAL_SCHEMA)
-    results = partials.repartition(*RESULT_KEYS).mapInPandas(_merge_udf(digests, firsts), RESULT_SCHEMA).persist()
+    return partials.repartition(*RESULT_KEYS).mapInPandas(_merge_udf(digests, firsts), RESULT_SCHEMA)
+
+
+def run_spark(compiled, events, spark, *, source: str | None = None, output: str | None = None,
+              progress: Progress | None = None, single: bool = False) -> EngineRun:
+    """Run ``compiled`` on the Spark DataFrame ``events`` (module docstring); with ``output``, the
+    results are written there by the same job. ``single``: a tiny stream, run in one task (one stage, no
+    shuffle, one Python worker: the local engine's work on the whole stream), which is what most of a
+    small run's time went to."""
+    start = time.perf_counter()
+    sc = spark.sparkContext
+    compiled_bc = sc.broadcast(compiled)
+    counters = sc.accumulator({}, _dict_param())
+    digests = sc.accumulator((0, 0), _digest_param())
+    firsts = sc.accumulator([], _first_rows_param())
+    if single:
+        results = events.coalesce(1).mapInPandas(_single_udf(compiled_bc, counters, digests, firsts), RESULT_SCHEMA)
+    else:
+        results = _partitioned(compiled, compiled_bc, events, spark, counters, digests, firsts)
+    results = results.persist()
     done = threading.Event()
     watcher = _spark_progress(sc, progress or Progress(), done)
     try:

@@ -18,7 +18,8 @@ Environment:
 Start-up cost (most of a small run's time is the JVM's own: class loading, JIT): the driver JVM uses an
 application class-data archive of Spark's classes (JDK CDS), written by the first run at its exit into
 ``$CEPOPT_CACHE`` (default ``~/.cache/cepopt``; about 170 MB) and mapped by every later run, which
-halves the JVM's start-up CPU. A ``small`` run (a stream of a few MB) also runs the JIT's first tier only
+halves the JVM's start-up CPU (named after pyspark's jars and their times: the JVM silently refuses an
+archive of jars since reinstalled). A ``small`` run (a stream of a few MB) also runs the JIT's first tier only
 and the serial collector, which halves it again; large runs keep the JVM's defaults.
 """
 
@@ -108,7 +109,12 @@ def cds_options() -> list[str]:
 
         java = shutil.which("java") or ""
         home = os.environ.get("JAVA_HOME", "")
-        key = hashlib.sha1(f"{pyspark.__file__}|{pyspark.__version__}|{home}|{os.path.realpath(java)}".encode())
+        # the jars' times: an archive of jars since reinstalled is refused by the JVM without a word
+        # (and start-up takes twice as long), so a reinstall must name a new archive
+        jars = Path(pyspark.__file__).parent / "jars"
+        stamp = max((f.stat().st_mtime_ns for f in jars.glob("*.jar")), default=0) if jars.is_dir() else 0
+        key = hashlib.sha1(f"{pyspark.__file__}|{pyspark.__version__}|{home}|{os.path.realpath(java)}|{stamp}"
+                           .encode())
         folder = Path(os.environ.get("CEPOPT_CACHE", Path.home() / ".cache" / "cepopt")) / "cds"
         folder.mkdir(parents=True, exist_ok=True)
         final = folder / f"spark-{pyspark.__version__}-{key.hexdigest()[:12]}.jsa"

@@ -33,7 +33,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cepopt.formulations import export, native
-from cepopt.formulations.cpsat import solve_model_cpsat
 from cepopt.formulations.linear import (
     Constraint,
     LinExpr,
@@ -78,6 +77,10 @@ def solve(model: Model, backend: str = "highs", *, time_limit: float | None = No
     export.offer_export(model, backend)
     hint = hint if hint is not None else model.hint
     if backend == "cpsat":
+        # imported here: ortools (and the pandas it imports) cost a second that building a problem to
+        # execute a plan does not need
+        from cepopt.formulations.cpsat import solve_model_cpsat
+
         return solve_model_cpsat(model, time_limit=time_limit, seed=seed, workers=workers, lp_heavy=lp_heavy,
                                  extra=options, hint=hint, log=log)
     return solve_model_milp(model, backend=backend, time_limit=time_limit, seed=seed, rel_gap=rel_gap,

@@ -53,15 +53,16 @@ def test_local_engine_raises_the_kernels_error():
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("single", [False, True])
 @pytest.mark.parametrize("block,keys", [(None, ("g",)), (3, ("g",)), (2, ())])
-def test_spark_engine_equals_local(spark, block, keys):
+def test_spark_engine_equals_local(spark, block, keys, single):
     from cepopt.executor.engines import run_spark
     from cepopt.executor.streams import to_spark
 
     events = random_events(500, seed=4)
     plan = toy_plan(keys=keys, block=block)
     local = run_local(plan, events)
-    remote = run_spark(plan, to_spark(events, spark), spark)
+    remote = run_spark(plan, to_spark(events, spark).repartition(3), spark, single=single)
     try:
         assert (remote.digest, remote.rows) == (local.digest, local.rows)
         for name in ("reads", "windows", "partitions", "events"):
@@ -73,18 +74,19 @@ def test_spark_engine_equals_local(spark, block, keys):
 
 
 @pytest.mark.spark
-def test_spark_engine_errors_are_one_line(spark, tmp_path):
+@pytest.mark.parametrize("single", [False, True])
+def test_spark_engine_errors_are_one_line(spark, tmp_path, single):
     from cepopt.executor.engines import run_spark
     from cepopt.executor.streams import read_stream, to_spark
 
     with pytest.raises(CepoptError, match=r"^toy kernel: met an event of type B$"):
-        run_spark(toy_plan(fail_on="B"), to_spark(random_events(50), spark), spark)
+        run_spark(toy_plan(fail_on="B"), to_spark(random_events(50), spark), spark, single=single)
     with pytest.raises(CepoptError, match=r"^the Spark job failed on a worker: ValueError: toy bug on B$"):
-        run_spark(toy_plan(fail_on="B", python_error=True), to_spark(random_events(50), spark), spark)
+        run_spark(toy_plan(fail_on="B", python_error=True), to_spark(random_events(50), spark), spark, single=single)
     bad = tmp_path / "bad.csv"
     bad.write_text("ts,type,g,v\n1,A,0,1\n2,B,0,2\n3.5,A,1,3\n4,C,1,4\n")
     with pytest.raises(CepoptError, match=r"^.*bad\.csv, line 4: time stamp ts is not an integer: '3\.5'$"):
-        run_spark(toy_plan(), read_stream(bad, spark), spark, source=str(bad))
+        run_spark(toy_plan(), read_stream(bad, spark), spark, source=str(bad), single=single)
 
 
 @pytest.mark.spark
@@ -101,3 +103,24 @@ def test_spark_engine_writes_results(spark, tmp_path):
         pd.concat([pd.read_csv(f, dtype={"value": str}, keep_default_na=False) for f in out.glob("part-*.csv")])
     assert digest(back) == run_local(plan, events).digest
     assert np.isin(["query", "group", "window", "aggregate", "value"], back.columns).all()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("length,slide,k", [(10, 3, 4), (7, 7, 2), (3, 10, 1), (1200, 300, 64), (2.5, 0.5, 5)])
+def test_spark_blocks_equal_window_blocks(spark, length, slide, k):
+    """The Spark block columns (long arithmetic) are :func:`window_blocks` on any time stamp, negative
+    and far beyond 2^53 included."""
+    from cepopt.executor.engines import BLOCK, _spark_class
+    from cepopt.executor.partitions import PartitionClass, window_blocks
+
+    rng = np.random.default_rng(7)
+    ts = np.concatenate([rng.integers(-50, 400, 300), [0, 1, -1, length, slide],
+                         [2 ** 62 + 12345, 2 ** 62 - 1] if float(slide).is_integer() else []]).astype(np.int64)
+    cls = PartitionClass(types=("A",), columns=("ts", "type"), keys=(), length=length, slide=slide,
+                         windows_per_block=k)
+    events = spark.createDataFrame(pd.DataFrame({"ts": ts, "type": "A"}))
+    sdf, blocked = _spark_class(cls, events)
+    got = sorted(map(tuple, sdf.select("ts", BLOCK).orderBy("ts", BLOCK).toPandas().to_numpy().tolist()))
+    first, last = window_blocks(ts, cls)
+    want = sorted((int(t), int(b)) for t, f, la in zip(ts, first, last, strict=True) for b in range(f, la + 1))
+    assert blocked and got == want
