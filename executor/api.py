@@ -222,12 +222,12 @@ def _small(events: Any) -> bool:
     if isinstance(events, pd.DataFrame | list | tuple):
         return len(events) <= 200_000
     if isinstance(events, str | Path):
-        from cepopt.executor.streams import is_local, local_path
+        from cepopt.executor.streams import is_local, local_path, parquet_files
 
         if is_local(events):
             path = local_path(events)
-            size = path.stat().st_size if path.is_file() else sum(
-                f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 1 << 62
+            size = path.stat().st_size if path.is_file() else sum(  # a folder's Parquet files, not a walk of it
+                f.stat().st_size for f in parquet_files(path, str(events))) if path.is_dir() else 1 << 62
             return size <= 8 << 20
     return False
 
