@@ -2,13 +2,16 @@
 
 Every stream has ``ts`` (long), ``type`` (string) and attribute columns. A bad event (a missing or
 non-integer time stamp, one beyond the 64-bit range, a missing type, an attribute that is not a number
-in a numeric column) is a :class:`~cepopt.errors.CepoptError` naming the file and (for a local CSV
-file) the line.
+in a numeric column, or in a CSV an integer beyond +-2^53 there, which Spark's double would round) is
+a :class:`~cepopt.errors.CepoptError` naming the file and (for a local CSV file) the line. Time
+stamps are read exactly on both sides (a CSV's as text, never through a double).
 
 Stream specs (``--stream``):
 
 * a path or URI Spark reads (``events.csv``, ``file:///data/s.parquet``, ``hdfs://nn/s.csv``,
-  ``s3a://bucket/s/``): ``*.csv`` (header row), ``*.parquet`` / ``*.pq`` or a folder of Parquet files;
+  ``s3a://bucket/s/``): ``*.csv`` (header row), ``*.parquet`` / ``*.pq`` or a folder of Parquet files
+  (a local one as Spark writes it: ``*.parquet`` files, possibly in ``key=value`` subfolders, see
+  :func:`parquet_files`);
 * ``gen:NAME[:key=value,...]``: a generator of :data:`cepopt.instances.streams.GENERATORS`, e.g.
   ``gen:ecommerce:events=200000,seed=1`` (values parse as int, float, true/false or text);
 * None: the instance's embedded stream.
@@ -172,12 +175,13 @@ def _exact_ts(raw: pd.Series, where: str, line_offset: int | None) -> pd.Series:
             fail(i, _ts_problem(raw.iloc[i]))
         return raw.astype("int64")
     # text (a CSV's ts is read as text), Python ints, mixed values: numbers fast where a double is
-    # exact, value by value where it may not be (beyond 2^53, not an integer, missing, not a number)
+    # exact, value by value where it may not be (not an integer, missing, not a number, or from 2^52 on:
+    # pandas' parser may be 1 ulp off, which is 1 there, while below an ulp error is no integer)
     values = pd.to_numeric(raw, errors="coerce")
     if values.dtype == np.int64:
         return values
     if values.dtype == np.float64 and pd.api.types.infer_dtype(raw, skipna=True) in ("string", "integer", "empty"):
-        doubtful = (values.isna() | (values != values.round()) | (values.abs() >= 2 ** 53)).to_numpy()
+        doubtful = (values.isna() | (values != values.round()) | (values.abs() >= 2 ** 52)).to_numpy()
     else:  # bools among the values (to_numeric would read True as 1), uint64, <NA>, other objects
         doubtful = np.ones(len(raw), bool)
     out = np.zeros(len(raw), np.int64)
@@ -247,8 +251,9 @@ def read_stream_pandas(path: str | Path) -> pd.DataFrame:
     p = local_path(path)
     if fmt == "csv":
         try:
-            # ts and type as text, as Spark reads them: ts exact (not through a double), a type "01" kept
-            df = pd.read_csv(p, dtype={"ts": str, "type": str})
+            df = pd.read_csv(p, dtype={"type": str})  # as Spark reads it: a type "01" stays "01"
+            if "ts" in df.columns and df["ts"].dtype.kind not in "iu":  # not all integers: exact from the text
+                df["ts"] = pd.read_csv(p, dtype=str, usecols=["ts"])["ts"].to_numpy()
             checked = _check_pandas(df, str(path), 2)
             _check_exact_integers(df, p, str(path))
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
