@@ -1,6 +1,7 @@
-"""The long fuzzing mode's warm-up: every method of every family runs once on a bundled instance before
-the first time box, so that a one-time cost of first use (a Numba compilation of several seconds, more
-on a loaded machine) is not taken for a hang of the input that happens to come first."""
+"""The long fuzzing mode's warm-up: every method of every family runs once on a bundled instance (and
+its plan once on the local engine) before the first time box, so that a one-time cost of first use (a
+Numba compilation of several seconds, more on a loaded machine) is not taken for a hang of the input
+that happens to come first."""
 
 from __future__ import annotations
 
@@ -20,9 +21,15 @@ def warm_up():
     families: dict[str, str] = {}
     for name in names():
         families.setdefault(load(name).problem, name)
+    from cepopt.cli import main
+
     for family, name in families.items():
         for method in methods(family):
             try:
                 solve(name, method, time_limit=10.0)
             except Exception:  # noqa: BLE001,S112 -- a warm-up: the tests themselves check the outcomes
                 continue
+        try:  # the local engine's kernels (Numba) too
+            main(["execute", name, "--engine", "local", "--stream", "gen:workload:events=50"])
+        except Exception:  # noqa: BLE001,S110
+            pass
