@@ -38,6 +38,8 @@ SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "instance.schema.json
 # jsonschema spends 6-8 stack frames per level of a pattern AST, so JSON cannot have the text
 # parser's MAX_PATTERN_DEPTH: deeper documents would overflow Python's 1000-frame stack.
 MAX_JSON_DEPTH = 100
+#: the integers an embedded stream's attribute may hold: int64, as its time stamps (the schema)
+STREAM_INT_LIMIT = 2**63
 
 
 @dataclass(frozen=True, eq=False)
@@ -207,9 +209,21 @@ def _parse_queries(data: Any) -> tuple[Workload, list[str]]:
         raise InstanceError(f"queries: {exc}") from None
 
 
+def _check_stream_integers(stream: Any) -> None:
+    """Attribute integers of an embedded stream within 64 bits, as its time stamps (the schema): the
+    engines hold them in int64 columns (pandas, Spark's long), and 10^400 is no float either."""
+    for i, event in enumerate(stream or ()):
+        for key, value in event.items():
+            if type(value) is int and not -STREAM_INT_LIMIT <= value < STREAM_INT_LIMIT:
+                shown = value if abs(value) < 10**30 else f"of {value.bit_length()} bits"  # str() stops at 4300 digits
+                raise InstanceError(f"stream[{i}].{key}: the integer {shown} is beyond the 64-bit range of a "
+                                    "stream attribute")
+
+
 def from_json(data: Any) -> Instance:
     """Validate a decoded JSON document and build the Instance."""
     _validate_schema(data)
+    _check_stream_integers(data.get("stream"))
     workload, paths = _parse_queries(data["queries"])
     try:
         statistics = Statistics.from_json(data.get("statistics", {}))

@@ -26,7 +26,7 @@ from cepopt.errors import CepoptError
 
 __all__ = ["MAX_SEED", "MAX_TIME_LIMIT", "Bound", "NonNegativeInt", "OneLineParser", "PositiveFloat", "PositiveInt",
            "Workers", "check_keys", "check_seed", "check_time_limit", "number_from_text", "parse_bool", "parse_choice",
-           "read_options", "read_values", "seed_argument", "short_repr", "time_limit_argument"]
+           "read_flags", "read_options", "read_values", "seed_argument", "short_repr", "time_limit_argument"]
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error as a one-line CepoptError (the CLI exits 2)."""
@@ -198,13 +198,33 @@ def read_values(fn: Callable[..., Any], options: Mapping[str, Any], where: str,
     unknown = sorted(set(options) - set(names), key=str)
     if unknown:
         raise CepoptError(f"{where}: unknown parameter {short_repr(unknown[0])} (parameters: {', '.join(names)})")
-    readers = _readers(fn, tuple(names))
+    return _convert(fn, tuple(names), options, lambda key: f"{where}: {key}")
+
+
+def read_flags(fn: Callable[..., Any], flags: Mapping[str, Any]) -> dict[str, Any]:
+    """Command-line flag values (``{"burst": 0.0}`` for ``--burst``) checked against the bounds that the
+    keyword-only parameters of the same names of ``fn`` declare, so that a generator and the stream
+    generator it calls state each bound once; a bad value raises a CepoptError ``--FLAG: ...``.
+
+    >>> from typing import Annotated
+    >>> def gen(*, burst: Annotated[float, Bound(">=", 1)] = 40.0): ...
+    >>> read_flags(gen, {"burst": 0.0})
+    Traceback (most recent call last):
+    ...
+    cepopt.errors.CepoptError: --burst: must be >= 1, got 0.0
+    """
+    return _convert(fn, tuple(flags), flags, lambda key: "--" + key.replace("_", "-"))
+
+
+def _convert(fn: Callable[..., Any], names: tuple[str, ...], options: Mapping[str, Any],
+             place: Callable[[str], str]) -> dict[str, Any]:
+    readers = _readers(fn, names)
     out = {}
     for key, value in options.items():
         try:
             out[key] = readers[key](value)
         except ValueError as exc:
-            raise CepoptError(f"{where}: {key}: {exc}") from None
+            raise CepoptError(f"{place(key)}: {exc}") from None
     return out
 
 

@@ -229,14 +229,14 @@ def _size(events: Any) -> tuple[str, float]:
     if isinstance(events, pd.DataFrame | list | tuple):
         return "rows", len(events)
     if isinstance(events, str | Path):
-        from cepopt.executor.streams import is_local, local_path
+        from cepopt.executor.streams import is_local, local_path, parquet_files
 
         if is_local(events):
             path = local_path(events)
             if path.is_file():
                 return "bytes", path.stat().st_size
-            if path.is_dir():
-                return "bytes", sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+            if path.is_dir():  # a folder's Parquet files, not a walk of it (`--stream /` must not list /proc)
+                return "bytes", sum(f.stat().st_size for f in parquet_files(path, str(events)))
     return "", math.inf
 
 

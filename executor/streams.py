@@ -2,13 +2,16 @@
 
 Every stream has ``ts`` (long), ``type`` (string) and attribute columns. A bad event (a missing or
 non-integer time stamp, one beyond the 64-bit range, a missing type, an attribute that is not a number
-in a numeric column) is a :class:`~cepopt.errors.CepoptError` naming the file and (for a local CSV
-file) the line.
+in a numeric column, or in a CSV an integer beyond +-2^53 there, which Spark's double would round) is
+a :class:`~cepopt.errors.CepoptError` naming the file and (for a local CSV file) the line. Time
+stamps are read exactly on both sides (a CSV's as text, never through a double).
 
 Stream specs (``--stream``):
 
 * a path or URI Spark reads (``events.csv``, ``file:///data/s.parquet``, ``hdfs://nn/s.csv``,
-  ``s3a://bucket/s/``): ``*.csv`` (header row), ``*.parquet`` / ``*.pq`` or a folder of Parquet files;
+  ``s3a://bucket/s/``): ``*.csv`` (header row), ``*.parquet`` / ``*.pq`` or a folder of Parquet files
+  (a local one as Spark writes it: ``*.parquet`` files, possibly in ``key=value`` subfolders, see
+  :func:`parquet_files`);
 * ``gen:NAME[:key=value,...]``: a generator of :data:`cepopt.instances.streams.GENERATORS`, e.g.
   ``gen:ecommerce:events=200000,seed=1`` (values parse as int, float, true/false or text);
 * None: the instance's embedded stream.
@@ -29,23 +32,30 @@ groups treat it as missing, as the pandas kernels and the oracles do (cepopt.pre
 from __future__ import annotations
 
 import csv
+import decimal
 import io
+import math
+import numbers
 import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
 from cepopt.textio import probe_path
 
-__all__ = ["ERROR_MARK", "is_local", "local_path", "nan_to_null", "parse_generator_spec", "read_stream",
-           "read_stream_pandas", "resolve_stream_pandas", "stream_format", "to_spark", "user_error"]
+__all__ = ["ERROR_MARK", "is_local", "local_path", "nan_to_null", "parquet_files", "parse_generator_spec",
+           "read_stream", "read_stream_pandas", "resolve_stream_pandas", "stream_format", "to_spark", "user_error"]
 
 #: the prefix of a user error raised inside a Spark job (a bad event, a kernel's CepoptError)
 ERROR_MARK = "CEPOPT-USER-ERROR:"
 INT64 = 2 ** 63
+#: the integers a double holds exactly: Spark reads a CSV's number columns as double, so an integer
+#: beyond it is refused in such a column (by both engines: it would be rounded by Spark alone)
+EXACT_DOUBLE = 2 ** 53
 #: texts that pandas reads as a missing value (read_csv's defaults), so Spark reads them so too
 NA_TEXTS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
             "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
@@ -129,41 +139,108 @@ def _check_pandas(df: pd.DataFrame, where: str, line_offset: int | None) -> pd.D
     for col in ("ts", "type"):
         if col not in df.columns:
             raise CepoptError(f"{where}: no column {col!r} (columns: {', '.join(map(str, df.columns))})")
-    raw = df["ts"]
-    ts = pd.to_numeric(raw, errors="coerce")
-    bad = ts.isna() | (ts != ts.round()) | (ts.abs() >= INT64)
-    if bad.any():
-        i = int(bad.to_numpy().nonzero()[0][0])
-        raise CepoptError(f"{where}, {_place(i, line_offset)}: {_ts_problem(raw.iloc[i])}")
+    ts = _exact_ts(df["ts"], where, line_offset)
     if df["type"].isna().any():
         i = int(df["type"].isna().to_numpy().nonzero()[0][0])
         raise CepoptError(f"{where}, {_place(i, line_offset)}: event type is missing")
     df = df.copy()
-    if ts.dtype == object:  # Python ints (a column beyond float precision)
-        df["ts"] = ts.map(int).astype("int64")
-    else:
-        df["ts"] = ts.astype("int64")
+    df["ts"] = ts
     df["type"] = df["type"].astype(str)
     if not df["ts"].is_monotonic_increasing:
         df = df.sort_values("ts", kind="stable").reset_index(drop=True)
     return df
 
 
-def _ts_problem(raw: Any) -> str:
-    """What is wrong with a time stamp's raw value (text or number)."""
-    if raw is None or (isinstance(raw, float) and raw != raw) or (isinstance(raw, str) and not raw.strip()):
-        return "time stamp ts is missing"
-    try:
+def _exact_ts(raw: pd.Series, where: str, line_offset: int | None) -> pd.Series:
+    """The time stamps as int64, exactly (a 17-digit stamp is not rounded through a double); the first
+    bad one raises a CepoptError naming its place."""
+    def fail(i: int, problem: str):
+        raise CepoptError(f"{where}, {_place(i, line_offset)}: {problem}")
+
+    if isinstance(raw.dtype, pd.api.extensions.ExtensionDtype):  # Int64 with <NA>, Arrow strings, ...
+        raw = raw.astype(object)
+    kind = raw.dtype.kind
+    if kind == "b":  # not a number (pandas reads TRUE as a bool), as Spark says of such a column
+        raise CepoptError(f"{where}: column 'ts' has type bool, not a number")
+    if kind in "iu":
+        beyond = (raw >= INT64).to_numpy() if kind == "u" else np.zeros(len(raw), bool)
+        if beyond.any():
+            i = int(beyond.nonzero()[0][0])
+            fail(i, _ts_problem(raw.iloc[i]))
+        return raw.astype("int64")
+    if kind == "f":  # a Parquet double: exact as it is
+        bad = (raw.isna() | (raw != raw.round()) | (raw.abs() >= INT64)).to_numpy()
+        if bad.any():
+            i = int(bad.nonzero()[0][0])
+            fail(i, _ts_problem(raw.iloc[i]))
+        return raw.astype("int64")
+    # text (a CSV's ts is read as text), Python ints, mixed values: numbers fast where a double is
+    # exact, value by value where it may not be (not an integer, missing, not a number, or from 2^52 on:
+    # pandas' parser may be 1 ulp off, which is 1 there, while below an ulp error is no integer)
+    values = pd.to_numeric(raw, errors="coerce")
+    if values.dtype == np.int64:
+        return values
+    if values.dtype == np.float64 and pd.api.types.infer_dtype(raw, skipna=True) in ("string", "integer", "empty"):
+        doubtful = (values.isna() | (values != values.round()) | (values.abs() >= 2 ** 52)).to_numpy()
+    else:  # bools among the values (to_numeric would read True as 1), uint64, <NA>, other objects
+        doubtful = np.ones(len(raw), bool)
+    out = np.zeros(len(raw), np.int64)
+    if not doubtful.all():
+        out[~doubtful] = values.to_numpy()[~doubtful].astype(np.int64)
+    for i in doubtful.nonzero()[0]:
+        value = _ts_value(raw.iloc[i])
+        if isinstance(value, str):
+            fail(int(i), value)
+        out[i] = value
+    return pd.Series(out, index=raw.index, name=raw.name)
+
+
+#: a decimal number as text (no underscores, no other digits than 0-9: what Spark's casts read)
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _exact_integer(raw: Any) -> int | None:
+    """``raw`` (text or number) as an exact integer, or None when it is no integer; an integral value
+    beyond 10^19 comes back as +-2^63 (its exact value is of no use, and 1e999999 must not be expanded)."""
+    if isinstance(raw, bool | np.bool_):
+        return None
+    if isinstance(raw, numbers.Integral):
+        return int(raw)
+    if isinstance(raw, numbers.Real):
         value = float(raw)
-    except (TypeError, ValueError):
-        return f"time stamp ts is not an integer: {raw!r}"
-    if value != value or value in (float("inf"), float("-inf")) or value != round(value):
-        return f"time stamp ts is not an integer: {raw!r}"
-    text = str(raw).strip()
-    exact = int(text) if re.fullmatch(r"[+-]?\d+", text) else int(value)
-    if abs(exact) >= INT64:
-        return f"time stamp ts is beyond the 64-bit range: {raw!r}"
-    return f"time stamp ts is not an integer: {raw!r}"
+        return int(value) if math.isfinite(value) and value.is_integer() else None
+    if not isinstance(raw, str) or not _DECIMAL.fullmatch(raw.strip()):
+        return None
+    number = decimal.Decimal(raw.strip())
+    if number != number.to_integral_value():
+        return None
+    if number.adjusted() >= 19:
+        return INT64 if number > 0 else -INT64
+    return int(number)
+
+
+def _ts_value(raw: Any) -> int | str:
+    """A time stamp's raw value (text or number) as an exact int, or what is wrong with it."""
+    missing = raw is None or raw is pd.NA or (isinstance(raw, float) and raw != raw)
+    if missing or (isinstance(raw, str) and raw.strip() in NA_TEXTS):
+        return "time stamp ts is missing"
+    value = _exact_integer(raw)
+    if value is None:
+        return f"time stamp ts is not an integer: {_short(raw)}"
+    if abs(value) >= INT64:
+        return f"time stamp ts is beyond the 64-bit range: {_short(raw)}"
+    return value
+
+
+def _ts_problem(raw: Any) -> str:
+    """What is wrong with a bad time stamp's raw value (text or number)."""
+    value = _ts_value(raw)
+    return value if isinstance(value, str) else f"time stamp ts is not an integer: {_short(raw)}"
+
+
+def _short(raw: Any) -> str:
+    text = repr(raw)
+    return text if len(text) <= 60 else f"{text[:50]}... ({len(text)} characters)"
 
 
 def read_stream_pandas(path: str | Path) -> pd.DataFrame:
@@ -174,15 +251,99 @@ def read_stream_pandas(path: str | Path) -> pd.DataFrame:
     p = local_path(path)
     if fmt == "csv":
         try:
-            df = pd.read_csv(p)
+            df = pd.read_csv(p, dtype={"type": str})  # as Spark reads it: a type "01" stays "01"
+            if "ts" in df.columns and df["ts"].dtype.kind not in "iu":  # not all integers: exact from the text
+                df["ts"] = pd.read_csv(p, dtype=str, usecols=["ts"])["ts"].to_numpy()
+            checked = _check_pandas(df, str(path), 2)
+            _check_exact_integers(df, p, str(path))
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise CepoptError(f"{path}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
-        return _check_pandas(df, str(path), 2)
+        return checked
+    files = parquet_files(p, str(path)) if p.is_dir() else None
     try:
-        df = pd.read_parquet(p)
+        if files is None:
+            df = pd.read_parquet(p)
+        else:  # the files found, not pyarrow's own walk of the folder; key=value folders give columns
+            import pyarrow.dataset as pads
+
+            df = pads.dataset([str(f) for f in files], format="parquet", partitioning="hive",
+                              partition_base_dir=str(p)).to_table().to_pandas()
     except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for a bad file
         raise CepoptError(f"{path}: not a readable Parquet stream ({str(exc).splitlines()[0]})") from None
     return _check_pandas(df, str(path), None)
+
+
+#: how deep ``key=value`` partition folders may nest in a local Parquet folder
+MAX_PARTITION_DEPTH = 16
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def parquet_files(folder: Path, where: str) -> list[Path]:
+    """The data files of a local Parquet folder laid out as Spark writes one: ``*.parquet`` (``*.pq``)
+    files in it or in ``key=value`` subfolders (at most :data:`MAX_PARTITION_DEPTH` deep), hidden and
+    ``_`` names skipped. Only such subfolders are entered, so a folder that is no Parquet stream (``/``)
+    is refused after one listing instead of walked; a CepoptError names it."""
+    files: list[Path] = []
+    level = [folder]
+    try:
+        for _ in range(MAX_PARTITION_DEPTH + 1):
+            deeper = []
+            for entry in (e for d in level for e in sorted(d.iterdir())):
+                if entry.name.startswith(("_", ".")):
+                    continue
+                if "=" in entry.name and entry.is_dir():
+                    deeper.append(entry)
+                elif entry.name.lower().endswith(PARQUET_SUFFIXES) and entry.is_file():
+                    files.append(entry)
+            level = deeper
+    except OSError as exc:
+        raise CepoptError(f"{where}: cannot list the Parquet folder {exc.filename or ''} "
+                          f"({exc.strerror or exc})") from None
+    if not files:
+        raise CepoptError(f"{where}: a folder without Parquet files (*.parquet, in it or in key=value "
+                          "subfolders)")
+    return files
+
+
+def _check_exact_integers(df: pd.DataFrame, path: Path, where: str) -> None:
+    """A CepoptError at the first integer beyond +-2^53 in a number column of a CSV stream (see
+    :data:`EXACT_DOUBLE`), naming the line and the column; the text is read again only for a column
+    that may hold one."""
+    suspects = []
+    for name in df.columns.drop(["ts", "type"], errors="ignore"):
+        col = df[name]
+        if col.dtype.kind in "iu":
+            suspect = (col > EXACT_DOUBLE) | (col < -EXACT_DOUBLE)
+        elif col.dtype.kind == "f":
+            suspect = (col.abs() >= EXACT_DOUBLE) & (col == col.round())
+        else:
+            continue
+        if suspect.any():
+            suspects.append(name)
+    if not suspects:
+        return
+    texts = pd.read_csv(path, dtype=str, keep_default_na=False)  # all columns: the same names as df's
+    found = [(int(big.to_numpy().nonzero()[0][0]), name) for name in suspects
+             if (big := texts[name].map(_beyond_double)).any()]
+    if found:
+        i, name = min(found)
+        raise CepoptError(f"{where}, line {i + 2}: {_beyond_double_problem(name, texts[name].iloc[i])}")
+
+
+def _beyond_double(text: str) -> bool:
+    """Whether ``text`` is an integer beyond +-2^53 (:data:`EXACT_DOUBLE`)."""
+    if not isinstance(text, str):  # a row's missing cell
+        return False
+    text = text.strip()
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return False
+    digits = text.lstrip("+-").lstrip("0")
+    return len(digits) > 16 or (len(digits) == 16 and int(digits) > EXACT_DOUBLE)
+
+
+def _beyond_double_problem(name: str, text: str) -> str:
+    return (f"column {name} holds the integer {_short(text.strip())}, beyond +-2^53: Spark reads a CSV number "
+            "column as double, which would round it; write the stream as Parquet (int64) or the value as text")
 
 
 def resolve_stream_pandas(spec: str | None, instance: Any = None) -> pd.DataFrame:
@@ -279,8 +440,12 @@ def checked(sdf, numeric: tuple[str, ...] = ()):
         raw = F.trim(F.col(name))
         value = F.expr(f"try_cast(trim(`{name}`) as double)")
         missing = F.col(name).isNull() | raw.isin(*NA_TEXTS)
+        exact = F.expr(f"try_cast(trim(`{name}`) as decimal(38, 0))")  # null beyond 38 digits
+        beyond = ((F.abs(value) >= float(EXACT_DOUBLE)) & raw.rlike("^[+-]?[0-9]+$")
+                  & (exact.isNull() | (F.abs(exact) > F.lit(EXACT_DOUBLE))))
         columns[name] = (F.when(missing, F.lit(None).cast("double"))
-                         .when(value.isNull(), _raise(f"column {name}", F.col(name))).otherwise(value))
+                         .when(value.isNull(), _raise(f"column {name}", F.col(name)))
+                         .when(beyond, _raise(f"integer column {name}", F.col(name))).otherwise(value))
     return nan_to_null(sdf.withColumns(columns))
 
 
@@ -354,10 +519,7 @@ def _parquet_schema(uri: str):
 
     p = local_path(uri)
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(("_", ".")))
-        if not files:
-            raise CepoptError(f"{uri}: a Parquet folder without files")
-        p = files[0]
+        p = parquet_files(p, uri)[0]
     try:
         return from_arrow_schema(pq.read_schema(p))
     except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for a bad file
@@ -405,33 +567,25 @@ def _locate_csv(path: Path, kind: str) -> tuple[int, str] | None:
     with path.open(newline="", errors="replace") as fh:
         reader = csv.reader(fh)
         header = next(reader, [])
-        col = {"ts": "ts", "type": "ts"}.get(kind, kind.removeprefix("column "))
+        col = {"ts": "ts", "type": "ts"}.get(kind, kind.removeprefix("integer ").removeprefix("column "))
         if col not in header or "type" not in header:
             return None
         i, t = header.index(col), header.index("type")
         for lineno, row in enumerate(reader, start=2):
             value = row[i].strip() if i < len(row) else ""
             if kind == "ts":
-                problem = _ts_problem(value)
-                if value.strip() in NA_TEXTS or not _is_int64(value):
+                problem = _ts_value(value)
+                if isinstance(problem, str):
                     return lineno, problem
             elif kind == "type":
                 if t >= len(row) or row[t] == "":
                     return lineno, "event type is missing"
+            elif kind.startswith("integer "):
+                if _beyond_double(value):
+                    return lineno, _beyond_double_problem(col, value)
             elif value not in NA_TEXTS and not _is_number(value):
                 return lineno, f"{kind} is not a number: {value!r}"
     return None
-
-
-def _is_int64(text: str) -> bool:
-    try:
-        value = float(text)
-    except ValueError:
-        return False
-    if value != value or value in (float("inf"), float("-inf")) or value != round(value):
-        return False
-    exact = int(text.strip()) if re.fullmatch(r"[+-]?\d+", text.strip()) else int(value)
-    return abs(exact) < INT64
 
 
 def _is_number(text: str) -> bool:
@@ -452,7 +606,7 @@ def user_error(exc: BaseException, source: str | None = None) -> CepoptError | N
     body = text[at + len(ERROR_MARK):].splitlines()[0]
     body = re.sub(r"\s*SQLSTATE: \w+\s*$", "", body).strip()
     kind, sep, raw = body.partition("|")
-    if not sep or not (kind in ("ts", "type") or kind.startswith("column ")):
+    if not sep or not (kind in ("ts", "type") or kind.startswith(("column ", "integer column "))):
         return CepoptError(body)  # a kernel's own message
     where = source or "the stream"
     if source and is_local(source) and source.lower().endswith(".csv") and local_path(source).is_file():
@@ -463,4 +617,6 @@ def user_error(exc: BaseException, source: str | None = None) -> CepoptError | N
         return CepoptError(f"{where}: an event's {_ts_problem(raw or None)}")
     if kind == "type":
         return CepoptError(f"{where}: an event (ts {raw or '?'}) has no type")
+    if kind.startswith("integer "):
+        return CepoptError(f"{where}: an event's {_beyond_double_problem(kind.removeprefix('integer column '), raw)}")
     return CepoptError(f"{where}: an event's {kind} is not a number: {raw!r}")

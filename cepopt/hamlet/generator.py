@@ -24,6 +24,7 @@ import argparse
 from cepopt.errors import CepoptError
 from cepopt.instance import Instance
 from cepopt.model import Aggregate, AttrRef, Filter, Kleene, Query, Seq, Statistics, Type, Window, Workload
+from cepopt.params import read_flags
 
 __all__ = ["LIMITS", "configure", "generate", "make_instance"]
 
@@ -104,6 +105,9 @@ def make_instance(*, queries: int = 10, seed: int = 0, types: int = 20, kleene_t
     from cepopt.instances.bursty_stream import generate as bursty
 
     slide = window if slide is None else slide
+    # the stream's flags against the bounds the stream generator declares (burst >= 1, rate > 0, ...),
+    # before anything below divides by them
+    read_flags(bursty, {"events": events, "types": types, "burst": burst, "frequency": frequency, "rate": rate})
     _check(queries, types, kleene_type, prefix, filtered, window, slide)
     if queries * events > MAX_QUERY_EVENTS:
         raise CepoptError(f"--queries x --events = {queries * events} is above the generator's maximum "

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from cepopt.errors import CepoptError
-from tests.fuzz.budget import box
+from tests.fuzz.budget import boxed
 
 # ---------------------------------------------------------------------------------------------
 # Outcomes
@@ -29,8 +29,7 @@ def outcome(fn, *args, **kwargs) -> Any:
     """``fn(*args, **kwargs)`` inside the long mode's time box: its result, or the CepoptError it raised;
     any other exception fails the test with the traceback of the original."""
     try:
-        with box():
-            return fn(*args, **kwargs)
+        return boxed(fn, *args, **kwargs)
     except CepoptError as exc:
         return exc
     except Exception as exc:  # noqa: BLE001 -- that is the point: nothing else may escape
@@ -42,9 +41,13 @@ def cli(capsys, argv: list[str]) -> tuple[int, str, str]:
     from cepopt.cli import main
 
     capsys.readouterr()
+
+    def run() -> int:
+        capsys.readouterr()  # a second run (see boxed) prints afresh
+        return main([str(a) for a in argv])
+
     try:
-        with box():
-            code = main([str(a) for a in argv])
+        code = boxed(run)
     except Exception as exc:  # noqa: BLE001
         raise NotAllowed(f"cepopt {' '.join(map(str, argv))[:300]}: {type(exc).__name__}: {exc}\n"
                          f"{traceback.format_exc()}") from exc

@@ -4,6 +4,7 @@ local engine's; the Spark engine's reading is the spark helper's (tests/executor
 
 from __future__ import annotations
 
+import decimal
 import io
 
 import pandas as pd
@@ -40,8 +41,7 @@ def check_frame(result, source=None) -> None:
     if source is not None:  # every time stamp read is the one written (no wrap, no rounding)
         written = pd.read_csv(source, dtype=str, keep_default_na=False)["ts"] if str(source).endswith(".csv") else None
         if written is not None:
-            assert sorted(int(float(t)) if "." in t or "e" in t.lower() else int(t) for t in written) == \
-                list(result["ts"])
+            assert sorted(int(decimal.Decimal(t.strip())) for t in written) == list(result["ts"])  # exact
 
 
 @st.composite

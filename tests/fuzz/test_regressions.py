@@ -109,6 +109,28 @@ def test_an_embedded_stream_attribute_must_be_a_scalar():
         from_json(doc)
 
 
+@pytest.mark.parametrize("value,shown", [(HUGE, "of 1329 bits"), (-(2**63) - 1, str(-(2**63) - 1)),
+                                         (2**63, str(2**63))])
+def test_an_embedded_stream_attribute_beyond_64_bits(value, shown):
+    from cepopt.errors import InstanceError
+    from cepopt.instance import from_json
+
+    doc = json_document("hamlet-example")
+    doc["stream"] = [dict(doc["stream"][0]), {**doc["stream"][1], "speed": value}]
+    with pytest.raises(InstanceError, match=re.escape(f"stream[1].speed: the integer {shown} is beyond the 64-bit")):
+        from_json(doc)  # was OverflowError (int too large to convert to float) when the problem was built
+    doc["stream"][1]["speed"] = 2**63 - 1
+    build_problem(from_json(doc))
+
+
+def json_document(name: str) -> dict:
+    import json
+
+    from cepopt.instance import bundled_path
+
+    return json.loads(bundled_path(name).read_text())
+
+
 @pytest.mark.parametrize("value", [{"kind": "order", "events": None}, {"kind": "order", "events": "e1e2"},
                                    {"kind": "order", "events": ["e1"], "negations": 5},
                                    {"kind": "tree", "tree": {"node": ["e1", "e2"], "not": None}},
@@ -153,6 +175,117 @@ def test_generate_hamlet_refuses_a_stream_of_thousands_of_windows(capsys, tmp_pa
     assert "windows (at most 200)" in err
 
 
+@pytest.mark.parametrize("flags,message", [
+    (["--burst", "0", "--rate", "0"], "--burst: must be >= 1, got 0.0"),  # was ZeroDivisionError
+    (["--rate", "0"], "--rate: must be >= 1e-06, got 0.0"),
+    (["--frequency", "1.5"], "--frequency: must be <= 1, got 1.5"),
+    (["--events", "-1"], "--events: must be >= 0, got -1"),
+])
+def test_generate_hamlet_checks_the_stream_flags_first(capsys, tmp_path, flags, message):
+    from cepopt.hamlet.generator import make_instance
+
+    err = user_error(capsys, "generate", "hamlet", *flags, "-o", str(tmp_path / "h.json"))
+    assert message in err
+    options = {flags[i].lstrip("-"): float(flags[i + 1]) for i in range(0, len(flags), 2)}
+    with pytest.raises(CepoptError, match=re.escape(message.split(", got")[0])):
+        make_instance(**{k: int(v) if k == "events" else v for k, v in options.items()})
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_a_folder_that_is_no_parquet_stream_is_refused_without_a_walk(capsys, engine, monkeypatch):
+    from pathlib import Path
+
+    def no_walk(self, pattern):
+        raise AssertionError(f"rglob({pattern!r}) walked {self}")
+
+    monkeypatch.setattr(Path, "rglob", no_walk)
+    for folder in ("/", "/proc"):  # was PermissionError from rglob over /proc
+        err = user_error(capsys, "execute", "gloria-e6", "--stream", folder, "--engine", engine)
+        assert f"{folder}: a folder without Parquet files" in err
+
+
+def test_a_parquet_folder_as_spark_writes_it(tmp_path):
+    import pandas as pd
+
+    from cepopt.executor.streams import parquet_files, read_stream_pandas
+
+    folder = tmp_path / "s.parquet"
+    for key, rows in (("g=1", [3, 1]), ("g=2", [2])):
+        (folder / key).mkdir(parents=True)
+        pd.DataFrame({"ts": rows, "type": ["A"] * len(rows)}).to_parquet(folder / key / "part-00000-x.snappy.parquet")
+    (folder / "_SUCCESS").write_text("")
+    (folder / "g=1" / ".part-00000-x.snappy.parquet.crc").write_bytes(b"crc")
+    (folder / "notes").mkdir()  # not key=value: not entered
+    (folder / "notes" / "old.parquet").write_bytes(b"garbage")
+    assert [f.relative_to(folder).as_posix() for f in parquet_files(folder, "s")] == [
+        "g=1/part-00000-x.snappy.parquet", "g=2/part-00000-x.snappy.parquet"]
+    df = read_stream_pandas(folder)
+    assert df["ts"].tolist() == [1, 2, 3] and df["g"].tolist() == [1, 2, 1]
+    empty = tmp_path / "empty"
+    (empty / "k=v").mkdir(parents=True)
+    with pytest.raises(CepoptError, match="empty: a folder without Parquet files"):
+        read_stream_pandas(empty)
+
+
+@pytest.mark.parametrize("text,stamps", [
+    ("ts,type\n68353271807575464,A\n2.0,B\n", [2, 68353271807575464]),  # was read back as ...456
+    ("ts,type\n9223372036854775807,A\n-9223372036854775808,B\n", [-(2**63), 2**63 - 1]),
+    ("ts,type\n 5 ,A\n1e1,B\n", [5, 10]),
+])
+def test_csv_time_stamps_are_read_exactly(tmp_path, text, stamps):
+    from cepopt.executor.streams import read_stream_pandas
+
+    (tmp_path / "s.csv").write_text(text)
+    assert read_stream_pandas(tmp_path / "s.csv")["ts"].tolist() == stamps
+
+
+@pytest.mark.parametrize("text,message", [
+    ("ts,type\nTRUE\n", r"line 2: time stamp ts is not an integer: 'TRUE'"),  # was OverflowError (a bool ts)
+    ("ts,type\n1e400,A\n", r"line 2: time stamp ts is beyond the 64-bit range: '1e400'"),
+    ("ts,type\n1_000,A\n", r"line 2: time stamp ts is not an integer: '1_000'"),  # Python's int() reads it
+    ("ts,type,v\n1,A,1\n2,A,68353271807575464\n", r"line 3: column v holds the integer '68353271807575464', beyond"),
+    ("ts,type,v\n1,A,1.5\n2,A,-9007199254740993\n", r"line 3: column v holds the integer '-9007199254740993'"),
+])
+def test_csv_values_no_engine_reads_exactly_are_refused(tmp_path, text, message):
+    from cepopt.executor.streams import read_stream_pandas
+
+    (tmp_path / "s.csv").write_text(text)
+    with pytest.raises(CepoptError, match="s.csv, " + message):
+        read_stream_pandas(tmp_path / "s.csv")
+
+
+def test_csv_integers_within_2_to_the_53_stay_exact(tmp_path):
+    from cepopt.executor.streams import read_stream_pandas
+
+    (tmp_path / "s.csv").write_text("ts,type,v,w\n1,01,9007199254740992,1.5\n2,A,-9007199254740992,1e300\n")
+    df = read_stream_pandas(tmp_path / "s.csv")
+    assert df["v"].tolist() == [2**53, -(2**53)] and df["type"].tolist() == ["01", "A"]
+
+
+@pytest.mark.parametrize("columns,message", [
+    ({"ts": [True, False, True]}, "column 'ts' has type bool, not a number"),  # was OverflowError
+    ({"ts": [None, True, None]}, "row 0: time stamp ts is missing"),
+    ({"ts": ["5", "68353271807575464", "x"]}, "row 2: time stamp ts is not an integer: 'x'"),
+    ({"ts": [2**64 - 1, 0, 1]}, "row 0: time stamp ts is beyond the 64-bit range"),  # uint64
+])
+def test_parquet_time_stamps_that_are_no_int64(tmp_path, columns, message):
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cepopt.executor.streams import read_stream_pandas
+
+    columns = {**columns, "type": ["A", "A", "A"]}
+    if columns["ts"][0] == 2**64 - 1:
+        pq.write_table(pa.table({"ts": pa.array(columns["ts"], pa.uint64()), "type": columns["type"]}),
+                       tmp_path / "s.parquet")
+    else:
+        pd.DataFrame(columns).to_parquet(tmp_path / "s.parquet")
+    with pytest.raises(CepoptError, match=re.escape(f"s.parquet{'' if 'column' in message else ', '}") + ".*"
+                       + re.escape(message)):
+        read_stream_pandas(tmp_path / "s.parquet")
+
+
 # ---------------------------------------------------------------------------------------------
 # Found by the fuzzing suite in other helpers' files (xfail strict: remove the mark with the fix)
 # ---------------------------------------------------------------------------------------------
@@ -188,3 +321,36 @@ def test_csv_time_stamps_beyond_int64(tmp_path, text):
     with pytest.raises(CepoptError, match="ts"):
         read_stream_pandas(tmp_path / "s.csv")
 
+
+
+@pytest.mark.spark
+def test_spark_reads_csv_numbers_as_the_local_engine_does(spark, tmp_path):
+    """Both engines read a 17-digit time stamp exactly and refuse an integer beyond 2^53 in a number
+    column with the same line (Spark reads such columns as double, which would round it)."""
+    from cepopt.executor.engines import spark_failure
+    from cepopt.executor.streams import read_stream, read_stream_pandas
+
+    def both(path):
+        try:
+            rows = read_stream(path, spark).collect()
+        except CepoptError as exc:
+            spark_side = exc
+        except Exception as exc:  # noqa: BLE001 -- the job's failure, as the engines report it
+            spark_side = spark_failure(exc, str(path))
+        else:
+            spark_side = sorted((r["ts"], r["type"]) for r in rows)
+        try:
+            df = read_stream_pandas(path)
+            local_side = list(zip(df["ts"].tolist(), df["type"].tolist(), strict=True))
+        except CepoptError as exc:
+            local_side = exc
+        return spark_side, local_side
+
+    path = tmp_path / "s.csv"
+    path.write_text("ts,type,v\n68353271807575464,01,1\n2.0,B,9007199254740992\n")
+    assert both(path) == ([(2, "B"), (68353271807575464, "01")],) * 2
+    for text in ("ts,type,v\n1,A,1\n2,A,68353271807575464\n", "ts,type,v\n1,A,1.5\n2,A,-99999999999999999999999\n"):
+        path.write_text(text)
+        spark_side, local_side = both(path)
+        assert isinstance(spark_side, CepoptError) and str(spark_side) == str(local_side), (spark_side, local_side)
+        assert "s.csv, line 3: column v holds the integer" in str(spark_side)
