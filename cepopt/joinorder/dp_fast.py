@@ -21,7 +21,6 @@ back on :func:`dp_b` otherwise.
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -33,75 +32,10 @@ from cepopt.joinorder.problem import Conjunct
 
 __all__ = ["dp_b_pruned"]
 
-_KERNEL = None
-
-
 def _kernel():
-    global _KERNEL
-    if _KERNEL is None:
-        import numba
+    from cepopt.joinorder.dp_b_kernels import layer
 
-        @numba.njit(cache=True, inline="always")
-        def better(best, S, A, cur, arg):
-            a = best[A]
-            b = best[S ^ A]
-            hi = a if a > b else b
-            if hi < cur:
-                lo = b if a > b else a
-                val = hi if lo == -np.inf else hi + math.log1p(math.exp(lo - hi))
-                if val < cur:
-                    return val, A
-            return cur, arg
-
-        @numba.njit(parallel=True, cache=True, fastmath=False)
-        def layer(masks, V, best, split, outside, ub, full, alive, width):
-            inf = np.inf
-            pruned = 0
-            for k in numba.prange(len(masks)):
-                S = masks[k]
-                if S != full and (V[S] > ub or np.logaddexp(V[S], outside[S]) > ub):
-                    best[S] = inf
-                    pruned += 1
-                    continue
-                low = S & -S
-                rest = S ^ low
-                cur = inf
-                arg = 0
-                if len(alive) < width:  # few survivors below: try them instead of every submask
-                    for j in range(len(alive)):
-                        X = alive[j]
-                        if X & S == X:
-                            cur, arg = better(best, S, X, cur, arg)
-                    for i in range(64):  # a single event against the rest
-                        bit = np.int64(1) << i
-                        if bit > S:
-                            break
-                        if S & bit:
-                            cur, arg = better(best, S, bit, cur, arg)
-                else:
-                    sub = rest
-                    while True:
-                        A = low | sub
-                        if A != S:
-                            cur, arg = better(best, S, A, cur, arg)
-                        if sub == 0:
-                            break
-                        sub = (sub - 1) & rest
-                if cur == inf:
-                    best[S] = inf
-                    pruned += 1
-                    continue
-                value = np.logaddexp(V[S], cur)
-                if S != full and np.logaddexp(value, outside[S]) > ub:
-                    best[S] = inf
-                    pruned += 1
-                    continue
-                best[S] = value
-                split[S] = arg
-            return pruned
-
-        _KERNEL = layer
-    return _KERNEL
+    return layer
 
 
 def _outside(conj: Conjunct, V: np.ndarray) -> np.ndarray:
@@ -196,39 +130,10 @@ def _var_log(V: np.ndarray, tree, full: int) -> float:
     return float(np.logaddexp.reduce(terms)) if terms else -np.inf
 
 
-_SPLITS = None
-
-
 def _splits_kernel():
-    global _SPLITS
-    if _SPLITS is None:
-        import numba
+    from cepopt.joinorder.dp_b_kernels import enumerate_splits
 
-        @numba.njit(cache=True)
-        def enumerate_splits(keep, n, count_only, S_out, A_out):
-            k = 0
-            full = (1 << n) - 1
-            for S in range(1 << n):
-                if (S != full and not keep[S]) or S & (S - 1) == 0:
-                    continue
-                low = S & -S
-                rest = S ^ low
-                sub = rest
-                while True:
-                    A = low | sub
-                    B = S ^ A
-                    if A != S and (keep[A] or A & (A - 1) == 0) and (keep[B] or B & (B - 1) == 0):
-                        if not count_only:
-                            S_out[k] = S
-                            A_out[k] = A
-                        k += 1
-                    if sub == 0:
-                        break
-                    sub = (sub - 1) & rest
-            return k
-
-        _SPLITS = enumerate_splits
-    return _SPLITS
+    return enumerate_splits
 
 
 def splits_of(keep: np.ndarray, n: int, max_splits: int | None = None) -> tuple[np.ndarray, np.ndarray]:
