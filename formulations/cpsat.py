@@ -140,6 +140,15 @@ def solve_model_cpsat(model, *, time_limit: float | None, seed: int, workers: in
     if hint is not None:
         proto.solution_hint.vars.extend(range(len(hint)))
         proto.solution_hint.values.extend([round(v) for v in hint])
+    if time_limit is not None:
+        # the limit covers writing the proto (5.6 s for 380k variables at 10,000 Sharon queries)
+        time_limit = time_limit - (time.perf_counter() - start)
+        if time_limit <= 0:
+            out = ModelResult("timeout", backend="cpsat", exact=scale.exact,
+                              message="time limit reached while writing the CP-SAT model",
+                              stats={"variables": len(proto.variables), "constraints": len(proto.constraints)})
+            out.wall_time = time.perf_counter() - start
+            return out
     solver = cp_model.CpSolver()
     used = _parameters(solver, time_limit=time_limit, seed=seed, workers=workers, lp_heavy=lp_heavy, log=log,
                        extra=dict(extra or {}))
