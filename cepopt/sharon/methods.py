@@ -524,7 +524,7 @@ def _compact_hint(model, picked) -> list[int]:
 #: seconds of the time left kept back from the solver per model variable (at most SOLVER_RESERVE_SHARE of
 #: it), for CP-SAT's own overshoot of its limit (loading the model, the first LP): measured 3.1 s past a
 #: 10 s limit on 380k variables (10,000 stress queries, load 7 on 2 cores)
-SOLVER_RESERVE_PER_VARIABLE = 8e-6
+SOLVER_RESERVE_PER_VARIABLE = 1.5e-5
 SOLVER_RESERVE_SHARE = 0.2
 
 #: the granularity a proof needs when no model was built: the bound must equal the plan's value
