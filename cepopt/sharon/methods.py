@@ -137,7 +137,11 @@ class _Best:
             self.plan, self.value, self.source = plan, value, source
 
     def tighten(self, bound) -> None:
-        if bound is not None and (self.bound is None or bound < self.bound):
+        """Keep the lowest bound; one below a plan already seen is no bound (a solver's default value,
+        not a proof) and is ignored."""
+        if bound is None or float(self.value - bound) > 1e-6 * max(1.0, abs(float(self.value))):
+            return
+        if self.bound is None or bound < self.bound:
             self.bound = bound
 
 
@@ -199,7 +203,7 @@ def _exact_settle(problem: SharonProblem, best: _Best, clock: _Clock, graph=None
 
 
 def _finish(problem: SharonProblem, best: _Best, *, proven: bool, unit, stats: dict, message: str = "",
-            clock: _Clock | None = None, graph=None) -> MethodResult:
+            clock: _Clock | None = None, graph=None, stopped: bool = False) -> MethodResult:
     """The method's answer: ``best``'s plan (cleaned), "optimal" when ``proven`` or when the bound proves
     it for the exact weights (else, on a small graph, after exact enumeration), else "feasible" with the
     bound and a message naming the plan's source."""
@@ -218,7 +222,7 @@ def _finish(problem: SharonProblem, best: _Best, *, proven: bool, unit, stats: d
     value = best.value - removed  # the model's value of the plan, less the entries dropped
     if proven:
         return MethodResult(plan, "optimal", bound=value, solver_objective=value, stats=stats, message=message)
-    if clock is not None and clock.over():
+    if clock is not None and (clock.over() or stopped):  # stopped: the solver's limit (the time less a reserve)
         note = f"time limit reached: best plan seen ({best.source})"
         message = "; ".join(m for m in (note, message) if m)
     return MethodResult(plan, "feasible", bound=best.bound, solver_objective=value, stats=stats, message=message)
@@ -549,7 +553,7 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
     picked = _compact_start(problem, best)
     best.tighten(problem.original.cover_bound() if not problem.expand else problem.cell_bound())
     stats = _stats(problem)
-    message, unit = "", _EXACT_ONLY
+    message, unit, stopped = "", _EXACT_ONLY, True
     try:  # --export writes the whole model, whatever the limit
         model = compact_model(problem, deadline=None if settings().export is not None else clock.deadline)
     except BuildTimeout:
@@ -568,6 +572,7 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
         if res.x is not None:
             best.offer(SharonPlan.of(decode_compact(model, res.x)), res.objective, backend)
         best.tighten(res.bound)
+        stopped = res.status in ("feasible", "timeout")
         if res.status in ("error", "infeasible"):
             message = f"{backend}: {res.status} ({res.message}); best plan seen before"
         elif res.status == "optimal" and best.source == backend:
@@ -575,7 +580,8 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
         elif res.message:
             message = res.message
     graph = problem.original if not problem.expand else None
-    return _finish(problem, best, proven=False, unit=unit, stats=stats, message=message, clock=clock, graph=graph)
+    return _finish(problem, best, proven=False, unit=unit, stats=stats, message=message, clock=clock, graph=graph,
+                   stopped=stopped)
 
 
 @register("sharon", "cpsat-compact", "compact x[p,q]/y[p] model in CP-SAT (LP-heavy: linearization 2 + "
