@@ -80,3 +80,18 @@ def test_compact_model_build_stops_at_the_deadline(stress):
     with pytest.raises(BuildTimeout):
         compact_model(problem, deadline=time.perf_counter() - 1)
     assert compact_model(problem, deadline=time.perf_counter() + 1e6).names  # a far deadline: built
+
+
+@pytest.mark.parametrize("method", ["cpsat", "milp"])
+def test_graph_methods_over_the_vertex_limit_still_return_a_plan(tmp_path, method):
+    """An expanded graph over ``max_vertices`` used to be an error: now GWMIN's plan on the original graph
+    and the gain bound, checked against the compact model's proven optimum."""
+    path = tmp_path / "small.json"
+    assert main(["generate", "sharon", "--queries", "60", "--seed", "1", "-o", str(path)]) == 0
+    greedy = solve(str(path), "greedy", params={"expand": False})
+    exact = solve(str(path), "cpsat-compact")
+    assert exact.status == "optimal"
+    sol = solve(str(path), method, params={"max_vertices": 1})
+    assert sol.status == "feasible" and "max_vertices" in sol.message
+    assert sol.plan.shared and sol.objective >= greedy.objective
+    assert sol.bound >= exact.objective >= sol.objective
