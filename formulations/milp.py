@@ -185,7 +185,13 @@ def _solve_mathopt(model, backend, factor, time_limit, seed, rel_gap, feas_tol, 
     from ortools.math_opt import model_parameters_pb2, result_pb2
     from ortools.math_opt.core.python import solver as core
 
+    started = time.perf_counter()
     proto, _ = mathopt_proto(model, factor)
+    if time_limit is not None:  # the limit covers writing the proto
+        time_limit = time_limit - (time.perf_counter() - started)
+        if time_limit <= 0:
+            return ModelResult("timeout", backend=backend,
+                               message=f"time limit reached while writing the {backend} model")
     try:
         params, solver_type = _mathopt_parameters(backend, time_limit, seed, rel_gap, feas_tol, threads, options, log)
     except (ValueError, TypeError) as exc:

@@ -63,8 +63,8 @@ from cepopt.formulations.blocks import solve_by_blocks
 from cepopt.formulations.export import export_now
 from cepopt.formulations.linear import Model, ModelResult
 
-__all__ = ["COMPACT_HIGHS_OPTIONS", "MWIS_CPSAT_NO_CUTS", "MWIS_SCIP_NO_CUTS", "compact_model", "decode_compact",
-           "decode_mwis", "extended_cliques", "mwis_model", "solve_sharon_model"]
+__all__ = ["COMPACT_HIGHS_OPTIONS", "BuildTimeout", "MWIS_CPSAT_NO_CUTS", "MWIS_SCIP_NO_CUTS", "compact_model",
+           "decode_compact", "decode_mwis", "extended_cliques", "mwis_model", "solve_sharon_model"]
 
 
 def _maximal(sets: Iterable[frozenset[int]]) -> list[frozenset[int]]:
@@ -129,10 +129,27 @@ def _compact_entries(problem) -> list:
     return entries
 
 
-def compact_model(problem) -> Model:
+#: candidates (and queries) between two checks of the deadline while the compact model is built
+DEADLINE_CHECK = 512
+
+
+class BuildTimeout(Exception):
+    """The deadline passed while a model was being built (the caller falls back to its best plan)."""
+
+
+def _check(deadline: float | None, k: int) -> None:
+    import time
+
+    if deadline is not None and k % DEADLINE_CHECK == 0 and time.perf_counter() >= deadline:
+        raise BuildTimeout
+
+
+def compact_model(problem, deadline: float | None = None) -> Model:
     """The compact x[p,q] / y[p] model of a :class:`~cepopt.sharon.problem.SharonProblem` (see above).
 
     Decode data (``model.decode[1]``): (pattern, {query: variable index}, y index) per candidate.
+    ``deadline`` (``time.perf_counter()``): raise :class:`BuildTimeout` once it passes (the build takes
+    8 s at 10,000 stress queries, so a time limit must be able to stop it).
     """
     model = Model("sharon_compact", "max")
     names, objective, rows = model.names, model.objective, model.rows
@@ -140,6 +157,7 @@ def compact_model(problem) -> Model:
     cover: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))  # q -> pos -> vars
     cost, starts = problem.cost, problem.starts
     for k, (v, free) in enumerate(_compact_entries(problem)):
+        _check(deadline, k)
         y = len(names)
         names.append(f"y{k}")
         n = len(v.pattern)
@@ -172,7 +190,8 @@ def compact_model(problem) -> Model:
             # sum_q x[p,q] >= 2 y[p]   <=>   (2 - |fixed|) y - sum x <= 0
             rows.append(([y, *xs], [2 - (len(queries) - len(xs))] + [-1] * len(xs), None, 0))
         decode.append((v.pattern, var_of, y))
-    for by_pos in cover.values():
+    for k, by_pos in enumerate(cover.values()):
+        _check(deadline, k)
         for c in _maximal(frozenset(vs) for vs in by_pos.values()):
             rows.append((sorted(c), [1] * len(c), None, 1))
     n = len(names)

@@ -22,10 +22,14 @@ Methods:
 * ``cpsat-compact`` / ``milp-compact`` - the compact x[p,q]/y[p] model (also honours subsets=all).
 
 Time limits (issue 21): the limit covers the problem's build (solve() passes on what is left), the
-expanded graph, the models and the solves. Past the limit a method only re-scores its plan (and, when
-no solver plan exists, runs GWMIN on the original graph: about 0.3 s CPU per 1,000 queries); a step that
-was running when the limit passed (a graph or model build, a solver's own check interval) is not
-interrupted: ``pytest -m bench tests/sharon/test_time_limits.py`` measures the wall time of 2 s calls.
+expanded graph, the models and the solves. The compact methods run GWMIN on the original graph and the
+gain bound first (within the limit: about 0.35 s per 1,000 queries), stop building their model at the
+deadline, count writing the solver's proto, and keep back a reserve for the solver's own overshoot
+(:data:`SOLVER_RESERVE_PER_VARIABLE`), so past the limit they only re-score their plan. In the graph
+methods a step that is running when the limit passes (the expanded graph's build, a solver's own
+check interval) is not interrupted: ``pytest -m bench tests/sharon/test_time_limits.py`` measures the
+wall time of 2 s calls. Loading the instance file (JSON schema, query parsing: 6 s at 10,000 queries)
+happens before the clock starts.
 Every exact method keeps the best plan it has seen - GWMIN's, the LP tree's
 incumbent, the solver's, the plan finder's - and, when the time runs out, returns it with status
 ``feasible``, the best proven bound (the solver's, the tree's, or the graph's clique-cover bound) and a
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Literal
 
 from cepopt.errors import CepoptError, MethodLimitError
@@ -136,7 +141,11 @@ class _Best:
             self.plan, self.value, self.source = plan, value, source
 
     def tighten(self, bound) -> None:
-        if bound is not None and (self.bound is None or bound < self.bound):
+        """Keep the lowest bound; one below a plan already seen is no bound (a solver's default value,
+        not a proof) and is ignored."""
+        if bound is None or float(self.value - bound) > 1e-6 * max(1.0, abs(float(self.value))):
+            return
+        if self.bound is None or bound < self.bound:
             self.bound = bound
 
 
@@ -198,7 +207,7 @@ def _exact_settle(problem: SharonProblem, best: _Best, clock: _Clock, graph=None
 
 
 def _finish(problem: SharonProblem, best: _Best, *, proven: bool, unit, stats: dict, message: str = "",
-            clock: _Clock | None = None, graph=None) -> MethodResult:
+            clock: _Clock | None = None, graph=None, stopped: bool = False) -> MethodResult:
     """The method's answer: ``best``'s plan (cleaned), "optimal" when ``proven`` or when the bound proves
     it for the exact weights (else, on a small graph, after exact enumeration), else "feasible" with the
     bound and a message naming the plan's source."""
@@ -217,7 +226,7 @@ def _finish(problem: SharonProblem, best: _Best, *, proven: bool, unit, stats: d
     value = best.value - removed  # the model's value of the plan, less the entries dropped
     if proven:
         return MethodResult(plan, "optimal", bound=value, solver_objective=value, stats=stats, message=message)
-    if clock is not None and clock.over():
+    if clock is not None and (clock.over() or stopped):  # stopped: the solver's limit (the time less a reserve)
         note = f"time limit reached: best plan seen ({best.source})"
         message = "; ".join(m for m in (note, message) if m)
     return MethodResult(plan, "feasible", bound=best.bound, solver_objective=value, stats=stats, message=message)
@@ -388,6 +397,16 @@ def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict
     return keep, sub, {"dominated_removed": len(g) - len(keep)}
 
 
+def _without_graph(problem: SharonProblem, clock: _Clock, reason: str) -> MethodResult:
+    """A graph method whose graph is over its limits: GWMIN's plan on the original graph (valid for every
+    option set) and the per-position gain bound, status feasible, with the reason."""
+    best = _Best(SharonPlan.empty())
+    _compact_start(problem, best)
+    best.tighten(problem.cell_bound())
+    return _finish(problem, best, proven=False, unit=_EXACT_ONLY, stats=_stats(problem),
+                   message=f"{reason}: GWMIN's plan on the original graph and the gain bound")
+
+
 def _mwis_start(problem: SharonProblem, keep: list[int], best: _Best) -> list[int]:
     """GWMIN's plan on the method's graph (so a time-out never returns less than ``greedy``) as the first
     incumbent, and as a 0-1 start over ``keep`` (vertices the dominance reduction removed are left out:
@@ -406,7 +425,10 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
 
     clock = _Clock(time_limit)
     check_seed(seed, *((-(2**31), 2**31 - 1) if backend == "cpsat" else (0, 2**31 - 1)), solver=backend)
-    keep, sub, extra = _mwis_graph(problem, reduce)
+    try:
+        keep, sub, extra = _mwis_graph(problem, reduce)
+    except MethodLimitError as exc:  # the expanded graph is too large to build: still a plan and a bound
+        return _without_graph(problem, clock, str(exc))
     model = None
     if settings().export is not None:  # --export: the model, even when the LP tree proves the answer first
         model = mwis_model(sub, extend=extend)
@@ -497,62 +519,86 @@ def _check_backend(backend: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------ compact models
-def _compact_start(problem: SharonProblem, model, best: _Best) -> list[int]:
-    """GWMIN on the original graph as the first incumbent and as a 0-1 start of the compact model."""
-    x = [0] * len(model.names)
+def _compact_start(problem: SharonProblem, best: _Best) -> list[int] | None:
+    """GWMIN on the original graph (greedy's plan when expand=false) as the first incumbent; its
+    vertices (None when the graph is too dense for it)."""
     try:
         picked = gwmin(problem.original)
     except MethodLimitError:
-        return x
-    chosen = set(picked)
+        return None
+    best.offer(problem.plan_of(picked, problem.original), problem.original.weight_of(picked), "GWMIN")
+    return picked
+
+
+def _compact_hint(model, picked) -> list[int]:
+    """GWMIN's vertices as a 0-1 start of the compact model."""
+    x = [0] * len(model.names)
+    chosen = set(picked or ())
     for k, (_, var_of, y) in enumerate(model.decode[1]):
         if k in chosen:
             x[y] = 1
             for i in var_of.values():
                 x[i] = 1
-    best.offer(problem.plan_of(picked, problem.original), problem.original.weight_of(picked), "GWMIN")
     return x
+
+
+#: seconds of the time left kept back from the solver per model variable (at most SOLVER_RESERVE_SHARE of
+#: it), for CP-SAT's own overshoot of its limit (loading the model, the first LP): measured 3.1 s past a
+#: 10 s limit on 380k variables (10,000 stress queries, load 7 on 2 cores)
+SOLVER_RESERVE_PER_VARIABLE = 1.5e-5
+SOLVER_RESERVE_SHARE = 0.2
+
+#: the granularity a proof needs when no model was built: the bound must equal the plan's value
+_EXACT_ONLY = Fraction(1, 10**30)
 
 
 def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bool, split: bool,
              **solve_options) -> MethodResult:
     """cpsat-compact and milp-compact: the compact model, solved within the time left. GWMIN on the
-    original graph (greedy's plan when expand=false) runs first when it is greedy's plan or the hint,
-    else only when the solver finds no plan; a bound without the solver (the clique cover of the
-    original graph, or the per-position gain bound of the expanded problem) only when the solver gives
-    none."""
+    original graph (greedy's plan when expand=false) and a bound without the solver (the clique cover of
+    the original graph, or the per-position gain bound of the expanded problem) come first, within the
+    limit (2.2 s and 1.2 s at 10,000 stress queries, against 8 s for the model and 5.6 s for CP-SAT's
+    proto), so a time-out has them without running past the limit; the model's build stops at the
+    deadline, and the solver gets what is left less a reserve for its own overshoot."""
     from cepopt.formulations.export import export_now
-    from cepopt.formulations.native import check_seed
+    from cepopt.formulations.native import check_seed, settings
+    from cepopt.formulations.sharon import BuildTimeout
 
     clock = _Clock(time_limit)
     check_seed(seed, *((-(2**31), 2**31 - 1) if backend == "cpsat" else (0, 2**31 - 1)), solver=backend)
-    model = compact_model(problem)
-    export_now(model, backend)
     best = _Best(SharonPlan.empty())
-    if hint or not problem.expand:
-        start = _compact_start(problem, model, best)
-        model.hint = start if hint else None
-    unit = _unit(model.objective)
+    picked = _compact_start(problem, best)
+    best.tighten(problem.original.cover_bound() if not problem.expand else problem.cell_bound())
     stats = _stats(problem)
-    message = ""
-    if not clock.over():
-        res = solve_sharon_model(model, backend, seed=seed, split=split, deadline=clock.deadline, **solve_options)
+    message, unit, stopped = "", _EXACT_ONLY, True
+    try:  # --export writes the whole model, whatever the limit
+        model = compact_model(problem, deadline=None if settings().export is not None else clock.deadline)
+    except BuildTimeout:
+        model = None
+        message = "time limit reached while building the compact model"
+    if model is not None:
+        export_now(model, backend)
+        model.hint = _compact_hint(model, picked) if hint else None
+        unit = _unit(model.objective)
+    if model is not None and not clock.over():
+        deadline = clock.deadline
+        if deadline is not None:
+            deadline -= min(SOLVER_RESERVE_PER_VARIABLE * len(model.names), SOLVER_RESERVE_SHARE * clock.left())
+        res = solve_sharon_model(model, backend, seed=seed, split=split, deadline=deadline, **solve_options)
         stats.update(res.stats)
         if res.x is not None:
             best.offer(SharonPlan.of(decode_compact(model, res.x)), res.objective, backend)
         best.tighten(res.bound)
+        stopped = res.status in ("feasible", "timeout")
         if res.status in ("error", "infeasible"):
             message = f"{backend}: {res.status} ({res.message}); best plan seen before"
         elif res.status == "optimal" and best.source == backend:
             return _finish(problem, best, proven=True, unit=unit, stats=stats)
         elif res.message:
             message = res.message
-    if not best.plan.shared:
-        _compact_start(problem, model, best)  # no plan from the solver: GWMIN's
-    if best.bound is None:
-        best.tighten(problem.original.cover_bound() if not problem.expand else problem.cell_bound())
     graph = problem.original if not problem.expand else None
-    return _finish(problem, best, proven=False, unit=unit, stats=stats, message=message, clock=clock, graph=graph)
+    return _finish(problem, best, proven=False, unit=unit, stats=stats, message=message, clock=clock, graph=graph,
+                   stopped=stopped)
 
 
 @register("sharon", "cpsat-compact", "compact x[p,q]/y[p] model in CP-SAT (LP-heavy: linearization 2 + "

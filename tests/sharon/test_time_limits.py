@@ -49,3 +49,49 @@ def test_wall_time_against_the_limit(stress, method):
     sol = solve(path, method, time_limit=2, params={"expand": False}, problem=problem)
     wall = time.perf_counter() - start
     print(f"\n{method}: {sol.status}, objective {sol.objective}, bound {sol.bound}, wall {wall:.2f} s for a 2 s limit")
+
+
+@pytest.mark.parametrize("method", ["cpsat-compact", "milp-compact"])
+@pytest.mark.parametrize("limit", [0.05, 2.0])
+def test_compact_time_out_on_the_expanded_problem(stress, method, limit):
+    """The expanded problem (the compact models' default) with a limit that stops the model build
+    (0.05 s) or the solver (2 s): GWMIN's plan of the original graph at least, a bound no plan beats
+    (the per-position gain bound when the solver gives none)."""
+    path, original, greedy = stress
+    _, problem, _ = build_problem(path)
+    sol = solve(path, method, time_limit=limit, problem=problem)
+    assert sol.plan is not None and sol.plan.shared, (method, sol.status, sol.message)
+    assert sol.objective >= greedy.objective, (method, sol.message)
+    assert sol.bound is not None and sol.bound >= sol.objective, method
+    assert sol.bound <= problem.cell_bound(), method  # never looser than the bound without a solver
+    if sol.status == "feasible":
+        assert "time limit" in sol.message
+    else:
+        assert sol.status == "optimal"
+
+
+def test_compact_model_build_stops_at_the_deadline(stress):
+    import time
+
+    from cepopt.formulations.sharon import BuildTimeout, compact_model
+
+    path, _, _ = stress
+    _, problem, _ = build_problem(path)
+    with pytest.raises(BuildTimeout):
+        compact_model(problem, deadline=time.perf_counter() - 1)
+    assert compact_model(problem, deadline=time.perf_counter() + 1e6).names  # a far deadline: built
+
+
+@pytest.mark.parametrize("method", ["cpsat", "milp"])
+def test_graph_methods_over_the_vertex_limit_still_return_a_plan(tmp_path, method):
+    """An expanded graph over ``max_vertices`` used to be an error: now GWMIN's plan on the original graph
+    and the gain bound, checked against the compact model's proven optimum."""
+    path = tmp_path / "small.json"
+    assert main(["generate", "sharon", "--queries", "60", "--seed", "1", "-o", str(path)]) == 0
+    greedy = solve(str(path), "greedy", params={"expand": False})
+    exact = solve(str(path), "cpsat-compact")
+    assert exact.status == "optimal"
+    sol = solve(str(path), method, params={"max_vertices": 1})
+    assert sol.status == "feasible" and "max_vertices" in sol.message
+    assert sol.plan.shared and sol.objective >= greedy.objective
+    assert sol.bound >= exact.objective >= sol.objective
