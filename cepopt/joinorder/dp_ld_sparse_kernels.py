@@ -49,6 +49,16 @@ def _row_sum(tab, x, S, chunks):
     return s
 
 
+@numba.njit(cache=True, inline="always")
+def _extension(masks, vals, pms, a, tab, chunks, s, x):
+    """(ln PM, ln prefix cost) of the layer's set s extended by event x; NaN (never <= a bound) when x is in it."""
+    S = masks[s]
+    if (S >> x) & 1:
+        return np.nan, np.nan
+    p = pms[s] + a[x] + _row_sum(tab, x, S, chunks)
+    return p, _lae(vals[s], p)
+
+
 @numba.njit(cache=True)
 def expand_layer(masks, vals, pms, a, tab, n, ub, max_out):
     """Every one-event extension T = S ∪ {x} of the layer (masks sorted, vals = ln of the best prefix cost
@@ -59,11 +69,7 @@ def expand_layer(masks, vals, pms, a, tab, n, ub, max_out):
     count = 0
     for x in range(n):
         for s in range(masks.shape[0]):
-            S = masks[s]
-            if (S >> x) & 1:
-                continue
-            p = pms[s] + a[x] + _row_sum(tab, x, S, chunks)
-            if _lae(vals[s], p) <= ub:
+            if _extension(masks, vals, pms, a, tab, chunks, s, x)[1] <= ub:
                 count += 1
     if count > max_out:
         return np.empty(0, np.int64), np.empty(0), np.empty(0), np.empty(0, np.int8), count
@@ -74,13 +80,9 @@ def expand_layer(masks, vals, pms, a, tab, n, ub, max_out):
     q = 0
     for x in range(n):
         for s in range(masks.shape[0]):
-            S = masks[s]
-            if (S >> x) & 1:
-                continue
-            p = pms[s] + a[x] + _row_sum(tab, x, S, chunks)
-            v = _lae(vals[s], p)
+            p, v = _extension(masks, vals, pms, a, tab, chunks, s, x)
             if v <= ub:
-                keys[q] = S | (1 << x)
+                keys[q] = masks[s] | (1 << x)
                 tv[q] = v
                 tp[q] = p
                 tl[q] = x
