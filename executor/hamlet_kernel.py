@@ -925,7 +925,7 @@ def _group_tables(inp, found: list, shared: list, extend: list) -> tuple:
         brow[g, gb.rows] = np.arange(len(gb.rows)) + nr
         # pe(., q) candidates per row: matched by q and of a type in pt(E, q)
         code = lay.type_code(e)
-        pm = np.stack([lay.masks[q] & inp.qt[2][q, code][lay.tcode] for q in qidx], axis=1)
+        pm = (lay.masks[qidx] & np.take(inp.qt[2][qidx, code], lay.tcode, axis=1)).T  # columns contiguous
         sets, inv = _row_sets(pm)
         nonempty = sets.any(axis=1)
         remap = np.cumsum(nonempty) - 1

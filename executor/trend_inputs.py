@@ -275,9 +275,10 @@ def partial_results(inp: KernelInputs, out: np.ndarray, omm: np.ndarray, queries
                     add((name, group, window, label, kind, _text(col.values[r]), ""))
     if not rows:
         return empty_partials()
-    df = pd.DataFrame(rows, columns=PARTIAL_COLUMNS)
-    df["window"] = df["window"].astype("int64")
-    return df
+    # column by column: cheaper than a frame of tuples and a cast of its window column
+    columns = list(zip(*rows, strict=True))
+    return pd.DataFrame({name: np.array(col, dtype=np.int64 if name == "window" else object)
+                         for name, col in zip(PARTIAL_COLUMNS, columns, strict=True)})
 
 
 def counter_metrics(counters: np.ndarray, names: tuple[str, ...]) -> dict:
