@@ -305,7 +305,7 @@ def _outcome(best: Any, best_log: float, lb_log: float, last_obj_log: float, con
     stats["lower_bound_log_cost"] = lb_total
     # a proof by gap (the bound meets the incumbent to _PROOF_GAP, not exactly) keeps that gap: the reported
     # bound is the proven one, never the objective itself (issue 21: a tolerance is not an exact proof)
-    gap_proof = status == "optimal" and (stats.get("proof_gap_log", 0.0) > 0 or "within" in stats.get("proof", ""))
+    gap_proof = status == "optimal" and stats.get("proof_gap_log", 0.0) > 0
     ratio = max(ub_total - lb_total, 0.0) if status != "optimal" or gap_proof else 0.0
     solver_log = float(np.logaddexp(last_obj_log, const)) if status == "optimal" else None
     return ModelOutcome(best, status, stats, "" if status == "optimal" else "optimum not proven", ratio,
@@ -447,6 +447,8 @@ def _sparse_dp_first(conj: Conjunct, starts: list, deadline: float | None, stats
             how = (f"its lower bound within {max(res.stats['closed_by_gap'], 0.0):.1e} (log) of the start's cost"
                    if "closed_by_gap" in res.stats else "exact DP over the surviving sets")
             stats.update(proof=f"sparse dp-ld, {direction} ({how}; not the MILP)", iterations=0)
+            if "closed_by_gap" in res.stats:
+                stats["proof_gap_log"] = max(res.stats["closed_by_gap"], 0.0)
             return order, res.lower, res.value
         if res.stats.get("stopped") != "no_cut":
             break  # out of time or memory: the MILP gets the rest

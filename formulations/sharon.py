@@ -55,6 +55,7 @@ Solving (decisions measured on the sharon-optimizers instances, 200-1000 queries
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -138,8 +139,6 @@ class BuildTimeout(Exception):
 
 
 def _check(deadline: float | None, k: int) -> None:
-    import time
-
     if deadline is not None and k % DEADLINE_CHECK == 0 and time.perf_counter() >= deadline:
         raise BuildTimeout
 
@@ -220,8 +219,6 @@ def solve_sharon_model(model: Model, backend: str, *, time_limit=None, seed: int
     more time than the search (measured: 1.2 of 1.8 s at 200 queries, 13 of 30 s at 1000) and removes
     little, so the Sharon methods turn it off; ``options`` are further CP-SAT parameters. MILP:
     ``options`` are the solver's own (:func:`~cepopt.formulations.milp.solve_model_milp`)."""
-    import time
-
     export_now(model, backend)
     if not model.names:
         return ModelResult("optimal", 0, 0, [], backend=backend, exact=True,
