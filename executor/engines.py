@@ -240,14 +240,14 @@ def _spark_class(cls, events):
 
 def _kernel_udf(compiled_bc, index: int, blocked: bool, counters):
     def run(key: tuple, pdf: pd.DataFrame) -> pd.DataFrame:
-        from cepopt.executor.streams import ERROR_MARK
+        from cepopt.executor.streams import marked
 
         block = int(key[-1]) if blocked else None
         events = prepare_partition(pdf.drop(columns=[BLOCK]))
         try:
             partials, metrics = _timed_run(compiled_bc.value, index, events, block)
         except CepoptError as exc:
-            raise CepoptError(f"{ERROR_MARK}{' '.join(str(exc).split())}") from None
+            raise marked(exc) from None
         counters.add(metrics)
         return partials[PARTIAL_COLUMNS] if len(partials) else pd.DataFrame(columns=PARTIAL_COLUMNS)
 
@@ -276,7 +276,7 @@ def _merge_udf(digests, firsts):
 def _single_udf(compiled_bc, counters, digests, firsts):
     """The whole run in one task (a tiny stream in one partition): the local engine's work on it."""
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        from cepopt.executor.streams import ERROR_MARK
+        from cepopt.executor.streams import marked
 
         parts = [b for b in batches if len(b)]
         if not parts:
@@ -284,7 +284,7 @@ def _single_udf(compiled_bc, counters, digests, firsts):
         try:
             merged, metrics = local_results(compiled_bc.value, pd.concat(parts, ignore_index=True))
         except CepoptError as exc:
-            raise CepoptError(f"{ERROR_MARK}{' '.join(str(exc).split())}") from None
+            raise marked(exc) from None
         counters.add(metrics)
         if len(merged):
             _report(merged, digests, firsts)

@@ -200,7 +200,7 @@ def _kernel(trees: Sequence[JoinTree], negate: bool, counter, types: list[str]):
     ``counter``, the owned full matches out as (tree index, text)."""
     def run(batches):
         from cepopt.executor.join_local import evaluate_partition
-        from cepopt.executor.streams import ERROR_MARK
+        from cepopt.executor.streams import marked
 
         frames = list(batches)
         if not frames:
@@ -210,7 +210,7 @@ def _kernel(trees: Sequence[JoinTree], negate: bool, counter, types: list[str]):
         try:
             outcome = evaluate_partition(trees, events, negate=negate, types=types)
         except CepoptError as exc:
-            raise CepoptError(f"{ERROR_MARK}{' '.join(str(exc).split())}") from None
+            raise marked(exc) from None
         sums: list = []
         for nodes, _ in outcome:
             for n in nodes:

@@ -47,7 +47,7 @@ import pandas as pd
 from cepopt.errors import CepoptError
 from cepopt.textio import probe_path
 
-__all__ = ["ERROR_MARK", "is_local", "local_path", "nan_to_null", "parquet_files", "parse_generator_spec",
+__all__ = ["ERROR_MARK", "is_local", "local_path", "marked", "nan_to_null", "parquet_files", "parse_generator_spec",
            "read_stream", "read_stream_pandas", "resolve_stream_pandas", "stream_format", "to_spark", "user_error"]
 
 #: the prefix of a user error raised inside a Spark job (a bad event, a kernel's CepoptError)
@@ -594,6 +594,12 @@ def _is_number(text: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def marked(exc: CepoptError) -> CepoptError:
+    """A kernel's CepoptError as raised on a Spark worker: one line after :data:`ERROR_MARK`, so that
+    :func:`user_error` finds it in the job's failure on the driver."""
+    return CepoptError(f"{ERROR_MARK}{' '.join(str(exc).split())}")
 
 
 def user_error(exc: BaseException, source: str | None = None) -> CepoptError | None:
