@@ -63,8 +63,8 @@ from cepopt.errors import MethodLimitError
 from cepopt.formulations.model import Model, solve
 from cepopt.joinorder.cost import (
     leaf_log,
-    log_lat_ord,
     log_node,
+    log_order_variable,
     log_trpt_lat_tree,
     logsumexp,
     order_logs,
@@ -317,16 +317,6 @@ def _outcome(best: Any, best_log: float, lb_log: float, last_obj_log: float, con
 # ---------------------------------------------------------------------------------------------
 
 
-def _order_var_log(conj: Conjunct, order: list[int]) -> float:
-    """ln of the variable part of the order's cost: Σ_{k<n} PM_k + α lat."""
-    terms = list(order_logs(conj, order)[:-1])
-    if conj.has_latency:
-        lat = log_lat_ord(conj, order)
-        if lat > -math.inf:
-            terms.append(math.log(conj.alpha) + lat)
-    return logsumexp(terms)
-
-
 def _order_build(conj: Conjunct, edges: list[tuple[int, int]], sigma: float):
     """M-ORD without its tangent cuts: (model, slots k -> (u_k, L_k), variable indices)."""
     n = conj.n
@@ -398,7 +388,7 @@ def order_spec(conj: Conjunct) -> OASpec:
         build=lambda sigma: _order_build(conj, edges, sigma),
         decode=lambda values, info: _order_decode(n, values, info),
         slot_logs=lambda order: {k: float(v) for k, v in enumerate(order_logs(conj, order)[:-1], start=1)},
-        var_log=lambda order: _order_var_log(conj, order),
+        var_log=lambda order: log_order_variable(conj, order),
         const=const, encode=lambda order, info: _order_encode(conj, order, info),
         improve=lambda order: window_dp(conj, order, deadline=time.perf_counter() + 2.0))
 
@@ -430,8 +420,8 @@ def _sparse_dp_first(conj: Conjunct, starts: list, deadline: float | None, stats
 
     if not fast_applies(conj):
         return None, -math.inf, None
-    best = min(starts, key=lambda o: _order_var_log(conj, o))
-    ub = _order_var_log(conj, best)
+    best = min(starts, key=lambda o: log_order_variable(conj, o))
+    ub = log_order_variable(conj, best)
     left = _remaining(deadline)
     dp_deadline = None if left is None else time.perf_counter() + _SPARSE_SHARE * left
     lower = -math.inf
@@ -443,7 +433,7 @@ def _sparse_dp_first(conj: Conjunct, starts: list, deadline: float | None, stats
                      **{k: v for k, v in res.stats.items() if k not in ("layer_sets", "direction")}})
         lower = max(lower, res.lower)
         if res.proven:
-            order = res.order if _order_var_log(conj, res.order) < ub else best
+            order = res.order if log_order_variable(conj, res.order) < ub else best
             how = (f"its lower bound within {max(res.stats['closed_by_gap'], 0.0):.1e} (log) of the start's cost"
                    if "closed_by_gap" in res.stats else "exact DP over the surviving sets")
             stats.update(proof=f"sparse dp-ld, {direction} ({how}; not the MILP)", iterations=0)
@@ -466,7 +456,7 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
     if conj.next_match:
         raise MethodLimitError("milp-order: skip-till-next-match costs are not modelled; use dp-ld")
     if n <= 2:
-        order = [0] if n == 1 else min(([0, 1], [1, 0]), key=lambda o: _order_var_log(conj, o))
+        order = [0] if n == 1 else min(([0, 1], [1, 0]), key=lambda o: log_order_variable(conj, o))
         return ModelOutcome(order, "optimal", {"iterations": 0})
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     stats: dict = {"binaries": n * (n - 1), "continuous_y": len(_edges(conj)) * (n - 1)}
@@ -740,7 +730,7 @@ def solve_order_cpsat(conj: Conjunct, *, time_limit: float | None = None, seed: 
         raise MethodLimitError("cpsat-order: models the any-match throughput cost only (no latency, no "
                                "next-match); use dp-ld")
     if n <= 2:
-        order = [0] if n == 1 else min(([0, 1], [1, 0]), key=lambda o: _order_var_log(conj, o))
+        order = [0] if n == 1 else min(([0, 1], [1, 0]), key=lambda o: log_order_variable(conj, o))
         return ModelOutcome(order, "feasible", {"scale": scale})
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     edges = _edges(conj)

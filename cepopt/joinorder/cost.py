@@ -40,8 +40,8 @@ from cepopt.solution import Objective
 __all__ = [
     "OBJECTIVE", "all_node_logs", "combine", "evaluate", "leaf_log", "log_cost", "log_cost_bj",
     "log_cost_ldj", "log_cost_ord", "log_cost_tree", "log_lat_ord", "log_lat_tree", "log_node",
-    "log_order_objective", "log_trpt_lat_tree", "logsumexp", "objective_name", "order_logs", "order_term",
-    "plan_indices", "predict", "to_jqpg",
+    "log_order_objective", "log_order_variable", "log_trpt_lat_tree", "logsumexp", "objective_name",
+    "order_logs", "order_term", "plan_indices", "predict", "to_jqpg",
 ]
 
 NEG_INF = -math.inf
@@ -199,6 +199,18 @@ def log_lat_ord(conj: Conjunct, order: Sequence[int]) -> float:
     order = list(order)
     pos = order.index(conj.last)
     return logsumexp(conj.lc[order[pos + 1:]])
+
+
+def log_order_variable(conj: Conjunct, order: Sequence[int]) -> float:
+    """ln of the variable part of the order's cost, Σ_{k<n} PM_k + α lat: the cost without the full
+    prefix PM(all), which every order pays (compared on the whole cost, a gain in the small early prefixes
+    drowns in PM(all)'s rounding: 7e-8 of the variable cost at n = 40, dense, is below 1e-12 of the total)."""
+    terms = list(order_logs(conj, order)[:-1])
+    if conj.has_latency:
+        lat = log_lat_ord(conj, order)
+        if lat > -math.inf:
+            terms.append(math.log(conj.alpha) + lat)
+    return logsumexp(terms)
 
 
 def log_cost_ord(conj: Conjunct, order: Sequence[int]) -> float:
