@@ -39,7 +39,8 @@ own slot values (its surrogate is exact from the first solve; with tight toleran
 an independent implementation 1.5-8x faster, issue 22) and on a grid below σ; the incumbent, with each
 u at its largest cut, is the solver's MIP start (``OASpec.encode``). Each round solves the MILP to a
 proven optimum, evaluates the decoded plan exactly (a better one is improved further by
-``OASpec.improve``, the window DP for orders) and adds cuts at its slot values. It stops:
+``OASpec.improve``, the window DP for orders) and adds cuts at its slot values and at the solution's
+own (``OASpec.solution_logs``: M-BUSHY's equal-size nodes may sit in either slot). It stops:
 
 * **optimal** when no cut is new and the MILP is optimal: the decoded plan's surrogate is exact, so
   its cost is the MILP's optimum, a lower bound of the true one (to the solver's precision);
@@ -154,6 +155,10 @@ class OASpec:
     const: float
     encode: Callable[[Any, Any], dict] | None = None
     improve: Callable[[Any], Any] | None = None
+    #: the slot values of the MILP's solution itself (ln values), where a decoded plan can sit in the
+    #: slots in more than one way (M-BUSHY's equal-size nodes): the surrogate is exact only when *these*
+    #: have their cuts, not the decoded plan's canonical placement
+    solution_logs: Callable[[list, Any], dict] | None = None
 
 
 def _hint(m: Model, slots: dict, cuts: dict, sigma: float, values: dict) -> list:
@@ -278,10 +283,12 @@ def outer_approximation(spec: OASpec, starts: list, *, time_limit: float | None,
         if res.objective is not None and res.objective > 0:
             last_obj = sigma + math.log(res.objective)
         added = _new_cuts(cuts, spec.slot_logs(plan))
+        if spec.solution_logs is not None:
+            added |= _new_cuts(cuts, spec.solution_logs(res.x, info))
         raw = None if res.bound is None else res.bound + res.bound_margin  # the solver's own dual bound
         raw_gap = best_log - (sigma + math.log(raw)) if raw is not None and raw > 0 else math.inf
         if res.status == "optimal" and (not added or raw_gap <= _PROOF_GAP):
-            # the decoded plan's cuts are in (its surrogate is exact, so the MILP's optimum is its cost),
+            # the solution's own cuts are in (its surrogate is exact, so the MILP's optimum is its cost),
             # or the bound meets the incumbent to the solver's precision (a plan tied with the incumbent
             # to 1e-9 no longer costs a round: measured, 2-3 rounds became one at n = 30-40)
             status = "optimal"
@@ -552,11 +559,11 @@ def _compact_build(conj: Conjunct, edges: list[tuple[int, int]], sigma: float):
             m.add_row([ys[e], sv[k2, j]], [1, -1], None, 0)
         slots[j] = (u, [sv[i, j] for i in range(n)] + ys,
                     [float(a[i]) for i in range(n)] + [float(conj.b[i, k2]) for i, k2 in edges])
-    return m, slots, (lv, mv)
+    return m, slots, (lv, mv, sv)
 
 
 def _compact_decode(n: int, values: list, info) -> Any:
-    lv, mv = info
+    lv, mv, _ = info
     J = n - 1
     children: dict[int, list] = {j: [] for j in range(J)}
     for j in range(J):
@@ -577,6 +584,14 @@ def _compact_slot_logs(conj: Conjunct, tree: Any) -> dict:
     """Slot j holds the j-th smallest non-root node (slots are ordered by size)."""
     nodes = sorted(_tree_nodes(tree), key=len)
     return {j: log_node(conj, members, tree=True) for j, members in enumerate(nodes)}
+
+
+def _compact_solution_logs(conj: Conjunct, values: list, info) -> dict:
+    """The node each non-root slot holds in the MILP's solution (the leaves ``s[i, j]`` below it):
+    nodes of equal size may sit in either order, and a cut only bounds the slot it was added to."""
+    _, _, sv = info
+    return {j: log_node(conj, [i for i in range(conj.n) if values[sv[i, j]] > 0.5], tree=True)
+            for j in range(conj.n - 2)}
 
 
 def _min_leaf(t: Any) -> int:
@@ -611,7 +626,8 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
     spec = OASpec(build=lambda sigma: _compact_build(conj, edges, sigma),
                   decode=lambda values, info: _compact_decode(n, values, info),
                   slot_logs=lambda tree: _compact_slot_logs(conj, tree),
-                  var_log=lambda tree: _tree_var_log(conj, tree), const=_tree_const(conj))
+                  var_log=lambda tree: _tree_var_log(conj, tree), const=_tree_const(conj),
+                  solution_logs=lambda values, info: _compact_solution_logs(conj, values, info))
     out = outer_approximation(spec, _tree_starts(conj), time_limit=time_limit, seed=seed, backend=backend,
                               max_iters=max_iters, tol=tol, stats={"model": "compact", "slots": n - 1})
     return out
