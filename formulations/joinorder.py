@@ -42,7 +42,7 @@ proven optimum, evaluates the decoded plan exactly (a better one is improved fur
 ``OASpec.improve``, the window DP for orders) and adds cuts at its slot values and at the solution's
 own (``OASpec.solution_logs``: M-BUSHY's equal-size nodes may sit in either slot). It stops:
 
-* **optimal** when no cut is new and the MILP is optimal: the decoded plan's surrogate is exact, so
+* **optimal** when no cut is new and the MILP is optimal: the solution's surrogate is exact, so
   its cost is the MILP's optimum, a lower bound of the true one (to the solver's precision);
 * **optimal** also when ``ln UB - ln LB <= 1e-9``: the gap is closed to the solver's precision;
 * **feasible** when ``UB - LB <= tol·UB`` for a user's ``tol`` > 0 (default 0: iterate until proven; the
