@@ -251,7 +251,11 @@ def read_stream_pandas(path: str | Path) -> pd.DataFrame:
     p = local_path(path)
     if fmt == "csv":
         try:
-            df = pd.read_csv(p, dtype={"type": str})  # as Spark reads it: a type "01" stays "01"
+            # as Spark reads it: a type "01" stays "01", a type "NA" (or "null") is a name, only an empty
+            # type is missing; the other columns take pandas' missing-value texts, which Spark's read maps
+            header = pd.read_csv(p, nrows=0).columns
+            missing = {c: [""] if c == "type" else list(NA_TEXTS) for c in header}
+            df = pd.read_csv(p, dtype={"type": str}, keep_default_na=False, na_values=missing)
             if "ts" in df.columns and df["ts"].dtype.kind not in "iu":  # not all integers: exact from the text
                 df["ts"] = pd.read_csv(p, dtype=str, usecols=["ts"])["ts"].to_numpy()
             checked = _check_pandas(df, str(path), 2)

@@ -72,3 +72,23 @@ def test_engines_agree_on_random_streams(spark, seed, tmp_path):
     for plan in (None, "gloria"):
         remote, local = _both(spark, gloria, plan, f"gen:workload:events=500,seed={seed}")
         assert remote == local
+
+
+def test_local_read_keeps_types_named_like_missing_values(tmp_path):
+    """A type "NA", "null" or "None" is a name (Spark's CSV reader keeps it); only an empty type is
+    missing, while number columns keep pandas' missing-value texts."""
+    from cepopt.executor.streams import read_stream_pandas
+
+    path = tmp_path / "na.csv"
+    path.write_text("ts,type,v\n1,A,1\n2,NA,2\n3,B,NA\n4,null,\n5,None,n/a\n")
+    df = read_stream_pandas(path)
+    assert list(df["type"]) == ["A", "NA", "B", "null", "None"]
+    assert df["v"].isna().tolist() == [False, False, True, True, True]
+
+
+@pytest.mark.spark
+def test_engines_agree_on_types_named_like_missing_values(spark, tmp_path):
+    path = tmp_path / "na.csv"
+    path.write_text("ts,type,v\n1,A,1\n2,NA,2\n3,B,NA\n4,C,4\n5,B,\n6,null,1\n7,None,n/a\n8,D,8\n")
+    remote, local = _both(spark, "sharon-example3", None, str(path))
+    assert remote == local
