@@ -165,13 +165,15 @@ def build_template(workload: Workload | Iterable[Query]) -> Template:
     per_query = {str(q.name): query_template(q) for q in workload}
     trans: dict[Transition, set[str]] = {}
     kleene: set[Transition] = set()
-    graph = nx.DiGraph()
+    types: dict[str, None] = {}
     for name, qt in per_query.items():
-        graph.add_nodes_from(qt.order)
+        types.update(dict.fromkeys(qt.order))
         for t in qt.transitions:
             trans.setdefault(t, set()).add(name)
-            graph.add_edge(*t)
         kleene |= qt.feedback
+    graph = nx.DiGraph()  # built in bulk: adding per query costs more than the components
+    graph.add_nodes_from(types)
+    graph.add_edges_from(trans)
     sccs = []
     for comp in nx.strongly_connected_components(graph):
         comp = frozenset(comp)
