@@ -112,19 +112,23 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
     terms = problem.edges[(a, b)]
     tables = [TermTable(problem, term) for term in terms]
     b_sides = [[t.side_b(ob) for ob in opts_b] for t in tables]
+    if indexes_a is None:
+        indexes_a = [block_index(oa) for oa in opts_a]
     carried = frozenset().union(*(term.queries for term in terms))
-    fork = len(carried) < len(problem.pools[a].queries)
-    rows: dict[tuple, list[tuple[int, float]]] = {}
+    if len(carried) == len(problem.pools[a].queries):
+        keys: list = list(range(len(opts_a)))  # every node its own row
+    elif len(carried) == 1:  # a fork to one query: the query's block
+        (q,) = carried
+        keys = [oa[index[q]] for oa, index in zip(opts_a, indexes_a, strict=True)]
+    else:
+        keys = [tuple(block for block in oa if not carried.isdisjoint(block.queries)) for oa in opts_a]
+    rows: dict = {}
     table = {}
     for i, oa in enumerate(opts_a):
-        check_deadline(deadline)  # per row: an exhaustive table can hold millions of pairs
-        index = block_index(oa) if indexes_a is None else indexes_a[i]
-        key = tuple(oa[k] for k in sorted({index[q] for q in carried})) if fork else None
-        row = rows.get(key) if fork else None
+        row = rows.get(keys[i])
         if row is None:
-            row = _row(tables, [t.side_a(oa, index) for t in tables], b_sides, len(opts_b))
-            if fork:
-                rows[key] = row
+            check_deadline(deadline)  # per row: an exhaustive table can hold millions of pairs
+            row = rows[keys[i]] = _row(tables, [t.side_a(oa, indexes_a[i]) for t in tables], b_sides, len(opts_b))
         for j, w in row:
             table[(i, j)] = w
     return table

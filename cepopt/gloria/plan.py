@@ -66,6 +66,16 @@ class Block:
             raise CepoptError(f"unshared block {list(self.queries)} must hold exactly one query")
         if self.snapshot is not None and len(self.queries) < 2:
             raise CepoptError(f"shared block {list(self.queries)} must hold at least two queries")
+        # blocks key the graph build's dictionaries and sets: hash once, not on every lookup
+        object.__setattr__(self, "_hash", hash((self.queries, self.snapshot)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):
+        # rebuilt from its fields, so that the cached hash is the unpickling process's (str hashes are
+        # salted per process)
+        return (Block, (self.queries, self.snapshot))
 
     @property
     def shared(self) -> bool:
