@@ -39,4 +39,5 @@ def test_quick_benchmark(tmp_path):
     assert (timed["search_cpu_ms"] > 0).all()
     ratio = timed["search_cpu_ms"] / timed["java_ms"]
     assert (abs(ratio - timed["java_ratio"]) < 1e-9).all()
+    assert (timed["java_ratio_with_parse"] > timed["java_ratio"]).all()
     assert "not this one" in text and "- **gloria**: ours / Java median" in text
