@@ -303,10 +303,11 @@ def _pair_terms(workload, template: Template, pools: list[Pool],
     for q in workload:
         qt = template.queries[str(q.name)]
         name = qt.name
+        leaving: dict[str, list[Transition]] = {}  # the query's transitions by source type
+        for t2 in qt.transitions:
+            leaving.setdefault(t2[0], []).append(t2)
         for t in qt.transitions:
-            for t2 in qt.transitions:
-                if t[1] != t2[0]:
-                    continue
+            for t2 in leaving.get(t[1], ()):
                 a, b = pool_of[(name, t)], pool_of[(name, t2)]
                 if a == b:
                     continue
