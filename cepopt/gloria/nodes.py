@@ -179,7 +179,8 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
         if mode == "safe" and not d_full[b]:  # a single node: its full distance for its successors
             d_full[b], _ = distances({a: d_full[a] for a in tables}, tables,
                                      [inner[b][k] + end[b][k] for k in range(len(options[b]))])
-        indexes[b] = [block_index(o) for o in options[b]]
+        if b in problem.succs:  # only edges leaving the pool and its successors' parts read them
+            indexes[b] = [block_index(o) for o in options[b]]
     graph = CandidateGraph(problem, mode, options, inner, end, allowed, d_s, best_in)
     graph.trace = trace
     graph.stats = {"nodes_generated": generated, "nodes_pruned": pruned, "nodes": graph.num_nodes,
