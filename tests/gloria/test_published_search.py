@@ -120,3 +120,22 @@ def test_pool_order_and_forest_test_agree_with_networkx(case):
     g.add_nodes_from(range(n))
     g.add_edges_from(edges)
     assert pool_graph_is_forest(Pools) == nx.is_forest(g)
+
+
+def test_a_block_unpickled_in_another_process_hashes_like_that_process_s_blocks(tmp_path):
+    """Blocks cache their hash; str hashes are salted per process, so unpickling must rehash (Spark ships
+    plans to workers)."""
+    import pickle
+    import subprocess
+    import sys
+
+    from cepopt.gloria.plan import Block
+
+    path = tmp_path / "block.pkl"
+    path.write_bytes(pickle.dumps({Block(("q2", "q1"), "A"): 1}))
+    code = ("import pickle, sys; from cepopt.gloria.plan import Block; "
+            f"d = pickle.loads(open({str(path)!r}, 'rb').read()); "
+            "sys.exit(0 if d.get(Block(('q1', 'q2'), 'A')) == 1 else 1)")
+    for seed in ("1", "2"):
+        run = subprocess.run([sys.executable, "-c", code], env={"PYTHONHASHSEED": seed, "PATH": ""}, check=False)
+        assert run.returncode == 0
