@@ -101,7 +101,8 @@ def block_index(blocks: Sequence[Block]) -> dict[str, int]:
     return {q: k for k, b in enumerate(blocks) for q in b.queries}
 
 
-def _restricted_at(blocks: Sequence[Block], index: dict[str, int], queries: frozenset[str]):
+def _restricted_at(blocks: Sequence[Block], index: dict[str, int],
+                   queries: frozenset[str]) -> list[tuple[Block, frozenset[str]]]:
     """:func:`_restricted` (same blocks, same order) by looking the queries up instead of intersecting
     every block: a big pool's option is mostly blocks of one query."""
     groups: dict[int, list[str]] = {}
@@ -109,8 +110,7 @@ def _restricted_at(blocks: Sequence[Block], index: dict[str, int], queries: froz
         k = index.get(q)
         if k is not None:
             groups.setdefault(k, []).append(q)
-    for k in sorted(groups):
-        yield blocks[k], frozenset(groups[k])
+    return [(blocks[k], frozenset(groups[k])) for k in sorted(groups)]
 
 
 def pair_cost(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blocks_b: Option) -> float:
@@ -194,7 +194,8 @@ class TermTable:
         shared = []
         if index is None:
             index = block_index(blocks_a)
-        for block, sub in _restricted_at(blocks_a, index, term.queries):
+        restricted = _restricted_at(blocks_a, index, term.queries)
+        for block, sub in restricted:
             share = problem.share(term.a, term.t, block.queries, term.queries)
             if block.snapshot is None:
                 fixed += f[ei] * f[ej] * len(sub) * share
@@ -206,8 +207,13 @@ class TermTable:
             else:
                 shared.append((sub, x, frozenset(block.queries), f[ej] * f[x] * len(sub)))
         whole, loose = [], []
-        if term.primary and not term.entry:
-            for block, sub in _restricted_at(blocks_a, index, term.primary):
+        prim = term.primary
+        if prim and not term.entry:
+            for block, sub in restricted:  # the primary queries are some of the term's
+                if not prim.issuperset(sub):
+                    sub = sub & prim
+                    if not sub:
+                        continue
                 if block.snapshot is not None and len(sub) >= 2:
                     whole.append((sub, block.snapshot))
                 else:

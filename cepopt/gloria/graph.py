@@ -16,8 +16,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from cepopt.gloria.cost import Option, TermTable, block_index, plan_from_options, unary_cost
 from cepopt.gloria.plan import GloriaPlan
 from cepopt.gloria.problem import GloriaProblem
@@ -88,26 +86,51 @@ def fill_unary(graph: CandidateGraph) -> None:
         graph.end.append([p[1] for p in pairs])
 
 
+def _row(tables: list[TermTable], a_sides: list, b_sides: list[list], n_b: int) -> list[tuple[int, float]]:
+    """(node of b, weight) of every node of b derivable from one node of a, given its sides."""
+    if len(tables) == 1:  # the usual case, without the generic loop's overhead
+        t, sa = tables[0], a_sides[0]
+        return [(j, t.cost(sa, side)) for j, side in enumerate(b_sides[0]) if t.derivable(sa, side)]
+    row = []
+    for j in range(n_b):
+        if all(t.derivable(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)):
+            row.append((j, sum(t.cost(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True))))
+    return row
+
+
 def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opts_b: list[Option],
-               deadline: float | None = None) -> dict[tuple[int, int], float]:
+               deadline: float | None = None, indexes_a: list[dict[str, int]] | None = None,
+               ) -> dict[tuple[int, int], float]:
     """Allowed (derivable) node pairs between pools a and b with their §3.2 weights (cost.edge_derivable
-    and cost.edge_cost, each side's part computed once per option: :class:`~cepopt.gloria.cost.TermTable`)."""
-    tables = [TermTable(problem, term) for term in problem.edges[(a, b)]]
+    and cost.edge_cost, each side's part computed once per option: :class:`~cepopt.gloria.cost.TermTable`);
+    ``indexes_a``: :func:`~cepopt.gloria.cost.block_index` of every option of a, if the caller has them.
+
+    A node's row depends only on its blocks that hold a query of the edge's terms (the pair terms, their
+    derivability and the REUSE test read nothing else), so when the edge carries only some of pool a's
+    queries (a fork), nodes of a with the same such blocks, in the same order, share one row, computed
+    once: the same values, in the same arithmetic order."""
+    terms = problem.edges[(a, b)]
+    tables = [TermTable(problem, term) for term in terms]
     b_sides = [[t.side_b(ob) for ob in opts_b] for t in tables]
+    if indexes_a is None:
+        indexes_a = [block_index(oa) for oa in opts_a]
+    carried = frozenset().union(*(term.queries for term in terms))
+    if len(carried) == len(problem.pools[a].queries):
+        keys: list = list(range(len(opts_a)))  # every node its own row
+    elif len(carried) == 1:  # a fork to one query: the query's block
+        (q,) = carried
+        keys = [oa[index[q]] for oa, index in zip(opts_a, indexes_a, strict=True)]
+    else:
+        keys = [tuple(block for block in oa if not carried.isdisjoint(block.queries)) for oa in opts_a]
+    rows: dict = {}
     table = {}
     for i, oa in enumerate(opts_a):
-        check_deadline(deadline)  # per row: an exhaustive table can hold millions of pairs
-        index = block_index(oa)
-        a_sides = [t.side_a(oa, index) for t in tables]
-        if len(tables) == 1:  # the usual case, without the generic loop's overhead
-            t, sa, sb = tables[0], a_sides[0], b_sides[0]
-            for j, side in enumerate(sb):
-                if t.derivable(sa, side):
-                    table[(i, j)] = t.cost(sa, side)
-            continue
-        for j in range(len(opts_b)):
-            if all(t.derivable(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)):
-                table[(i, j)] = sum(t.cost(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True))
+        row = rows.get(keys[i])
+        if row is None:
+            check_deadline(deadline)  # per row: an exhaustive table can hold millions of pairs
+            row = rows[keys[i]] = _row(tables, [t.side_a(oa, indexes_a[i]) for t in tables], b_sides, len(opts_b))
+        for j, w in row:
+            table[(i, j)] = w
     return table
 
 
@@ -122,7 +145,17 @@ def complete_edges(graph: CandidateGraph, deadline: float | None = None) -> None
 
 def pool_graph_is_forest(problem: GloriaProblem) -> bool:
     """Is the undirected pool graph (pools adjacent when they share a pair term) a forest (§4.3)?"""
-    g = nx.Graph()
-    g.add_nodes_from(range(len(problem.pools)))
-    g.add_edges_from(problem.edges)
-    return nx.is_forest(g)
+    root = list(range(len(problem.pools)))  # union-find: an edge inside one tree closes a cycle
+
+    def find(p: int) -> int:
+        while root[p] != p:
+            root[p] = root[root[p]]
+            p = root[p]
+        return p
+
+    for a, b in {(min(e), max(e)) for e in problem.edges}:  # undirected, each pair once
+        ra, rb = find(a), find(b)
+        if ra == rb:
+            return False
+        root[ra] = rb
+    return True

@@ -28,7 +28,7 @@ import itertools
 import math
 
 from cepopt.errors import MethodLimitError
-from cepopt.gloria.cost import Option, unary_cost
+from cepopt.gloria.cost import Option, block_index, unary_cost
 from cepopt.gloria.graph import CandidateGraph, edge_table
 from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, Pool
@@ -37,6 +37,7 @@ from cepopt.gloria.pruning import distances, prune_nodes
 __all__ = ["MODES", "generate", "kleene_options", "seq_nodes"]
 
 MODES = ("noprune", "gloria", "safe")
+INF = float("inf")
 
 
 def kleene_options(pool: Pool) -> list[Option]:
@@ -57,8 +58,14 @@ def _singles(queries) -> tuple[Block, ...]:
 
 
 def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], mode: str,
-              max_nodes: int) -> list[Option]:
-    """The §4.1 candidate nodes of a SEQ pool from the surviving nodes of its predecessor pools."""
+              max_nodes: int, indexes: list[list[dict[str, int]]] | None = None) -> list[Option]:
+    """The §4.1 candidate nodes of a SEQ pool from the surviving nodes of its predecessor pools
+    (``indexes``: :func:`~cepopt.gloria.cost.block_index` of every predecessor node, if known).
+
+    A predecessor node's parts depend only on its blocks that hold a query coming from it; nodes with
+    the same such blocks give the same parts, so each distinct restriction is expanded once."""
+    if len(pool.queries) == 1:  # every source gives the query unshared: the one node
+        return [_singles(pool.queries)]
     ej = pool.source
     f = problem.freq
     parts_per_source: list[list[Option]] = []
@@ -67,9 +74,15 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
         prim = problem.primary_queries(a, pool.index)
         covered |= prim
         parts: set[Option] = set()
-        for nk in options[a]:
+        seen: set[tuple[Block, ...]] = set()
+        for k, nk in enumerate(options[a]):
+            index = block_index(nk) if indexes is None else indexes[a][k]
+            restricted = tuple(nk[i] for i in sorted({index[q] for q in prim}))
+            if restricted in seen:
+                continue
+            seen.add(restricted)
             choices: list[list[tuple[Block, ...]]] = []
-            shared, unshared = restrict_blocks(nk, prim)
+            shared, unshared = restrict_blocks(restricted, prim)
             for block in shared:  # REUSE (P1), or a local snapshot of Ej (P2)
                 x = block.snapshot
                 choice = [(block,)]
@@ -118,6 +131,8 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
     d_s: list[list[float]] = [[] for _ in range(n)]
     d_full: list[list[float]] = [[] for _ in range(n)]
     best_in: list[list[dict[int, int]]] = [[] for _ in range(n)]
+    #: each kept option's query -> block position, computed once for every edge that leaves the pool
+    indexes: list[list[dict[str, int]]] = [[] for _ in range(n)]
     allowed: dict[tuple[int, int], dict[tuple[int, int], float]] = {}
     generated = pruned = 0
     trace: list[tuple[int, Option, float, bool]] = []
@@ -126,32 +141,46 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
         if pool.kind == "kleene":
             cand = kleene_options(pool)
         else:
-            cand = seq_nodes(problem, pool, options, mode, max_nodes)
+            cand = seq_nodes(problem, pool, options, mode, max_nodes, indexes)
         generated += len(cand)
         units = [unary_cost(problem, pool, o) for o in cand]
-        tables = {a: edge_table(problem, a, b, options[a], cand, deadline) for a in problem.preds.get(b, [])}
+        tables = {a: edge_table(problem, a, b, options[a], cand, deadline, indexes[a])
+                  for a in problem.preds.get(b, [])}
         dist, best = distances({a: d_s[a] for a in tables}, tables, [u[0] for u in units])
-        # d_s with the end edges of every ancestor included (what the safe rule compares)
-        full, _ = distances({a: d_full[a] for a in tables}, tables, [u[0] + u[1] for u in units])
-        if mode == "noprune":
-            alive = [d < float("inf") for d in dist]
+        if len(cand) == 1 or mode == "noprune":  # a single node has nothing to be pruned by
+            alive = [d < INF for d in dist]
         elif mode == "gloria":
             alive = prune_nodes(problem, pool, cand, dist, "paper")
         else:
+            # d_s with the end edges of every ancestor included (what the safe rule compares)
+            full, _ = distances({a: d_full[a] for a in tables}, tables, [u[0] + u[1] for u in units])
+            d_full[b] = full
             alive = prune_nodes(problem, pool, cand, [f - u[1] for f, u in zip(full, units, strict=True)],
                                 "safe", tables, [u[0] for u in units])
-        keep = [j for j in range(len(cand)) if alive[j]]
         trace.extend((b, cand[j], dist[j], alive[j]) for j in range(len(cand)))
-        pruned += len(cand) - len(keep)
-        index = {j: k for k, j in enumerate(keep)}
-        options[b] = [cand[j] for j in keep]
-        inner[b] = [units[j][0] for j in keep]
-        end[b] = [units[j][1] for j in keep]
-        d_s[b] = [dist[j] for j in keep]
-        d_full[b] = [full[j] for j in keep]
-        best_in[b] = [best[j] for j in keep]
-        for a, table in tables.items():
-            allowed[(a, b)] = {(i, index[j]): w for (i, j), w in table.items() if j in index}
+        if all(alive):  # the usual case: keep every list and table as it is
+            options[b], d_s[b], best_in[b] = cand, dist, best
+            inner[b] = [u[0] for u in units]
+            end[b] = [u[1] for u in units]
+            allowed.update(((a, b), table) for a, table in tables.items())
+        else:
+            keep = [j for j in range(len(cand)) if alive[j]]
+            pruned += len(cand) - len(keep)
+            index = {j: k for k, j in enumerate(keep)}
+            options[b] = [cand[j] for j in keep]
+            inner[b] = [units[j][0] for j in keep]
+            end[b] = [units[j][1] for j in keep]
+            d_s[b] = [dist[j] for j in keep]
+            if d_full[b]:
+                d_full[b] = [d_full[b][j] for j in keep]
+            best_in[b] = [best[j] for j in keep]
+            for a, table in tables.items():
+                allowed[(a, b)] = {(i, index[j]): w for (i, j), w in table.items() if j in index}
+        if mode == "safe" and not d_full[b]:  # a single node: its full distance for its successors
+            d_full[b], _ = distances({a: d_full[a] for a in tables}, tables,
+                                     [inner[b][k] + end[b][k] for k in range(len(options[b]))])
+        if b in problem.succs:  # only edges leaving the pool and its successors' parts read them
+            indexes[b] = [block_index(o) for o in options[b]]
     graph = CandidateGraph(problem, mode, options, inner, end, allowed, d_s, best_in)
     graph.trace = trace
     graph.stats = {"nodes_generated": generated, "nodes_pruned": pruned, "nodes": graph.num_nodes,

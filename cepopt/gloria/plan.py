@@ -66,6 +66,16 @@ class Block:
             raise CepoptError(f"unshared block {list(self.queries)} must hold exactly one query")
         if self.snapshot is not None and len(self.queries) < 2:
             raise CepoptError(f"shared block {list(self.queries)} must hold at least two queries")
+        # blocks key the graph build's dictionaries and sets: hash once, not on every lookup
+        object.__setattr__(self, "_hash", hash((self.queries, self.snapshot)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):
+        # rebuilt from its fields, so that the cached hash is the unpickling process's (str hashes are
+        # salted per process)
+        return (Block, (self.queries, self.snapshot))
 
     @property
     def shared(self) -> bool:
@@ -142,15 +152,20 @@ class GloriaPlan:
     transitions: tuple[TransitionPlan, ...]
 
     def __post_init__(self) -> None:
+        given = tuple(self.transitions)
+        keys = [tp.transition for tp in given]
+        if all(k1 < k2 for k1, k2 in zip(keys, keys[1:])):  # sorted, one plan each: nothing to merge
+            object.__setattr__(self, "transitions", given)
+            return
         merged: dict[tuple[str, str], list[Block]] = {}
-        for tp in self.transitions:
+        for tp in given:
             merged.setdefault(tp.transition, []).extend(tp.blocks)
         tps = tuple(TransitionPlan(s, t, tuple(bs)) for (s, t), bs in sorted(merged.items()))
         object.__setattr__(self, "transitions", tps)
 
     @classmethod
     def from_blocks(cls, blocks: Mapping[tuple[str, str], Iterable[Block]]) -> GloriaPlan:
-        return cls(tuple(TransitionPlan(s, t, tuple(bs)) for (s, t), bs in blocks.items()))
+        return cls(tuple(TransitionPlan(s, t, tuple(bs)) for (s, t), bs in sorted(blocks.items())))
 
     @cached_property
     def _by_transition(self) -> dict[tuple[str, str], TransitionPlan]:

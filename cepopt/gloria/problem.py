@@ -31,13 +31,12 @@ from ``t``, its end edges on ``t`` and, inside a Kleene super-pool, the internal
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
-
-import networkx as nx
 
 from cepopt.errors import CepoptError
 from cepopt.gloria.template import Template, build_template
@@ -304,10 +303,11 @@ def _pair_terms(workload, template: Template, pools: list[Pool],
     for q in workload:
         qt = template.queries[str(q.name)]
         name = qt.name
+        leaving: dict[str, list[Transition]] = {}  # the query's transitions by source type
+        for t2 in qt.transitions:
+            leaving.setdefault(t2[0], []).append(t2)
         for t in qt.transitions:
-            for t2 in qt.transitions:
-                if t[1] != t2[0]:
-                    continue
+            for t2 in leaving.get(t[1], ()):
                 a, b = pool_of[(name, t)], pool_of[(name, t2)]
                 if a == b:
                     continue
@@ -335,16 +335,29 @@ def _link(problem: GloriaProblem) -> None:
     for term in problem.terms:
         edges.setdefault((term.a, term.b), []).append(term)
     problem.edges = {k: tuple(v) for k, v in edges.items()}
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(len(problem.pools)))
     for a, b in problem.edges:
         problem.preds.setdefault(b, []).append(a)
         problem.succs.setdefault(a, []).append(b)
-        graph.add_edge(a, b)
-    try:
-        problem.order = list(nx.lexicographical_topological_sort(graph))
-    except nx.NetworkXUnfeasible:
-        problem.order = None
+    problem.order = _lexicographic_order(len(problem.pools), problem.succs)
+
+
+def _lexicographic_order(n: int, succs: dict[int, list[int]]) -> list[int] | None:
+    """The lexicographically smallest topological order of pools 0..n-1 (Kahn's algorithm, smallest
+    ready pool first), or None when the pool graph has a directed cycle."""
+    indegree = [0] * n
+    for targets in succs.values():
+        for b in targets:
+            indegree[b] += 1
+    ready = [p for p in range(n) if indegree[p] == 0]
+    order: list[int] = []
+    while ready:
+        a = heapq.heappop(ready)
+        order.append(a)
+        for b in succs.get(a, ()):
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                heapq.heappush(ready, b)
+    return order if len(order) == n else None
 
 
 def _check_costs(problem: GloriaProblem) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import networkx as nx
 
@@ -99,8 +100,17 @@ class Template:
     start: dict[str, str]
     end: dict[str, str]
     kleene: frozenset[Transition]
-    sccs: tuple[frozenset[str], ...]
     queries: dict[str, QueryTemplate] = field(default_factory=dict)
+
+    @cached_property
+    def sccs(self) -> tuple[frozenset[str], ...]:
+        """The Kleene sub-graphs (computed on first use: the optimizer itself reads the per-query cycles)."""
+        graph = nx.DiGraph()
+        graph.add_nodes_from(t for qt in self.queries.values() for t in qt.order)
+        graph.add_edges_from(self.transitions)
+        sccs = [frozenset(comp) for comp in nx.strongly_connected_components(graph)
+                if len(comp) > 1 or any(graph.has_edge(x, x) for x in comp)]
+        return tuple(sorted(sccs, key=sorted))
 
     def queries_on(self, transition: Transition) -> frozenset[str]:
         return self.transitions.get(transition, frozenset())
@@ -112,8 +122,10 @@ class Template:
         return None
 
 
-def _build(p: Pattern) -> tuple[set[str], set[str], set[Transition], set[Transition], list[KleeneCycle]]:
-    """(first, last, transitions, feedback transitions, outermost Kleene cycles) of a pattern."""
+def _build(p: Pattern, outermost: bool = True
+           ) -> tuple[set[str], set[str], set[Transition], set[Transition], list[KleeneCycle]]:
+    """(first, last, transitions, feedback transitions, outermost Kleene cycles) of a pattern; inside a
+    Kleene sub-pattern (``outermost`` false) no cycle is recorded (only the outermost ones are kept)."""
     if isinstance(p, Type):
         return {p.name}, {p.name}, set(), set(), []
     if isinstance(p, Seq):
@@ -123,7 +135,7 @@ def _build(p: Pattern) -> tuple[set[str], set[str], set[Transition], set[Transit
         feedback: set[Transition] = set()
         cycles: list[KleeneCycle] = []
         for i, item in enumerate(p.items):
-            f, l_, t, fb, cyc = _build(item)
+            f, l_, t, fb, cyc = _build(item, outermost)
             trans |= t
             feedback |= fb
             cycles += cyc
@@ -134,12 +146,14 @@ def _build(p: Pattern) -> tuple[set[str], set[str], set[Transition], set[Transit
             last = l_
         return first, last, trans, feedback, cycles
     if isinstance(p, Kleene):
-        f, l_, t, fb, _inner = _build(p.inner)
+        f, l_, t, fb, _ = _build(p.inner, False)
         back = {(a, b) for a in l_ for b in f}
         trans = t | back
-        types = frozenset(x for tr in trans for x in tr) | frozenset(f) | frozenset(l_)
         if len(f) != 1 or len(l_) != 1:
             raise CepoptError("Kleene sub-pattern must have one first and one last event type")
+        if not outermost:
+            return f, l_, trans, fb | back, []
+        types = frozenset(x for tr in trans for x in tr) | frozenset(f) | frozenset(l_)
         cyc = KleeneCycle(p, types, frozenset(trans), next(iter(f)), next(iter(l_)), frozenset(fb | back))
         return f, l_, trans, fb | back, [cyc]
     raise CepoptError(f"Gloria supports SEQ and Kleene plus only, not {type(p).__name__.upper()} "
@@ -165,20 +179,11 @@ def build_template(workload: Workload | Iterable[Query]) -> Template:
     per_query = {str(q.name): query_template(q) for q in workload}
     trans: dict[Transition, set[str]] = {}
     kleene: set[Transition] = set()
-    graph = nx.DiGraph()
     for name, qt in per_query.items():
-        graph.add_nodes_from(qt.order)
         for t in qt.transitions:
             trans.setdefault(t, set()).add(name)
-            graph.add_edge(*t)
         kleene |= qt.feedback
-    sccs = []
-    for comp in nx.strongly_connected_components(graph):
-        comp = frozenset(comp)
-        if len(comp) > 1 or any(graph.has_edge(x, x) for x in comp):
-            sccs.append(comp)
-    sccs.sort(key=lambda c: sorted(c))
     return Template({t: frozenset(qs) for t, qs in sorted(trans.items())},
                     {n: qt.start for n, qt in per_query.items()},
                     {n: qt.end for n, qt in per_query.items()},
-                    frozenset(kleene), tuple(sccs), per_query)
+                    frozenset(kleene), per_query)
