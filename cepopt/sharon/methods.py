@@ -538,7 +538,19 @@ def _compact_hint(model, picked) -> list[int]:
         if k in chosen:
             x[y] = 1
             for i in var_of.values():
-                x[i] = 1
+                x[i] = model.ub[i]  # every copy of the group shares the vertex's pattern
+    return x
+
+
+def _segment_start(problem: SharonProblem, model, best: _Best) -> list[int]:
+    """The segment DP's bound and plan of the expanded problem's compact model
+    (:mod:`cepopt.formulations.sharon_segments`): the first bound and incumbent; returns the plan's vector."""
+    from cepopt.formulations.sharon_segments import segments_of
+
+    segments = segments_of(model)
+    best.tighten(segments.bound())
+    x = segments.plan(len(model.names))
+    best.offer(SharonPlan.of(decode_compact(model, x)), model.value(x), "segment DP")
     return x
 
 
@@ -567,8 +579,10 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
     clock = _Clock(time_limit)
     check_seed(seed, *((-(2**31), 2**31 - 1) if backend == "cpsat" else (0, 2**31 - 1)), solver=backend)
     best = _Best(SharonPlan.empty())
-    picked = _compact_start(problem, best)
-    best.tighten(problem.original.cover_bound() if not problem.expand else problem.cell_bound())
+    picked = None
+    if not problem.expand:
+        picked = _compact_start(problem, best)
+        best.tighten(problem.original.cover_bound())
     stats = _stats(problem)
     message, unit, stopped = "", _EXACT_ONLY, True
     try:  # --export writes the whole model, whatever the limit
@@ -576,10 +590,17 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
     except BuildTimeout:
         model = None
         message = "time limit reached while building the compact model"
+    if model is None and problem.expand:  # no model to read a plan from: GWMIN and the cell bound
+        _compact_start(problem, best)
+        best.tighten(problem.cell_bound())
     if model is not None:
         export_now(model, backend)
-        model.hint = _compact_hint(model, picked) if hint else None
         unit = _unit(model.objective)
+        if problem.expand:
+            start = _segment_start(problem, model, best)
+            model.hint = start if hint else None
+        else:
+            model.hint = _compact_hint(model, picked) if hint else None
     if model is not None and not clock.over():
         deadline = clock.deadline
         if deadline is not None:
