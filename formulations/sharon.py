@@ -26,6 +26,19 @@ vertices or (pattern, queries) entries (:func:`decode_mwis`, :func:`decode_compa
    pattern takes part: the true optimum over per-query sharing decisions. With ``expand=False`` no x is
    free: the MWIS of the original graph.
 
+   Two exact reductions keep the model small at scale (issue 22):
+
+   * *Groups of identical queries* (same type sequence and sharing class, :func:`query_groups`) hold the
+     same candidates at the same positions with the same gains. One integer x[p,c] in 0..m_c counts the
+     copies of group c that share p: rows x[p,c] <= m_c y[p] and sum_{covers cell} x <= m_c. Exact: the
+     cell rows of one query are an interval matrix (totally unimodular), so integer counts split into
+     m_c packings, one per copy (:func:`decode_compact` does it by interval partitioning); the LP is the
+     per-query LP averaged over the copies, so no weaker. Measured: 10,000 stress queries are 2,626
+     groups (378,727 -> 99,489 variables), 20,000 default queries 14,729 (512,417 -> 359,361).
+   * *Free queries of gain <= 0* are left out unless some optimal plan may need one
+     (:func:`_useful_below_zero`): as the second of exactly two queries of a pattern whose other query
+     pays for both. (342,033 variables at 20,000 default queries, seed 0.)
+
 CP-SAT needs integer coefficients: they are multiplied by ``scale`` (1 when they are already integers
 that fit; below 1 for weights beyond 64-bit integers, :func:`~cepopt.formulations.scaling.integer_scale`)
 and rounded; the scale is reported, and a proof made on rounded weights counts only where it carries
@@ -112,8 +125,10 @@ def extended_cliques(graph, cliques: Sequence[Sequence[int]]) -> list[tuple[int,
     return list(out)
 
 
-def _compact_entries(problem) -> list:
-    """(vertex, the queries it may drop) per candidate the compact model gets."""
+def _compact_entries(problem, only: frozenset[str] | None = None) -> list:
+    """(vertex, the queries it may drop) per candidate the compact model gets; with ``only``, the droppable
+    queries among ``only`` (Alg. 5's causing queries are found there alone: one query per group of
+    identical queries decides for its group)."""
     from cepopt.errors import CepoptError
     from cepopt.sharon.expansion import causing_all
 
@@ -121,7 +136,7 @@ def _compact_entries(problem) -> list:
     if problem.expand and problem.subsets == "all":
         entries = [(v, v.queries) for v in list(original.vertices) + list(problem.non_beneficial)]
     elif problem.expand:
-        entries = list(zip(original.vertices, causing_all(original), strict=True))
+        entries = list(zip(original.vertices, causing_all(original, only), strict=True))
     else:
         entries = [(v, frozenset()) for v in original.vertices]
     for v, free in entries:
@@ -192,7 +207,7 @@ def compact_model(problem, deadline: float | None = None) -> Model:
     size = [len(m) for m in members]
     cover: dict[int, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))  # group -> pos -> vars
     cost, starts = problem.cost, problem.starts
-    for k, (v, free) in enumerate(_compact_entries(problem)):
+    for k, (v, free) in enumerate(_compact_entries(problem, frozenset(m[0] for m in members))):
         _check(deadline, k)
         y = len(names)
         names.append(f"y{k}")
@@ -214,7 +229,8 @@ def compact_model(problem, deadline: float | None = None) -> Model:
                 if q not in free:
                     objective[y] += size[c] * g
                     copies += size[c]
-            useful = _useful_below_zero(gains, [q in free for q, _ in placed], copies, objective[y] + fixed, fixed)
+            useful = _useful_below_zero(gains, [q in free for q, _ in placed], copies, objective[y] + fixed, fixed) \
+                if min(gains, default=1) <= 0 else None
             for c, (q, _), g in zip(groups, placed, gains, strict=True):
                 if q in free and (g > 0 or useful(g)):  # then every copy of q is free: same cells, same contests
                     x = len(names)
