@@ -142,8 +142,7 @@ class CostModel:
 
     def bvalue(self, pattern: Sequence[str], placed: Iterable[tuple[str, int]]) -> float:
         """Eq. 8: BValue(p, Q') = NonShared(p, Q') - Shared(p, Q')."""
-        placed = list(placed)
-        return sum(self.gain(q, s, len(pattern)) for q, s in placed) - self.fixed(pattern)
+        return sum(self.gains(len(pattern), placed)) - self.fixed(pattern)
 
 
 def evaluate(problem, plan) -> float:

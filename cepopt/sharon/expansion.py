@@ -45,13 +45,14 @@ def causing_queries(graph: SharonGraph, i: int) -> frozenset[str]:
     return frozenset(out)
 
 
-def causing_all(graph: SharonGraph) -> list[frozenset[str]]:
-    """Q_cause(v) for every vertex at once: positions counted per query, then a slice per (v, q)."""
+def causing_all(graph: SharonGraph, only: frozenset[str] | None = None) -> list[frozenset[str]]:
+    """Q_cause(v) for every vertex at once: positions counted per query, then a slice per (v, q). With
+    ``only``: Q_cause(v) among those queries (the others are not looked at)."""
     counts: dict[str, list[int]] = {}
     starts = graph.starts
     for v in graph.vertices:
         n = len(v.pattern)
-        for q in v.queries:
+        for q in (v.queries if only is None else v.queries & only):
             row = counts.get(q)
             if row is None:
                 row = counts[q] = [0] * (max(starts[q].values(), default=0) + 64)
@@ -63,7 +64,8 @@ def causing_all(graph: SharonGraph) -> list[frozenset[str]]:
     out = []
     for v in graph.vertices:
         n = len(v.pattern)
-        out.append(frozenset(q for q in v.queries if max(counts[q][starts[q][v.pattern]:starts[q][v.pattern] + n]) > 1))
+        out.append(frozenset(q for q in (v.queries if only is None else v.queries & only)
+                             if max(counts[q][starts[q][v.pattern]:starts[q][v.pattern] + n]) > 1))
     return out
 
 

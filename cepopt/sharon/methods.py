@@ -19,13 +19,17 @@ Methods:
   is the proof (stats ``lp_tree``); otherwise its best plan is CP-SAT's hint. CP-SAT is otherwise
   hinted with GWMIN; milp uses SCIP by default; the solvers' generic cuts are off (``cuts=true``
   turns them on).
-* ``cpsat-compact`` / ``milp-compact`` - the compact x[p,q]/y[p] model (also honours subsets=all).
+* ``cpsat-compact`` / ``milp-compact`` - the compact x[p,q]/y[p] model over groups of identical queries
+  (also honours subsets=all; :func:`~cepopt.formulations.sharon.compact_model`).
 
 Time limits (issue 21): the limit covers the problem's build (solve() passes on what is left), the
-expanded graph, the models and the solves. The compact methods run GWMIN on the original graph and the
-gain bound first (within the limit: about 0.35 s per 1,000 queries), stop building their model at the
-deadline, count writing the solver's proto, and keep back a reserve for the solver's own overshoot
-(:data:`SOLVER_RESERVE_PER_VARIABLE`), so past the limit they only re-score their plan. In the graph
+expanded graph, the models and the solves. The compact methods stop building their model at the
+deadline, take the segment DP's plan and bound from it (expanded problem; GWMIN on the original graph and
+the gain bound when no model was built in time, or with expand=false), count writing the solver's proto,
+and keep back a reserve for the solver's own overshoot (:data:`SOLVER_RESERVE_PER_VARIABLE`), so past the
+limit they only re-score their plan. HiGHS can overshoot at its root node (its log shows central
+rounding after the limit): at 20,000 default queries (seed 1, 388k variables) a 57 s limit ended after
+96 s. In the graph
 methods a step that is running when the limit passes (the expanded graph's build, a solver's own
 check interval) is not interrupted: ``pytest -m bench tests/sharon/test_time_limits.py`` measures the
 wall time of 2 s calls. Loading the instance file (JSON schema, query parsing: 6 s at 10,000 queries)
@@ -538,7 +542,19 @@ def _compact_hint(model, picked) -> list[int]:
         if k in chosen:
             x[y] = 1
             for i in var_of.values():
-                x[i] = 1
+                x[i] = model.ub[i]  # every copy of the group shares the vertex's pattern
+    return x
+
+
+def _segment_start(problem: SharonProblem, model, best: _Best) -> list[int]:
+    """The segment DP's bound and plan of the expanded problem's compact model
+    (:mod:`cepopt.formulations.sharon_segments`): the first bound and incumbent; returns the plan's vector."""
+    from cepopt.formulations.sharon_segments import segments_of
+
+    segments = segments_of(model)
+    best.tighten(segments.bound())
+    x = segments.plan(len(model.names))
+    best.offer(SharonPlan.of(decode_compact(model, x)), model.value(x), "segment DP")
     return x
 
 
@@ -554,12 +570,13 @@ _EXACT_ONLY = Fraction(1, 10**30)
 
 def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bool, split: bool,
              **solve_options) -> MethodResult:
-    """cpsat-compact and milp-compact: the compact model, solved within the time left. GWMIN on the
-    original graph (greedy's plan when expand=false) and a bound without the solver (the clique cover of
-    the original graph, or the per-position gain bound of the expanded problem) come first, within the
-    limit (2.2 s and 1.2 s at 10,000 stress queries, against 8 s for the model and 5.6 s for CP-SAT's
-    proto), so a time-out has them without running past the limit; the model's build stops at the
-    deadline, and the solver gets what is left less a reserve for its own overshoot."""
+    """cpsat-compact and milp-compact: the compact model, solved within the time left. The model's build
+    stops at the deadline. On the expanded problem the segment DP reads a plan and a bound off the model
+    (:mod:`cepopt.formulations.sharon_segments`: 0.1 s at 10,000 stress queries, where GWMIN on the
+    original graph took 5 s and the per-position gain bound 2.8 s), so a time-out has them; GWMIN and
+    the gain bound remain the fallback when the model was not built in time. With expand=false, GWMIN
+    and the clique-cover bound of the original graph come first. The solver gets what is left less a
+    reserve for its own overshoot."""
     from cepopt.formulations.export import export_now
     from cepopt.formulations.native import check_seed, settings
     from cepopt.formulations.sharon import BuildTimeout
@@ -567,8 +584,10 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
     clock = _Clock(time_limit)
     check_seed(seed, *((-(2**31), 2**31 - 1) if backend == "cpsat" else (0, 2**31 - 1)), solver=backend)
     best = _Best(SharonPlan.empty())
-    picked = _compact_start(problem, best)
-    best.tighten(problem.original.cover_bound() if not problem.expand else problem.cell_bound())
+    picked = None
+    if not problem.expand:
+        picked = _compact_start(problem, best)
+        best.tighten(problem.original.cover_bound())
     stats = _stats(problem)
     message, unit, stopped = "", _EXACT_ONLY, True
     try:  # --export writes the whole model, whatever the limit
@@ -576,10 +595,17 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
     except BuildTimeout:
         model = None
         message = "time limit reached while building the compact model"
+    if model is None and problem.expand:  # no model to read a plan from: GWMIN and the cell bound
+        _compact_start(problem, best)
+        best.tighten(problem.cell_bound())
     if model is not None:
         export_now(model, backend)
-        model.hint = _compact_hint(model, picked) if hint else None
         unit = _unit(model.objective)
+        if problem.expand:
+            start = _segment_start(problem, model, best)
+            model.hint = start if hint else None
+        else:
+            model.hint = _compact_hint(model, picked) if hint else None
     if model is not None and not clock.over():
         deadline = clock.deadline
         if deadline is not None:
@@ -608,9 +634,9 @@ def cpsat_compact(problem: SharonProblem, *, time_limit=None, seed=0, workers: W
                   ) -> MethodResult:
     """CP-SAT parameters: ``workers`` (2), ``seed``, LP-heavy search (linearization_level=2 plus the
     max_lp subsolver; without it the fixed-charge model stalls at a 1-25 % gap), CP-SAT presolve off
-    (measured: it takes more time than the search and halves the speed). GWMIN's plan is kept as the
-    fallback; as a hint it is optional (``hint=true``): measured, it slows the proof down on this
-    model. ``split`` as for ``cpsat``."""
+    (measured: it takes more time than the search and halves the speed). The start plan (the segment
+    DP's, or GWMIN's with expand=false) is kept as the fallback; as a hint it is optional (``hint=true``):
+    measured with GWMIN's, it slowed the proof down on this model. ``split`` as for ``cpsat``."""
     return _compact(problem, "cpsat", time_limit=time_limit, seed=seed, hint=hint, split=split, workers=workers,
                     lp_heavy=lp_heavy, presolve=presolve)
 
