@@ -925,8 +925,7 @@ def _group_tables(inp, found: list, shared: list, extend: list) -> tuple:
         brow[g, gb.rows] = np.arange(len(gb.rows)) + nr
         # pe(., q) candidates per row: matched by q and of a type in pt(E, q)
         code = lay.type_code(e)
-        pm = (lay.masks[qidx] & np.take(inp.qt[2][qidx, code], lay.tcode, axis=1)).T  # columns contiguous
-        sets, inv = _row_sets(pm)
+        sets, inv = _pe_sets(lay.masks, qidx, np.ascontiguousarray(inp.qt[2][qidx, code]), lay.tcode)
         nonempty = sets.any(axis=1)
         remap = np.cumsum(nonempty) - 1
         pid[g] = np.where(nonempty[inv], remap[inv], -1)
@@ -959,21 +958,32 @@ def _group_tables(inp, found: list, shared: list, extend: list) -> tuple:
     return grp, rows, bur, kmax, nid
 
 
-def _row_sets(pm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of a boolean matrix and each row's index among them."""
-    k = pm.shape[1]
+@njit(cache=True)
+def _pe_codes(masks, qidx, pte, tcode):
+    """Per row the set of candidates c (bit c) that match it with its type in pt(E, q_c)
+    (``pte[c, type]``), as an int64 code (at most 62 candidates)."""
+    n = tcode.shape[0]
+    out = np.zeros(n, dtype=np.int64)
+    for c in range(qidx.shape[0]):
+        q = qidx[c]
+        bit = np.int64(1) << c
+        for i in range(n):
+            if masks[q, i] and pte[c, tcode[i]]:
+                out[i] |= bit
+    return out
+
+
+def _pe_sets(masks: np.ndarray, qidx: list[int], pte: np.ndarray, tcode: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct pe sets of the rows (rows of a boolean matrix over the candidates ``qidx``:
+    matched by q_c and of a type in pt(E, q_c), ``pte[c, type]``) and each row's index among them.
+    Up to 62 candidates a set is one int64 code whose few distinct values are found by hashing."""
+    k = len(qidx)
     if k <= 62:
-        bits = np.zeros(len(pm), dtype=np.int64)
-        for c in range(k):
-            bits |= pm[:, c].astype(np.int64) << c
-        # distinct values by hashing (few of them), then in increasing order as np.unique gives them
-        codes, distinct = pd.factorize(bits)
-        order = np.argsort(distinct, kind="stable")
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        uniq = np.asarray(distinct, dtype=np.int64)[order]
-        return ((uniq[:, None] >> np.arange(k)) & 1).astype(bool), rank[codes]
-    uniq, inv = np.unique(np.packbits(pm, axis=1), axis=0, return_inverse=True)
+        inv, distinct = pd.factorize(_pe_codes(masks, np.asarray(qidx, dtype=np.int64), pte, tcode))
+        dist = np.asarray(distinct, dtype=np.int64)
+        return ((dist[:, None] >> np.arange(k)) & 1).astype(bool), inv.astype(np.int64)
+    pm = masks[qidx] & np.take(pte, tcode, axis=1)
+    uniq, inv = np.unique(np.packbits(pm.T, axis=1), axis=0, return_inverse=True)
     return np.unpackbits(uniq, axis=1)[:, :k].astype(bool), inv.reshape(-1)
 
 
@@ -981,19 +991,20 @@ def _max_snapshots(lay, found: list, shared: list) -> int:
     """An upper bound of the snapshots of one graphlet: per scope, its shared bursts (one x each) plus
     its burst rows whose shared set disagrees on their signatures (one z each)."""
     scope_of = lay.scope_of()
-    per_scope = np.zeros(max(lay.scopes, 1), dtype=np.int64)
+    size = max(lay.scopes, 1)
+    per_scope = np.zeros(size, dtype=np.int64)
     for g, gb in enumerate(found):
         if not len(gb.b):
             continue
         sh = shared[g]
         on = sh.sum(axis=1) >= 2
-        np.add.at(per_scope, gb.burst_scope[on], 1)
+        per_scope += np.bincount(gb.burst_scope[on], minlength=size)
         b_of_row = gb.burst_of[gb.rows]
         rs = sh[b_of_row]
         cl = np.where(rs, gb.sig_class, -1)
         lo = np.where(rs, gb.sig_class, 1 << 30).min(axis=1)
         z = on[b_of_row] & (cl.max(axis=1) != lo)
-        np.add.at(per_scope, scope_of[gb.rows[z]], 1)
+        per_scope += np.bincount(scope_of[gb.rows[z]], minlength=size)
     return int(per_scope.max()) + 1
 
 

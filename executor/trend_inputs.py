@@ -229,56 +229,77 @@ def _text(value: Any) -> str:
     return text(value)
 
 
+def _aggregate_column(kind: str, j: int, m: int, col, vals: np.ndarray, mm: np.ndarray) -> tuple[list, list]:
+    """(value, weight) texts of one aggregate of one query over its result rows: ``vals`` the exact
+    values (object[rows, width]), ``mm`` the MIN/MAX ranks; None where the row has no partial."""
+    if kind == "count":
+        return list(map(str, vals[:, 0].tolist())), [""] * len(vals)
+    if kind == "countE":
+        return list(map(str, vals[:, 1 + j].tolist())), [""] * len(vals)
+    if kind in ("sum", "avg"):
+        totals = [_text(scaled_value(int(v), col.emin, col.is_float)) for v in vals[:, 1 + m + j].tolist()]
+        if kind == "sum":
+            return totals, [""] * len(vals)
+        counts = vals[:, 1 + j].tolist()
+        return [t if c > 0 else None for t, c in zip(totals, counts, strict=True)], [str(c) for c in counts]
+    return [_text(col.values[r]) if r >= 0 else None for r in mm.tolist()], [""] * len(vals)
+
+
 def partial_results(inp: KernelInputs, out: np.ndarray, omm: np.ndarray, queries: list[int], lo: int, hi: float,
               ) -> pd.DataFrame:
     """Partial rows (module docstring of executor/partitions.py) of ``queries`` in the windows [lo, hi),
-    built as the partials' text columns directly (one Python step per result row, none per event)."""
+    built as the partials' text columns directly: per (query, aggregate) one column of its result
+    rows (scopes with a non-zero count), then ordered by scope, query and aggregate."""
     from cepopt.executor.partitions import PARTIAL_COLUMNS
     from cepopt.executor.results import format_group
 
     lay = inp.layout
     cls = lay.cls
-    keep = np.flatnonzero((lay.scope_window >= lo) & (lay.scope_window < hi)).tolist()
-    if not keep or not queries:
+    keep = np.flatnonzero((lay.scope_window >= lo) & (lay.scope_window < hi))
+    if not len(keep) or not queries:
         return empty_partials()
     lanes = out[np.ix_(keep, queries)][..., 1:]
     values = np.array(crt(lanes), dtype=object).reshape(lanes.shape[:-1])
     gidx = [cls.partition.index(a) for a in cls.group]
-    specs = [_aggregate_specs(inp, q) for q in queries]
-    names = [cls.queries[q].name for q in queries]
-    widths = [len(cls.queries[q].targets) for q in queries]
-    groups: dict = {}
-    rows: list[tuple] = []
-    add = rows.append
-    for si, qi in zip(*np.nonzero(values[:, :, 0] != 0), strict=True):
-        s, q = keep[si], queries[qi]
+    texts: dict = {}
+    group_of = []
+    for s in keep.tolist():
         key = lay.scope_key[s]
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = format_group(cls.group, [key[i] for i in gidx])
-        window = int(lay.scope_window[s])
-        name, m, row = names[qi], widths[qi], values[si, qi]
-        for label, kind, j, col in specs[qi]:
-            if kind == "count":
-                add((name, group, window, label, "sum", str(row[0]), ""))
-            elif kind == "countE":
-                add((name, group, window, label, "sum", str(row[1 + j]), ""))
-            elif kind in ("sum", "avg"):
-                total = scaled_value(int(row[1 + m + j]), col.emin, col.is_float)
-                if kind == "sum":
-                    add((name, group, window, label, "sum", _text(total), ""))
-                elif row[1 + j] > 0:
-                    add((name, group, window, label, "avg", _text(total), str(row[1 + j])))
-            else:
-                r = omm[0 if kind == "min" else 1, s, q, j]
-                if r >= 0:
-                    add((name, group, window, label, kind, _text(col.values[r]), ""))
-    if not rows:
+        text = texts.get(key)
+        if text is None:
+            text = texts[key] = format_group(cls.group, [key[i] for i in gidx])
+        group_of.append(text)
+    window_of = lay.scope_window[keep].astype(np.int64)
+    nz = np.asarray(values[:, :, 0] != 0, dtype=bool)
+    parts: list = []
+    for qi, q in enumerate(queries):
+        rows = np.flatnonzero(nz[:, qi])
+        if not len(rows):
+            continue
+        name, m = cls.queries[q].name, len(cls.queries[q].targets)
+        vals = values[rows, qi]
+        for a, (label, kind, j, col) in enumerate(_aggregate_specs(inp, q)):
+            mm = omm[0 if kind == "min" else 1, keep[rows], q, j] if kind in ("min", "max") else None
+            value, weight = _aggregate_column(kind, j, m, col, vals, mm)
+            op = "avg" if kind == "avg" else kind if kind in ("min", "max") else "sum"
+            parts.append((rows, qi, a, name, label, op, value, weight))
+    if not parts:
         return empty_partials()
-    # column by column: cheaper than a frame of tuples and a cast of its window column
-    columns = list(zip(*rows, strict=True))
-    return pd.DataFrame({name: np.array(col, dtype=np.int64 if name == "window" else object)
-                         for name, col in zip(PARTIAL_COLUMNS, columns, strict=True)})
+    sizes = [len(p[0]) for p in parts]
+
+    def per_part(i: int, dtype=object) -> np.ndarray:
+        return np.repeat(np.array([p[i] for p in parts], dtype=dtype), sizes)
+
+    srow = np.concatenate([p[0] for p in parts])
+    value = np.array([v for p in parts for v in p[6]], dtype=object)
+    weight = np.array([w for p in parts for w in p[7]], dtype=object)
+    order = np.lexsort((per_part(2, np.int64), per_part(1, np.int64), srow))
+    order = order[value[order] != None]  # noqa: E711 (element-wise: the rows without a partial)
+    if not len(order):
+        return empty_partials()
+    columns = (per_part(3)[order], np.array(group_of, dtype=object)[srow[order]], window_of[srow[order]],
+               per_part(4)[order], per_part(5)[order], value[order], weight[order])
+    return pd.DataFrame(dict(zip(PARTIAL_COLUMNS, columns, strict=True)))
 
 
 def counter_metrics(counters: np.ndarray, names: tuple[str, ...]) -> dict:

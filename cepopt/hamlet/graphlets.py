@@ -21,6 +21,7 @@ price a burst alike and the executor creates exactly the event-level snapshots i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -221,31 +222,66 @@ def scope_label(ci: int, key: tuple, window: int) -> str:
     return f"{ci}|{key}|{window}"
 
 
+def _segment_rows(tie, relevant, is_e, scope_of, ts, pane):  # noqa: C901 (one pass, every case inline)
+    """One pass over the rows (:func:`_segments`, which compiles it): per row solo and burst id, per
+    burst its first row and whether it continues an open graphlet."""
+    n = tie.shape[0]
+    solo = np.zeros(n, dtype=np.bool_)
+    burst_of = np.full(n, -1, dtype=np.int64)
+    starts = np.zeros(n, dtype=np.int64)
+    cont = np.zeros(n, dtype=np.bool_)
+    nb = 0
+    have_prev = False                       # a kept tie group before this one
+    prev_scope, prev_e_only, prev_pane = -1, False, 0.0
+    a = 0
+    while a < n:
+        z = a + 1
+        while z < n and tie[z] == a:
+            z += 1
+        has_other = False
+        has_e = False
+        for i in range(a, z):
+            has_e |= is_e[i]
+            has_other |= relevant[i] and not is_e[i]
+        if has_other or has_e:
+            scope = scope_of[a]
+            pane_id = ts[a] // pane if pane else 0.0
+            e_only = has_e and not has_other
+            prev_e = have_prev and prev_e_only and prev_scope == scope
+            if e_only:
+                if not (prev_e and prev_pane == pane_id):
+                    starts[nb] = a
+                    cont[nb] = prev_e
+                    nb += 1
+                for i in range(a, z):
+                    if is_e[i]:
+                        burst_of[i] = nb - 1
+            elif has_e:
+                for i in range(a, z):
+                    solo[i] = is_e[i]
+            have_prev, prev_scope, prev_e_only, prev_pane = True, scope, e_only, pane_id
+        a = z
+    return solo, burst_of, starts[:nb].copy(), cont[:nb].copy()
+
+
 def _segments(layout, relevant: np.ndarray, is_e: np.ndarray, pane: float):
-    """Vectorized burst segmentation (module docstring) over every scope: per row ``solo`` and burst
-    id (-1: none), per burst its first tie row and whether it continues an open graphlet."""
-    n = layout.n
-    other = relevant & ~is_e
-    first = np.flatnonzero(layout.tie == np.arange(n))          # first row of each tie group
-    tg = np.cumsum(layout.tie == np.arange(n)) - 1              # tie group of each row
-    has_other = np.bincount(tg, weights=other, minlength=len(first)) > 0
-    has_e = np.bincount(tg, weights=is_e, minlength=len(first)) > 0
-    solo = is_e & has_other[tg]
-    kept = np.flatnonzero(has_other | has_e)
-    scope = layout.scope_of()[first[kept]]
-    e_only = has_e[kept] & ~has_other[kept]
-    ts0 = layout.ts[first[kept]]
-    pane_id = np.floor_divide(ts0, pane) if pane else np.zeros(len(kept))
-    prev_same = np.r_[False, scope[1:] == scope[:-1]]
-    prev_e = np.r_[False, e_only[:-1]] & prev_same
-    prev_pane = np.r_[pane_id[:1], pane_id[:-1]]
-    new = e_only & ~(prev_e & (prev_pane == pane_id))
-    bid_kept = np.where(e_only, np.cumsum(new) - 1, -1)
-    bid_tg = np.full(len(first), -1, dtype=np.int64)
-    bid_tg[kept] = bid_kept
-    burst_of = np.where(is_e & ~solo, bid_tg[tg], -1).astype(np.int64)
-    starts = first[kept[new]]
-    return solo, burst_of, starts, prev_e[new]
+    """Burst segmentation (module docstring) over every scope: per row ``solo`` and burst id (-1:
+    none), per burst its first tie row and whether it continues an open graphlet. A tie group (rows
+    of one time stamp in a scope) with a relevant event of another type than E makes its E events
+    solo; a run of E-only tie groups of one scope and one pane is one burst; a burst that follows an
+    E-only tie group of its scope (another pane) continues an open graphlet. Compiled: one pass over
+    the rows instead of twenty NumPy passes."""
+    ts = np.asarray(layout.ts, dtype=np.float64)
+    return _compiled_segment_rows()(layout.tie, relevant, is_e, layout.scope_of(), ts, float(pane or 0.0))
+
+
+@functools.cache
+def _compiled_segment_rows():
+    """:func:`_segment_rows` compiled (Numba is imported on first use: the optimizer's imports of this
+    module, which need no stream, do not load it)."""
+    from numba import njit
+
+    return njit(cache=True)(_segment_rows)
 
 
 def group_bursts(layout, ci: int, kleene: str, cands: Sequence[str]) -> GroupBursts:

@@ -144,6 +144,7 @@ class Layout:
     masks: np.ndarray
     tie: np.ndarray
     _codes: dict = field(default_factory=dict, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def n(self) -> int:
@@ -158,15 +159,23 @@ class Layout:
         return self.type_names.index(name) if name in self.type_names else -1
 
     def scope_of(self) -> np.ndarray:
-        """Per row, its scope index."""
-        return np.repeat(np.arange(self.scopes), np.diff(self.scope_start))
+        """Per row, its scope index (computed once: the bursts, Eq. 7's n and the kernel's buffers
+        all read it; do not modify)."""
+        got = self._cache.get("scope_of")
+        if got is None:
+            got = self._cache["scope_of"] = np.repeat(np.arange(self.scopes), np.diff(self.scope_start))
+        return got
 
     def matched_before(self) -> np.ndarray:
         """``[r]``: rows of r's scope before row r matched by some query of the class (Eq. 7's n
-        counts these, plus the burst)."""
-        anyq = self.masks.any(axis=0) if len(self.masks) else np.zeros(self.n, dtype=bool)
-        cum = np.r_[0, np.cumsum(anyq)]
-        return cum[:-1] - cum[self.scope_start[:-1]][self.scope_of()] if self.n else np.zeros(0, dtype=np.int64)
+        counts these, plus the burst). Computed once; do not modify."""
+        got = self._cache.get("matched_before")
+        if got is None:
+            anyq = self.masks.any(axis=0) if len(self.masks) else np.zeros(self.n, dtype=bool)
+            cum = np.r_[0, np.cumsum(anyq)]
+            got = cum[:-1] - cum[self.scope_start[:-1]][self.scope_of()] if self.n else np.zeros(0, dtype=np.int64)
+            self._cache["matched_before"] = got
+        return got
 
     def edge_codes(self, left: str, right: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """:func:`edge_codes` of the frame's columns ``left`` and ``right``, per row (cached)."""
@@ -226,6 +235,47 @@ def _key_order(key: tuple) -> tuple:
                  (1, 0, "__null__" if v is None else str(v)) for v in key)
 
 
+def _window_runs(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, window) of every (event, window holding it), by window then row, for one partition
+    key in time order: ``lo`` and ``hi`` (each row's first and last window) never decrease, so the
+    rows of window k are one run, from the first row with hi >= k to the last with lo <= k, and
+    the rows need no sort."""
+    if not len(lo):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    inside = lo <= hi
+    if not inside.any():
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    ks = np.arange(int(lo[inside].min()), int(hi[inside].max()) + 1, dtype=np.int64)
+    first = np.searchsorted(hi, ks, side="left")
+    # rows with lo > hi (no window) lie between runs and are skipped: lo is non-decreasing, so
+    # the rows with lo <= k are a prefix
+    end = np.searchsorted(lo, ks, side="right")
+    count = np.maximum(end - first, 0)
+    total = int(count.sum())
+    offset = np.cumsum(count) - count
+    src = np.repeat(first - offset, count) + np.arange(total, dtype=np.int64)
+    return src.astype(np.int64), np.repeat(ks, count)
+
+
+def _scope_rows(lo, hi, key_id, ts_src) -> tuple:
+    """(row, window, key, scope id) of every (event, window holding it), by scope, then time, then
+    stream order: the general case of :func:`_window_runs` (several keys, or events out of order)."""
+    reps = np.maximum(hi - lo + 1, 0)
+    src = np.repeat(np.arange(len(lo), dtype=np.int64), reps)
+    window = lo[src] + (np.arange(len(src)) - np.repeat(np.cumsum(reps) - reps, reps))
+    rkey = key_id[src]
+    scope_id = np.zeros(len(src), dtype=np.int64)
+    if len(src):
+        scope_id = rkey * (int(window.max() - window.min()) + 1) + (window - window.min())
+        if np.all(ts_src[1:] >= ts_src[:-1]):  # a time-ordered stream: order the rows by scope alone
+            order = None if np.all(scope_id[1:] >= scope_id[:-1]) else np.argsort(scope_id, kind="stable")
+        else:
+            order = np.lexsort((src, ts_src[src], scope_id))
+        if order is not None:
+            src, window, rkey, scope_id = src[order], window[order], rkey[order], scope_id[order]
+    return src, window, rkey, scope_id
+
+
 def class_layout(cls, events, windows: tuple[int, float] = (0, math.inf)) -> Layout:
     """The layout of class ``cls`` over ``events`` (a pandas DataFrame with ``ts`` and ``type``, any
     row order taken as stream order), restricted to the windows k with lo <= k < hi."""
@@ -243,21 +293,14 @@ def class_layout(cls, events, windows: tuple[int, float] = (0, math.inf)) -> Lay
     lo = np.maximum(lo, windows[0])
     if windows[1] != math.inf:
         hi = np.minimum(hi, int(windows[1]) - 1)
-    reps = np.maximum(hi - lo + 1, 0)
-    src = np.repeat(np.arange(len(frame), dtype=np.int64), reps)
-    window = lo[src] + (np.arange(len(src)) - np.repeat(np.cumsum(reps) - reps, reps))
     key_id, keys = _key_codes(frame, cls.partition)
-    rkey = key_id[src]
+    if len(keys) == 1 and np.all(ts_src[1:] >= ts_src[:-1]):
+        src, window = _window_runs(lo, hi)
+        rkey = np.zeros(len(src), dtype=np.int64)
+        scope_id = window
+    else:
+        src, window, rkey, scope_id = _scope_rows(lo, hi, key_id, ts_src)
     n = len(src)
-    scope_id = np.zeros(n, dtype=np.int64)
-    if n:
-        scope_id = rkey * (int(window.max() - window.min()) + 1) + (window - window.min())
-        if np.all(ts_src[1:] >= ts_src[:-1]):  # a time-ordered stream: order the rows by scope alone
-            order = None if np.all(scope_id[1:] >= scope_id[:-1]) else np.argsort(scope_id, kind="stable")
-        else:
-            order = np.lexsort((src, ts_src[src], scope_id))
-        if order is not None:
-            src, window, rkey, scope_id = src[order], window[order], rkey[order], scope_id[order]
     ts = ts_src[src]
     new_scope = np.ones(n, dtype=bool)
     new_scope[1:] = scope_id[1:] != scope_id[:-1]
