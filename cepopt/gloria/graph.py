@@ -86,16 +86,33 @@ def fill_unary(graph: CandidateGraph) -> None:
         graph.end.append([p[1] for p in pairs])
 
 
-def _row(tables: list[TermTable], a_sides: list, b_sides: list[list], n_b: int) -> list[tuple[int, float]]:
-    """(node of b, weight) of every node of b derivable from one node of a, given its sides."""
+def _carried_blocks(options: list[Option], carried: frozenset[str], pool_size: int,
+                    indexes: list[dict[str, int]] | None = None) -> list:
+    """Per option, the key of its blocks that hold a query of ``carried`` (in option order): all an edge's
+    weight and derivability read of the option. The option's position when it carries every query of its
+    pool (every option its own key), the one block of the query when one query is carried."""
+    if len(carried) == pool_size:
+        return list(range(len(options)))
+    if len(carried) == 1:  # a fork to one query: the query's block
+        (q,) = carried
+        if indexes is not None:
+            return [o[index[q]] for o, index in zip(options, indexes, strict=True)]
+        return [next(block for block in o if q in block.queries) for o in options]
+    return [tuple(block for block in o if not carried.isdisjoint(block.queries)) for o in options]
+
+
+def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> list[float | None]:
+    """The weight from one node of a to each given node of b, or None where b is not derivable."""
     if len(tables) == 1:  # the usual case, without the generic loop's overhead
         t, sa = tables[0], a_sides[0]
-        return [(j, t.cost(sa, side)) for j, side in enumerate(b_sides[0]) if t.derivable(sa, side)]
-    row = []
-    for j in range(n_b):
+        return [t.cost(sa, side) if t.derivable(sa, side) else None for side in b_sides[0]]
+    out: list[float | None] = []
+    for j in range(len(b_sides[0])):
         if all(t.derivable(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)):
-            row.append((j, sum(t.cost(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True))))
-    return row
+            out.append(sum(t.cost(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)))
+        else:
+            out.append(None)
+    return out
 
 
 def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opts_b: list[Option],
@@ -105,33 +122,34 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
     and cost.edge_cost, each side's part computed once per option: :class:`~cepopt.gloria.cost.TermTable`);
     ``indexes_a``: :func:`~cepopt.gloria.cost.block_index` of every option of a, if the caller has them.
 
-    A node's row depends only on its blocks that hold a query of the edge's terms (the pair terms, their
-    derivability and the REUSE test read nothing else), so when the edge carries only some of pool a's
-    queries (a fork), nodes of a with the same such blocks, in the same order, share one row, computed
-    once: the same values, in the same arithmetic order."""
+    A pair's weight and derivability read only the blocks of either node that hold a query of the edge's
+    terms, so when the edge carries only some of a pool's queries (a fork), nodes of that pool with the
+    same such blocks, in the same order, are alike for the edge: each distinct pair of restrictions is
+    computed once (the same values, in the same arithmetic order) and the table lists every node pair."""
     terms = problem.edges[(a, b)]
     tables = [TermTable(problem, term) for term in terms]
-    b_sides = [[t.side_b(ob) for ob in opts_b] for t in tables]
     if indexes_a is None:
         indexes_a = [block_index(oa) for oa in opts_a]
     carried = frozenset().union(*(term.queries for term in terms))
-    if len(carried) == len(problem.pools[a].queries):
-        keys: list = list(range(len(opts_a)))  # every node its own row
-    elif len(carried) == 1:  # a fork to one query: the query's block
-        (q,) = carried
-        keys = [oa[index[q]] for oa, index in zip(opts_a, indexes_a, strict=True)]
-    else:
-        keys = [tuple(block for block in oa if not carried.isdisjoint(block.queries)) for oa in opts_a]
+    keys_a = _carried_blocks(opts_a, carried, len(problem.pools[a].queries), indexes_a)
+    distinct: dict = {}
+    column = [distinct.setdefault(key, len(distinct)) for key in
+              _carried_blocks(opts_b, carried, len(problem.pools[b].queries))]  # b node -> its restriction
+    reps = [0] * len(distinct)  # a node of b of each distinct restriction
+    for j in range(len(column) - 1, -1, -1):
+        reps[column[j]] = j
+    b_sides = [[t.side_b(opts_b[j]) for j in reps] for t in tables]
+    every = len(reps) == len(opts_b)
     rows: dict = {}
-    table = {}
-    for i, oa in enumerate(opts_a):
-        row = rows.get(keys[i])
-        if row is None:
+    for i, key in enumerate(keys_a):
+        if key not in rows:
             check_deadline(deadline)  # per row: an exhaustive table can hold millions of pairs
-            row = rows[keys[i]] = _row(tables, [t.side_a(oa, indexes_a[i]) for t in tables], b_sides, len(opts_b))
-        for j, w in row:
-            table[(i, j)] = w
-    return table
+            weights = _weights(tables, [t.side_a(opts_a[i], indexes_a[i]) for t in tables], b_sides)
+            if every:
+                rows[key] = [(j, w) for j, w in enumerate(weights) if w is not None]
+            else:
+                rows[key] = [(j, weights[c]) for j, c in enumerate(column) if weights[c] is not None]
+    return {(i, j): w for i, key in enumerate(keys_a) for j, w in rows[key]}
 
 
 def complete_edges(graph: CandidateGraph, deadline: float | None = None) -> None:

@@ -30,7 +30,7 @@ import math
 from cepopt.errors import MethodLimitError
 from cepopt.gloria.cost import Option, block_index, unary_cost
 from cepopt.gloria.graph import CandidateGraph, edge_table
-from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
+from cepopt.gloria.plan import Block, block_key, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, Pool
 from cepopt.gloria.pruning import distances, prune_nodes
 
@@ -42,7 +42,7 @@ INF = float("inf")
 
 def kleene_options(pool: Pool) -> list[Option]:
     """Candidates of a Kleene super-pool: all unshared, then (Q_K)^X per cycle type X (sorted)."""
-    options: list[Option] = [sort_blocks(Block((q,)) for q in pool.queries)]
+    options: list[Option] = [_singles(pool.queries)]
     if len(pool.queries) >= 2:
         options += [(Block(tuple(pool.queries), x),) for x in sorted(pool.types)]
     return options
@@ -96,7 +96,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
                 choices.append(choice)
             for combo in itertools.product(*choices):
                 parts.add(sort_blocks(itertools.chain.from_iterable(combo)))
-        parts_per_source.append(sorted(parts, key=lambda o: [(b.queries, b.snapshot or "") for b in o]))
+        parts_per_source.append(sorted(parts, key=lambda o: [block_key(b) for b in o]))
     if pool.start_queries:
         start = [_singles(pool.start_queries)]
         if len(pool.start_queries) >= 2:

@@ -210,7 +210,7 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
     opts = _options(instance.params or {}, options)
     workload = instance.workload
     template = build_template(workload)
-    freq = _frequencies(instance, workload)
+    freq = _frequencies(instance, template)
     keys: dict[tuple, int] = {}
     classes: dict[str, int] = {}
     for q in workload:
@@ -228,10 +228,12 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
     return problem
 
 
-def _frequencies(instance: Any, workload: Any) -> dict[str, float]:
+def _frequencies(instance: Any, template: Template) -> dict[str, float]:
+    """The frequency of every event type of the workload, in order of first use (the template's queries
+    are the workload's, in order, each with its types in pattern order)."""
     freq: dict[str, float] = {}
     rates = dict(instance.statistics.rate_map)
-    for event_type in workload.event_types():
+    for event_type in dict.fromkeys(t for qt in template.queries.values() for t in qt.order):
         if event_type not in rates:
             raise CepoptError(f"statistics.rates: no frequency for event type {event_type!r}")
         value = rates[event_type]
