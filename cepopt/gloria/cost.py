@@ -74,9 +74,9 @@ from cepopt.gloria.plan import Block, GloriaPlan, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, PairTerm, Pool
 from cepopt.solution import Objective
 
-__all__ = ["OBJECTIVE", "evaluate", "predict", "pair_cost", "pair_derivable", "unary_cost", "option_problem",
-           "plan_options", "plan_from_options", "start_cost", "baseline_options", "total_cost", "edge_cost",
-           "edge_derivable"]
+__all__ = ["OBJECTIVE", "evaluate", "predict", "pair_cost", "pair_derivable", "unary_cost", "unary_costs",
+           "option_problem", "plan_options", "plan_from_options", "start_cost", "baseline_options", "total_cost",
+           "edge_cost", "edge_derivable"]
 
 Option = tuple[Block, ...]
 
@@ -319,16 +319,19 @@ def edge_derivable(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blo
 def start_cost(problem: GloriaProblem, pool: Pool) -> float:
     """Start edges into the pool: f(Es) |Q_start| (independent of the option, §3.2); under
     fork_accounting=once f(Es) is charged once per query over the pools it starts in."""
+    if problem.fork_accounting == "edge":  # every share 1: their sum is the count
+        return problem.freq[pool.source] * len(pool.start_queries)
     return problem.freq[pool.source] * sum(problem.start_share(q) for q in pool.start_queries)
 
 
 def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     f = problem.freq
+    split = problem.fork_accounting != "edge"  # shares other than 1
     cost = 0
     for t, ending in pool.ends:
         ei, ee = t
         for block, sub in _restricted(blocks, ending):
-            share = problem.share(pool.index, t, block.queries, ending)
+            share = problem.share(pool.index, t, block.queries, ending) if split else 1
             if block.snapshot is None:
                 cost += f[ei] * f[ee] * len(sub) * share
             else:
@@ -343,26 +346,35 @@ def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     f = problem.freq
     shared = blocks[0].snapshot if len(blocks) == 1 and blocks[0].snapshot is not None else None
     n = len(pool.queries)
+    split = problem.fork_accounting != "edge"  # shares other than 1
+    v2 = problem.kleene_cycle_cost == "V2"
     cost = 0
     for t, _t2 in pool.internal:
         ei, ej = t
         if shared is None:  # every query a block of its own (n under "edge", where each share is 1)
-            cost += f[ei] * f[ej] * sum(problem.share(pool.index, t, (q,), pool.queries) for q in pool.queries)
+            shares = sum(problem.share(pool.index, t, (q,), pool.queries) for q in pool.queries) if split else n
+            cost += f[ei] * f[ej] * shares
             continue
-        share = problem.share(pool.index, t, blocks[0].queries, pool.queries)
-        if problem.kleene_cycle_cost == "V2" and ej == shared:
+        share = problem.share(pool.index, t, blocks[0].queries, pool.queries) if split else 1
+        if v2 and ej == shared:
             cost += f[ei] * f[shared] * n * share
         else:
             cost += f[ei] * flen(problem, shared, ei) * problem.g(ej) * share
     return cost
 
 
+def unary_costs(problem: GloriaProblem, pool: Pool, options: Sequence[Option]) -> list[tuple[float, float]]:
+    """(start + internal cycle weight, end-edge weight) of each option of the pool (the start edges,
+    alike for every option, priced once)."""
+    start = start_cost(problem, pool)
+    if pool.kind == "kleene":
+        return [(start + cycle_cost(problem, pool, blocks), end_cost(problem, pool, blocks)) for blocks in options]
+    return [(start, end_cost(problem, pool, blocks)) for blocks in options]
+
+
 def unary_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> tuple[float, float]:
     """(start + internal cycle weight, end-edge weight) of an option."""
-    inner = start_cost(problem, pool)
-    if pool.kind == "kleene":
-        inner += cycle_cost(problem, pool, blocks)
-    return inner, end_cost(problem, pool, blocks)
+    return unary_costs(problem, pool, (blocks,))[0]
 
 
 def option_problem(problem: GloriaProblem, pool: Pool, blocks: Option) -> str | None:

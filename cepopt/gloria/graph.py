@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from cepopt.gloria.cost import Option, TermTable, block_index, plan_from_options, unary_cost
+from cepopt.gloria.cost import Option, TermTable, block_index, plan_from_options, unary_costs
 from cepopt.gloria.plan import GloriaPlan
 from cepopt.gloria.problem import GloriaProblem
 
@@ -81,7 +81,7 @@ def fill_unary(graph: CandidateGraph) -> None:
     problem = graph.problem
     graph.inner, graph.end = [], []
     for pool in problem.pools:
-        pairs = [unary_cost(problem, pool, o) for o in graph.options[pool.index]]
+        pairs = unary_costs(problem, pool, graph.options[pool.index])
         graph.inner.append([p[0] for p in pairs])
         graph.end.append([p[1] for p in pairs])
 

@@ -28,7 +28,7 @@ import itertools
 import math
 
 from cepopt.errors import MethodLimitError
-from cepopt.gloria.cost import Option, block_index, unary_cost
+from cepopt.gloria.cost import Option, block_index, unary_costs
 from cepopt.gloria.graph import CandidateGraph, edge_table
 from cepopt.gloria.plan import Block, block_key, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, Pool
@@ -143,7 +143,7 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
         else:
             cand = seq_nodes(problem, pool, options, mode, max_nodes, indexes)
         generated += len(cand)
-        units = [unary_cost(problem, pool, o) for o in cand]
+        units = unary_costs(problem, pool, cand)
         tables = {a: edge_table(problem, a, b, options[a], cand, deadline, indexes[a])
                   for a in problem.preds.get(b, [])}
         dist, best = distances({a: d_s[a] for a in tables}, tables, [u[0] for u in units])

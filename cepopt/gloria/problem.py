@@ -36,6 +36,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 from cepopt.errors import CepoptError
@@ -109,10 +110,22 @@ class GloriaProblem:
     succs: dict[int, list[int]] = field(default_factory=dict)
     order: list[int] | None = None
     fork_accounting: str = "edge"
-    #: (pool, transition t) -> query sets of the edges that price t's target from the pool (module doc)
-    fanout: dict[tuple[int, Transition], tuple[frozenset[str], ...]] = field(default_factory=dict)
     #: cache of share() and start_share()
     _shares: dict = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def fanout(self) -> dict[tuple[int, Transition], tuple[frozenset[str], ...]]:
+        """(pool, transition t) -> query sets of the edges that price t's target from the pool (module
+        doc). Computed on first use: only ``fork_accounting="once"`` reads it."""
+        fanout: dict[tuple[int, Transition], list[frozenset[str]]] = {}
+        for term in self.terms:
+            fanout.setdefault((term.a, term.t), []).append(term.queries)
+        for pool in self.pools:
+            for t, ending in pool.ends:
+                fanout.setdefault((pool.index, t), []).append(ending)
+            for t, _t2 in pool.internal:
+                fanout.setdefault((pool.index, t), []).append(pool.queries)
+        return {k: tuple(v) for k, v in fanout.items()}
 
     def f(self, event_type: str) -> float:
         return self.freq[event_type]
@@ -295,7 +308,7 @@ def _primary(qt, pools: list[Pool], pool_of: dict[tuple[str, Transition], int], 
     cyc = qt.cycle_of_type(ej)
     if cyc is None:
         return True
-    return pools[a].kind == "kleene" and a == pool_of[(qt.name, next(iter(sorted(cyc.transitions))))]
+    return pools[a].kind == "kleene" and a == pool_of[(qt.name, min(cyc.transitions))]
 
 
 def _pair_terms(workload, template: Template, pools: list[Pool],
@@ -323,16 +336,7 @@ def _pair_terms(workload, template: Template, pools: list[Pool],
 
 
 def _link(problem: GloriaProblem) -> None:
-    """Fan-outs, edges, predecessors and successors, and a topological order of the pools (if any)."""
-    fanout: dict[tuple[int, Transition], list[frozenset[str]]] = {}
-    for term in problem.terms:
-        fanout.setdefault((term.a, term.t), []).append(term.queries)
-    for pool in problem.pools:
-        for t, ending in pool.ends:
-            fanout.setdefault((pool.index, t), []).append(ending)
-        for t, _t2 in pool.internal:
-            fanout.setdefault((pool.index, t), []).append(pool.queries)
-    problem.fanout = {k: tuple(v) for k, v in fanout.items()}
+    """Edges, predecessors and successors, and a topological order of the pools (if any)."""
     edges: dict[tuple[int, int], list[PairTerm]] = {}
     for term in problem.terms:
         edges.setdefault((term.a, term.b), []).append(term)
