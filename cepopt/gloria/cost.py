@@ -206,9 +206,9 @@ class TermTable:
         return factors
 
     def side_a(self, blocks_a: Option, index: dict[str, int] | None = None):
-        """(cost that no b-option changes, [(sub, x, block queries, evaluation)] of shared blocks whose
-        evaluation REUSE saves, derivability data) for one option of pool a; ``index``: each query's
-        block position in the option (:func:`block_index`), computed once per option by the caller."""
+        """(cost that no b-option changes, [(a query of sub, sub, x, block queries, evaluation)] of shared
+        blocks whose evaluation REUSE saves, derivability data) for one option of pool a; ``index``: each
+        query's block position in the option (:func:`block_index`), computed once per option by the caller."""
         if index is None:
             index = block_index(blocks_a)
         term = self.term
@@ -231,7 +231,7 @@ class TermTable:
             if entry:
                 fixed += evaluation * len(sub)
             else:
-                shared.append((sub, x, frozenset(block.queries), evaluation * len(sub)))
+                shared.append((next(iter(sub)), sub, x, frozenset(block.queries), evaluation * len(sub)))
         whole, loose = [], []
         if self.checks:
             prim = self.prim
@@ -241,14 +241,15 @@ class TermTable:
                     if not sub:
                         continue
                 if block.snapshot is not None and len(sub) >= 2:
-                    whole.append((sub, block.snapshot))
+                    whole.append((next(iter(sub)), sub, block.snapshot))
                 else:
                     loose.extend(sub)
         return fixed, shared, (whole, loose, blocks_a, index)
 
     def side_b(self, blocks_b: Option):
         """(where each query's block is, the inherited blocks holding primary queries, or None when some
-        inherited block mixes in other queries: then no option of pool a derives this one)."""
+        inherited block mixes in other queries: then no option of pool a derives this one). ``blocks_b``:
+        an option of pool b, or its blocks that hold a query of the term (all the term reads)."""
         where_b = {q: b for b in blocks_b for q in b.queries}
         inherited = []
         if self.checks:
@@ -261,7 +262,7 @@ class TermTable:
                     continue
                 if len(inside) != len(block.queries):
                     return where_b, None
-                inherited.append((block, inside))
+                inherited.append((block, inside, next(iter(inside))))
         return where_b, inherited
 
     @staticmethod
@@ -271,8 +272,8 @@ class TermTable:
             return fixed
         where_b = b_side[0]
         cost = fixed
-        for sub, x, queries, evaluation in shared:
-            first = where_b.get(next(iter(sub)))
+        for q, sub, x, queries, evaluation in shared:
+            first = where_b.get(q)
             if (first is not None and first.snapshot == x and sub.issubset(first.queries)
                     and queries.issuperset(first.queries)):
                 continue  # REUSE
@@ -287,8 +288,8 @@ class TermTable:
         if inherited is None:
             return False
         ej = self.ej
-        for sub, x in whole:
-            target = where_b.get(next(iter(sub)))
+        for q, sub, x in whole:
+            target = where_b.get(q)
             if target is None:
                 return False
             if target.snapshot == x and len(target.queries) == len(sub) and sub.issuperset(target.queries):
@@ -300,8 +301,8 @@ class TermTable:
             if tb is None or not (tb.snapshot is None or tb.snapshot == ej):
                 return False
         prim = self.prim
-        for block, inside in inherited:
-            k = index.get(next(iter(inside)))
+        for block, inside, q in inherited:
+            k = index.get(q)
             src = None if k is None else blocks_a[k]
             if src is None or src.snapshot != block.snapshot or not prim.intersection(src.queries) == inside:
                 return False

@@ -86,13 +86,10 @@ def fill_unary(graph: CandidateGraph) -> None:
         graph.end.append([p[1] for p in pairs])
 
 
-def _carried_blocks(options: list[Option], carried: frozenset[str], pool_size: int,
+def _carried_blocks(options: list[Option], carried: frozenset[str],
                     indexes: list[dict[str, int]] | None = None) -> list:
-    """Per option, the key of its blocks that hold a query of ``carried`` (in option order): all an edge's
-    weight and derivability read of the option. The option's position when it carries every query of its
-    pool (every option its own key), the one block of the query when one query is carried."""
-    if len(carried) == pool_size:
-        return list(range(len(options)))
+    """Per option, its blocks that hold a query of ``carried`` (in option order): all an edge's weight and
+    derivability read of the option; the one block of the query when one query is carried."""
     if len(carried) == 1:  # a fork to one query: the query's block
         (q,) = carried
         if indexes is not None:
@@ -131,21 +128,23 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
     if indexes_a is None:
         indexes_a = [block_index(oa) for oa in opts_a]
     carried = frozenset().union(*(term.queries for term in terms))
-    keys_a = _carried_blocks(opts_a, carried, len(problem.pools[a].queries), indexes_a)
-    distinct: dict = {}
-    column = [distinct.setdefault(key, len(distinct)) for key in
-              _carried_blocks(opts_b, carried, len(problem.pools[b].queries))]  # b node -> its restriction
-    reps = [0] * len(distinct)  # a node of b of each distinct restriction
-    for j in range(len(column) - 1, -1, -1):
-        reps[column[j]] = j
-    b_sides = [[t.side_b(opts_b[j]) for j in reps] for t in tables]
-    every = len(reps) == len(opts_b)
+    if len(carried) == len(problem.pools[a].queries):  # every node of a its own row
+        keys_a: list = list(range(len(opts_a)))
+    else:
+        keys_a = _carried_blocks(opts_a, carried, indexes_a)
+    if len(carried) == len(problem.pools[b].queries):  # every node of b its own restriction
+        column, b_parts = None, opts_b
+    else:  # b node -> its distinct restriction (which holds all the terms read of the node)
+        distinct: dict = {}
+        column = [distinct.setdefault(key, len(distinct)) for key in _carried_blocks(opts_b, carried)]
+        b_parts = [key if isinstance(key, tuple) else (key,) for key in distinct]
+    b_sides = [[t.side_b(part) for part in b_parts] for t in tables]
     rows: dict = {}
     for i, key in enumerate(keys_a):
         if key not in rows:
             check_deadline(deadline)  # per row: an exhaustive table can hold millions of pairs
             weights = _weights(tables, [t.side_a(opts_a[i], indexes_a[i]) for t in tables], b_sides)
-            if every:
+            if column is None:
                 rows[key] = [(j, w) for j, w in enumerate(weights) if w is not None]
             else:
                 rows[key] = [(j, weights[c]) for j, c in enumerate(column) if weights[c] is not None]
