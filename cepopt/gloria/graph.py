@@ -89,13 +89,15 @@ def fill_unary(graph: CandidateGraph) -> None:
 def _carried_blocks(options: list[Option], carried: frozenset[str],
                     indexes: list[dict[str, int]] | None = None) -> list:
     """Per option, its blocks that hold a query of ``carried`` (in option order): all an edge's weight and
-    derivability read of the option; the one block of the query when one query is carried."""
+    derivability read of the option; the one block of the query when one query is carried. ``indexes``:
+    :func:`~cepopt.gloria.cost.block_index` of every option, if known (then the blocks are looked up)."""
+    if indexes is None:
+        indexes = [block_index(o) for o in options]
     if len(carried) == 1:  # a fork to one query: the query's block
         (q,) = carried
-        if indexes is not None:
-            return [o[index[q]] for o, index in zip(options, indexes, strict=True)]
-        return [next(block for block in o if q in block.queries) for o in options]
-    return [tuple(block for block in o if not carried.isdisjoint(block.queries)) for o in options]
+        return [o[index[q]] for o, index in zip(options, indexes, strict=True)]
+    return [tuple(map(o.__getitem__, sorted({index[q] for q in carried})))
+            for o, index in zip(options, indexes, strict=True)]
 
 
 def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> list[float | None]:
@@ -114,10 +116,11 @@ def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> lis
 
 def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opts_b: list[Option],
                deadline: float | None = None, indexes_a: list[dict[str, int]] | None = None,
-               ) -> dict[tuple[int, int], float]:
+               indexes_b: list[dict[str, int]] | None = None) -> dict[tuple[int, int], float]:
     """Allowed (derivable) node pairs between pools a and b with their §3.2 weights (cost.edge_derivable
     and cost.edge_cost, each side's part computed once per option: :class:`~cepopt.gloria.cost.TermTable`);
-    ``indexes_a``: :func:`~cepopt.gloria.cost.block_index` of every option of a, if the caller has them.
+    ``indexes_a`` / ``indexes_b``: :func:`~cepopt.gloria.cost.block_index` of every option of a / b, if
+    the caller has them.
 
     A pair's weight and derivability read only the blocks of either node that hold a query of the edge's
     terms, so when the edge carries only some of a pool's queries (a fork), nodes of that pool with the
@@ -136,19 +139,22 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
         column, b_parts = None, opts_b
     else:  # b node -> its distinct restriction (which holds all the terms read of the node)
         distinct: dict = {}
-        column = [distinct.setdefault(key, len(distinct)) for key in _carried_blocks(opts_b, carried)]
+        column = [distinct.setdefault(key, len(distinct)) for key in _carried_blocks(opts_b, carried, indexes_b)]
         b_parts = [key if isinstance(key, tuple) else (key,) for key in distinct]
     b_sides = [[t.side_b(part) for part in b_parts] for t in tables]
     rows: dict = {}
+    row_of = []  # each node of a's row
     for i, key in enumerate(keys_a):
-        if key not in rows:
+        row = rows.get(key)
+        if row is None:
             check_deadline(deadline)  # per row: an exhaustive table can hold millions of pairs
             weights = _weights(tables, [t.side_a(opts_a[i], indexes_a[i]) for t in tables], b_sides)
             if column is None:
-                rows[key] = [(j, w) for j, w in enumerate(weights) if w is not None]
+                row = rows[key] = [(j, w) for j, w in enumerate(weights) if w is not None]
             else:
-                rows[key] = [(j, weights[c]) for j, c in enumerate(column) if weights[c] is not None]
-    return {(i, j): w for i, key in enumerate(keys_a) for j, w in rows[key]}
+                row = rows[key] = [(j, weights[c]) for j, c in enumerate(column) if weights[c] is not None]
+        row_of.append(row)
+    return {(i, j): w for i, row in enumerate(row_of) for j, w in row}
 
 
 def complete_edges(graph: CandidateGraph, deadline: float | None = None) -> None:

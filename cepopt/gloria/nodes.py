@@ -144,7 +144,9 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
             cand = seq_nodes(problem, pool, options, mode, max_nodes, indexes)
         generated += len(cand)
         units = unary_costs(problem, pool, cand)
-        tables = {a: edge_table(problem, a, b, options[a], cand, deadline, indexes[a])
+        # each candidate's query -> block position: for the edges into the pool and, if kept, out of it
+        cand_index = [block_index(o) for o in cand] if len(cand) > 1 or b in problem.succs else None
+        tables = {a: edge_table(problem, a, b, options[a], cand, deadline, indexes[a], cand_index)
                   for a in problem.preds.get(b, [])}
         dist, best = distances({a: d_s[a] for a in tables}, tables, [u[0] for u in units])
         if len(cand) == 1 or mode == "noprune":  # a single node has nothing to be pruned by
@@ -180,7 +182,7 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
             d_full[b], _ = distances({a: d_full[a] for a in tables}, tables,
                                      [inner[b][k] + end[b][k] for k in range(len(options[b]))])
         if b in problem.succs:  # only edges leaving the pool and its successors' parts read them
-            indexes[b] = [block_index(o) for o in options[b]]
+            indexes[b] = cand_index if len(options[b]) == len(cand) else [cand_index[j] for j in keep]
     graph = CandidateGraph(problem, mode, options, inner, end, allowed, d_s, best_in)
     graph.trace = trace
     graph.stats = {"nodes_generated": generated, "nodes_pruned": pruned, "nodes": graph.num_nodes,
