@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from cepopt.gloria.cost import Option, TermTable, block_index, plan_from_options, unary_costs
 from cepopt.gloria.plan import GloriaPlan
@@ -88,16 +89,17 @@ def fill_unary(graph: CandidateGraph) -> None:
 
 def _carried_blocks(options: list[Option], carried: frozenset[str],
                     indexes: list[dict[str, int]] | None = None) -> list:
-    """Per option, its blocks that hold a query of ``carried`` (in option order): all an edge's weight and
-    derivability read of the option; the one block of the query when one query is carried. ``indexes``:
-    :func:`~cepopt.gloria.cost.block_index` of every option, if known (then the blocks are looked up)."""
+    """Per option, the block of each query of ``carried`` (in one fixed order of the queries; the block
+    itself when one query is carried): all an edge's weight and derivability read of the option. Two
+    options have the same such blocks exactly when they hold the same blocks with a carried query.
+    ``indexes``: :func:`~cepopt.gloria.cost.block_index` of every option, if known."""
     if indexes is None:
         indexes = [block_index(o) for o in options]
     if len(carried) == 1:  # a fork to one query: the query's block
         (q,) = carried
         return [o[index[q]] for o, index in zip(options, indexes, strict=True)]
-    return [tuple(map(o.__getitem__, sorted({index[q] for q in carried})))
-            for o, index in zip(options, indexes, strict=True)]
+    positions = itemgetter(*carried)  # an index -> the carried queries' block positions
+    return [tuple(map(o.__getitem__, positions(index))) for o, index in zip(options, indexes, strict=True)]
 
 
 def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> list[float | None]:
@@ -137,10 +139,10 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
         keys_a = _carried_blocks(opts_a, carried, indexes_a)
     if len(carried) == len(problem.pools[b].queries):  # every node of b its own restriction
         column, b_parts = None, opts_b
-    else:  # b node -> its distinct restriction (which holds all the terms read of the node)
+    else:  # b node -> its distinct restriction (its blocks that hold the terms' queries: all they read)
         distinct: dict = {}
         column = [distinct.setdefault(key, len(distinct)) for key in _carried_blocks(opts_b, carried, indexes_b)]
-        b_parts = [key if isinstance(key, tuple) else (key,) for key in distinct]
+        b_parts = [tuple(dict.fromkeys(key)) if isinstance(key, tuple) else (key,) for key in distinct]
     b_sides = [[t.side_b(part) for part in b_parts] for t in tables]
     rows: dict = {}
     row_of = []  # each node of a's row

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from operator import itemgetter
 
 from cepopt.errors import MethodLimitError
 from cepopt.gloria.cost import Option, block_index, unary_costs
@@ -53,8 +54,16 @@ def _single(q: str) -> Block:
     return Block((q,))
 
 
+def _positions(queries: frozenset[str]):
+    """A block index -> the block positions of ``queries`` (a tuple, in one fixed order of the queries)."""
+    if len(queries) == 1:
+        (q,) = queries
+        return lambda index: (index[q],)
+    return itemgetter(*queries)
+
+
 def _singles(queries) -> tuple[Block, ...]:
-    return tuple(_single(q) for q in sorted(queries))
+    return tuple(map(_single, sorted(queries)))
 
 
 def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], mode: str,
@@ -74,13 +83,15 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
         prim = problem.primary_queries(a, pool.index)
         covered |= prim
         parts: set[Option] = set()
-        seen: set[tuple[Block, ...]] = set()
+        seen: set[tuple[Block, ...]] = set()  # the block of each primary query (in one fixed order)
+        positions = _positions(prim)
         for k, nk in enumerate(options[a]):
-            index = block_index(nk) if indexes is None else indexes[a][k]
-            restricted = tuple(nk[i] for i in sorted({index[q] for q in prim}))
-            if restricted in seen:
+            at = positions(block_index(nk) if indexes is None else indexes[a][k])
+            key = tuple(map(nk.__getitem__, at))
+            if key in seen:
                 continue
-            seen.add(restricted)
+            seen.add(key)
+            restricted = tuple(nk[i] for i in sorted(set(at)))
             choices: list[list[tuple[Block, ...]]] = []
             shared, unshared = restrict_blocks(restricted, prim)
             for block in shared:  # REUSE (P1), or a local snapshot of Ej (P2)
