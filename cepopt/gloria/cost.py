@@ -219,19 +219,19 @@ class TermTable:
             restricted = _restricted_at(blocks_a, index, self.queries)
         fixed = 0
         shared = []
-        entry = term.entry
+        entry, split, factors = term.entry, self.split, self._shared
         for block, sub in restricted:
-            share = self.problem.share(term.a, term.t, block.queries, self.queries) if self.split else 1
+            share = self.problem.share(term.a, term.t, block.queries, self.queries) if split else 1
             x = block.snapshot
             if x is None:
                 fixed += self.unshared * len(sub) * share
                 continue
-            propagation, evaluation = self._factors(x)
+            propagation, evaluation = factors.get(x) or self._factors(x)
             fixed += propagation * share
             if entry:
                 fixed += evaluation * len(sub)
             else:
-                shared.append((next(iter(sub)), sub, x, frozenset(block.queries), evaluation * len(sub)))
+                shared.append((next(iter(sub)), sub, x, block.members, evaluation * len(sub)))
         whole, loose = [], []
         if self.checks:
             prim = self.prim

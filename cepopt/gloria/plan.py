@@ -84,6 +84,11 @@ class Block:
     def shared(self) -> bool:
         return self.snapshot is not None
 
+    @cached_property
+    def members(self) -> frozenset[str]:
+        """The queries as a set (built once: a shared block is tested against many nodes)."""
+        return frozenset(self.queries)
+
     def to_json(self) -> dict:
         return {"queries": list(self.queries), "snapshot": self.snapshot}
 
