@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from operator import itemgetter
 
-from cepopt.gloria.cost import Option, TermTable, block_index, plan_from_options, unary_costs
+from cepopt.gloria.cost import Option, TermTable, block_index, block_positions, plan_from_options, unary_costs
 from cepopt.gloria.plan import GloriaPlan
 from cepopt.gloria.problem import GloriaProblem
 
@@ -98,7 +97,7 @@ def _carried_blocks(options: list[Option], carried: frozenset[str],
     if len(carried) == 1:  # a fork to one query: the query's block
         (q,) = carried
         return [o[index[q]] for o, index in zip(options, indexes, strict=True)]
-    positions = itemgetter(*carried)  # an index -> the carried queries' block positions
+    positions = block_positions(carried)
     return [tuple(map(o.__getitem__, positions(index))) for o, index in zip(options, indexes, strict=True)]
 
 

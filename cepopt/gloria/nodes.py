@@ -26,10 +26,9 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from operator import itemgetter
 
 from cepopt.errors import MethodLimitError
-from cepopt.gloria.cost import Option, block_index, unary_costs
+from cepopt.gloria.cost import Option, block_index, block_positions, unary_costs
 from cepopt.gloria.graph import CandidateGraph, edge_table
 from cepopt.gloria.plan import Block, block_key, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, Pool
@@ -54,14 +53,6 @@ def _single(q: str) -> Block:
     return Block((q,))
 
 
-def _positions(queries: frozenset[str]):
-    """A block index -> the block positions of ``queries`` (a tuple, in one fixed order of the queries)."""
-    if len(queries) == 1:
-        (q,) = queries
-        return lambda index: (index[q],)
-    return itemgetter(*queries)
-
-
 def _singles(queries) -> tuple[Block, ...]:
     return tuple(map(_single, sorted(queries)))
 
@@ -84,7 +75,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
         covered |= prim
         parts: set[Option] = set()
         seen: set[tuple[Block, ...]] = set()  # the block of each primary query (in one fixed order)
-        positions = _positions(prim)
+        positions = block_positions(prim)
         for k, nk in enumerate(options[a]):
             at = positions(block_index(nk) if indexes is None else indexes[a][k])
             key = tuple(map(nk.__getitem__, at))
