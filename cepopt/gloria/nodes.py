@@ -150,7 +150,8 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
         cand_index = [block_index(o) for o in cand] if len(cand) > 1 or b in problem.succs else None
         tables = {a: edge_table(problem, a, b, options[a], cand, deadline, indexes[a], cand_index)
                   for a in problem.preds.get(b, [])}
-        dist, best = distances({a: d_s[a] for a in tables}, tables, [u[0] for u in units])
+        inner_b = [u[0] for u in units]
+        dist, best = distances({a: d_s[a] for a in tables}, tables, inner_b)
         if len(cand) == 1 or mode == "noprune":  # a single node has nothing to be pruned by
             alive = [d < INF for d in dist]
         elif mode == "gloria":
@@ -160,11 +161,10 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
             full, _ = distances({a: d_full[a] for a in tables}, tables, [u[0] + u[1] for u in units])
             d_full[b] = full
             alive = prune_nodes(problem, pool, cand, [f - u[1] for f, u in zip(full, units, strict=True)],
-                                "safe", tables, [u[0] for u in units])
-        trace.extend((b, cand[j], dist[j], alive[j]) for j in range(len(cand)))
+                                "safe", tables, inner_b)
+        trace.extend(zip(itertools.repeat(b), cand, dist, alive))
         if all(alive):  # the usual case: keep every list and table as it is
-            options[b], d_s[b], best_in[b] = cand, dist, best
-            inner[b] = [u[0] for u in units]
+            options[b], d_s[b], best_in[b], inner[b] = cand, dist, best, inner_b
             end[b] = [u[1] for u in units]
             allowed.update(((a, b), table) for a, table in tables.items())
         else:
