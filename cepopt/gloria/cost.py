@@ -68,15 +68,16 @@ snapshot Ei. Inside a Kleene group every transition carries the same plan.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 
 from cepopt.errors import CepoptError
 from cepopt.gloria.plan import Block, GloriaPlan, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, PairTerm, Pool
 from cepopt.solution import Objective
 
-__all__ = ["OBJECTIVE", "evaluate", "predict", "pair_cost", "pair_derivable", "unary_cost", "option_problem",
-           "plan_options", "plan_from_options", "start_cost", "baseline_options", "total_cost", "edge_cost",
-           "edge_derivable"]
+__all__ = ["OBJECTIVE", "evaluate", "predict", "pair_cost", "pair_derivable", "unary_cost", "unary_costs",
+           "block_positions", "option_problem", "plan_options", "plan_from_options", "start_cost",
+           "baseline_options", "total_cost", "edge_cost", "edge_derivable"]
 
 Option = tuple[Block, ...]
 
@@ -99,6 +100,15 @@ def _restricted(blocks: Sequence[Block], queries: frozenset[str]):
 def block_index(blocks: Sequence[Block]) -> dict[str, int]:
     """Each query's block position in an option."""
     return {q: k for k, b in enumerate(blocks) for q in b.queries}
+
+
+def block_positions(queries: frozenset[str]):
+    """A :func:`block_index` -> the block positions of ``queries`` (a tuple, in one fixed order of the
+    queries): a node's restriction to some queries read by position, without a set or a sort."""
+    if len(queries) == 1:
+        (q,) = queries
+        return lambda index: (index[q],)
+    return itemgetter(*queries)
 
 
 def _restricted_at(blocks: Sequence[Block], index: dict[str, int],
@@ -176,75 +186,104 @@ def pair_derivable(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blo
 
 class TermTable:
     """:func:`pair_cost` and :func:`pair_derivable` of one pair term over many option pairs, with every part
-    that depends on one side only computed once per option (what GLORIA's graph build spends its time on).
-    Same values as the two functions (tests compare them on every edge of random graphs)."""
+    that depends on one side only computed once per option (what GLORIA's graph build spends its time on),
+    and the term's constant factors once per term. Same values, in the same arithmetic order, as the two
+    functions (tests compare them on every edge of random graphs)."""
 
     def __init__(self, problem: GloriaProblem, term: PairTerm):
         self.problem, self.term = problem, term
-        self.ej = term.t2[0]
-
-    def side_a(self, blocks_a: Option, index: dict[str, int] | None = None):
-        """(cost that no b-option changes, [(sub, x, block queries, evaluation)] of shared blocks whose
-        evaluation REUSE saves, derivability data) for one option of pool a; ``index``: each query's
-        block position in the option (:func:`block_index`), computed once per option by the caller."""
-        problem, term = self.problem, self.term
         ei, ej = term.t
         f = problem.freq
-        fixed = 0
-        shared = []
+        self.ej = term.t2[0]
+        self.queries = term.queries
+        #: the one query of a term that carries one (the usual fork to a single query), else None
+        self.single = next(iter(term.queries)) if len(term.queries) == 1 else None
+        self.prim = term.primary
+        self.checks = bool(term.primary) and not term.entry  # derivability is enforced on this term
+        self.split = problem.fork_accounting != "edge"  # shares other than 1 (GloriaProblem.share)
+        self.unshared = f[ei] * f[ej]  # the first product of an unshared query's term
+        self._shared: dict[str, tuple] = {}  # snapshot type -> (propagation factor, evaluation factor)
+        self._ei = ei
+
+    def _factors(self, x: str) -> tuple:
+        """(f(Ei) len(X, Ei) g(Ej), f(Ej) f(X)) of a shared block with snapshot type X, computed once."""
+        factors = self._shared.get(x)
+        if factors is None:
+            problem, ei = self.problem, self._ei
+            ej = self.term.t[1]
+            f = problem.freq
+            factors = self._shared[x] = (f[ei] * flen(problem, x, ei) * problem.g(ej), f[ej] * f[x])
+        return factors
+
+    def side_a(self, blocks_a: Option, index: dict[str, int] | None = None):
+        """(cost that no b-option changes, [(a query of sub, sub, x, block queries, evaluation)] of shared
+        blocks whose evaluation REUSE saves, derivability data) for one option of pool a; ``index``: each
+        query's block position in the option (:func:`block_index`), computed once per option by the caller."""
         if index is None:
             index = block_index(blocks_a)
-        restricted = _restricted_at(blocks_a, index, term.queries)
+        term = self.term
+        if self.single is not None:
+            k = index.get(self.single)
+            restricted = [] if k is None else [(blocks_a[k], self.queries)]
+        else:
+            restricted = _restricted_at(blocks_a, index, self.queries)
+        fixed = 0
+        shared = []
+        entry, split, factors = term.entry, self.split, self._shared
         for block, sub in restricted:
-            share = problem.share(term.a, term.t, block.queries, term.queries)
-            if block.snapshot is None:
-                fixed += f[ei] * f[ej] * len(sub) * share
-                continue
+            share = self.problem.share(term.a, term.t, block.queries, self.queries) if split else 1
             x = block.snapshot
-            fixed += f[ei] * flen(problem, x, ei) * problem.g(ej) * share
-            if term.entry:
-                fixed += f[ej] * f[x] * len(sub)
+            if x is None:
+                fixed += self.unshared * len(sub) * share
+                continue
+            propagation, evaluation = factors.get(x) or self._factors(x)
+            fixed += propagation * share
+            if entry:
+                fixed += evaluation * len(sub)
             else:
-                shared.append((sub, x, frozenset(block.queries), f[ej] * f[x] * len(sub)))
+                shared.append((next(iter(sub)), sub, x, block.members, evaluation * len(sub)))
         whole, loose = [], []
-        prim = term.primary
-        if prim and not term.entry:
+        if self.checks:
+            prim = self.prim
             for block, sub in restricted:  # the primary queries are some of the term's
                 if not prim.issuperset(sub):
                     sub = sub & prim
                     if not sub:
                         continue
                 if block.snapshot is not None and len(sub) >= 2:
-                    whole.append((sub, block.snapshot))
+                    whole.append((next(iter(sub)), sub, block.snapshot))
                 else:
                     loose.extend(sub)
         return fixed, shared, (whole, loose, blocks_a, index)
 
     def side_b(self, blocks_b: Option):
         """(where each query's block is, the inherited blocks holding primary queries, or None when some
-        inherited block mixes in other queries: then no option of pool a derives this one)."""
+        inherited block mixes in other queries: then no option of pool a derives this one). ``blocks_b``:
+        an option of pool b, or its blocks that hold a query of the term (all the term reads)."""
         where_b = {q: b for b in blocks_b for q in b.queries}
         inherited = []
-        prim = self.term.primary
-        if prim and not self.term.entry:
+        if self.checks:
+            prim, ej = self.prim, self.ej
             for block in blocks_b:
-                if block.snapshot is None or block.snapshot == self.ej:
+                if block.snapshot is None or block.snapshot == ej:
                     continue
                 inside = prim.intersection(block.queries)
                 if not inside:
                     continue
                 if len(inside) != len(block.queries):
                     return where_b, None
-                inherited.append((block, inside))
+                inherited.append((block, inside, next(iter(inside))))
         return where_b, inherited
 
     @staticmethod
     def cost(a_side, b_side) -> float:
         fixed, shared, _ = a_side
+        if not shared:
+            return fixed
         where_b = b_side[0]
         cost = fixed
-        for sub, x, queries, evaluation in shared:
-            first = where_b.get(next(iter(sub)))
+        for q, sub, x, queries, evaluation in shared:
+            first = where_b.get(q)
             if (first is not None and first.snapshot == x and sub.issubset(first.queries)
                     and queries.issuperset(first.queries)):
                 continue  # REUSE
@@ -252,15 +291,15 @@ class TermTable:
         return cost
 
     def derivable(self, a_side, b_side) -> bool:
-        if not self.term.primary or self.term.entry:
+        if not self.checks:
             return True
         whole, loose, blocks_a, index = a_side[2]
         where_b, inherited = b_side
         if inherited is None:
             return False
         ej = self.ej
-        for sub, x in whole:
-            target = where_b.get(next(iter(sub)))
+        for q, sub, x in whole:
+            target = where_b.get(q)
             if target is None:
                 return False
             if target.snapshot == x and len(target.queries) == len(sub) and sub.issuperset(target.queries):
@@ -271,9 +310,9 @@ class TermTable:
             tb = where_b.get(q)
             if tb is None or not (tb.snapshot is None or tb.snapshot == ej):
                 return False
-        prim = self.term.primary
-        for block, inside in inherited:
-            k = index.get(next(iter(inside)))
+        prim = self.prim
+        for block, inside, q in inherited:
+            k = index.get(q)
             src = None if k is None else blocks_a[k]
             if src is None or src.snapshot != block.snapshot or not prim.intersection(src.queries) == inside:
                 return False
@@ -291,16 +330,19 @@ def edge_derivable(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blo
 def start_cost(problem: GloriaProblem, pool: Pool) -> float:
     """Start edges into the pool: f(Es) |Q_start| (independent of the option, §3.2); under
     fork_accounting=once f(Es) is charged once per query over the pools it starts in."""
+    if problem.fork_accounting == "edge":  # every share 1: their sum is the count
+        return problem.freq[pool.source] * len(pool.start_queries)
     return problem.freq[pool.source] * sum(problem.start_share(q) for q in pool.start_queries)
 
 
 def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     f = problem.freq
+    split = problem.fork_accounting != "edge"  # shares other than 1
     cost = 0
     for t, ending in pool.ends:
         ei, ee = t
         for block, sub in _restricted(blocks, ending):
-            share = problem.share(pool.index, t, block.queries, ending)
+            share = problem.share(pool.index, t, block.queries, ending) if split else 1
             if block.snapshot is None:
                 cost += f[ei] * f[ee] * len(sub) * share
             else:
@@ -315,26 +357,35 @@ def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     f = problem.freq
     shared = blocks[0].snapshot if len(blocks) == 1 and blocks[0].snapshot is not None else None
     n = len(pool.queries)
+    split = problem.fork_accounting != "edge"  # shares other than 1
+    v2 = problem.kleene_cycle_cost == "V2"
     cost = 0
     for t, _t2 in pool.internal:
         ei, ej = t
         if shared is None:  # every query a block of its own (n under "edge", where each share is 1)
-            cost += f[ei] * f[ej] * sum(problem.share(pool.index, t, (q,), pool.queries) for q in pool.queries)
+            shares = sum(problem.share(pool.index, t, (q,), pool.queries) for q in pool.queries) if split else n
+            cost += f[ei] * f[ej] * shares
             continue
-        share = problem.share(pool.index, t, blocks[0].queries, pool.queries)
-        if problem.kleene_cycle_cost == "V2" and ej == shared:
+        share = problem.share(pool.index, t, blocks[0].queries, pool.queries) if split else 1
+        if v2 and ej == shared:
             cost += f[ei] * f[shared] * n * share
         else:
             cost += f[ei] * flen(problem, shared, ei) * problem.g(ej) * share
     return cost
 
 
+def unary_costs(problem: GloriaProblem, pool: Pool, options: Sequence[Option]) -> list[tuple[float, float]]:
+    """(start + internal cycle weight, end-edge weight) of each option of the pool (the start edges,
+    alike for every option, priced once)."""
+    start = start_cost(problem, pool)
+    if pool.kind == "kleene":
+        return [(start + cycle_cost(problem, pool, blocks), end_cost(problem, pool, blocks)) for blocks in options]
+    return [(start, end_cost(problem, pool, blocks)) for blocks in options]
+
+
 def unary_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> tuple[float, float]:
     """(start + internal cycle weight, end-edge weight) of an option."""
-    inner = start_cost(problem, pool)
-    if pool.kind == "kleene":
-        inner += cycle_cost(problem, pool, blocks)
-    return inner, end_cost(problem, pool, blocks)
+    return unary_costs(problem, pool, (blocks,))[0]
 
 
 def option_problem(problem: GloriaProblem, pool: Pool, blocks: Option) -> str | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from cepopt.gloria.cost import Option, TermTable, block_index, plan_from_options, unary_cost
+from cepopt.gloria.cost import Option, TermTable, block_index, block_positions, plan_from_options, unary_costs
 from cepopt.gloria.plan import GloriaPlan
 from cepopt.gloria.problem import GloriaProblem
 
@@ -81,57 +81,81 @@ def fill_unary(graph: CandidateGraph) -> None:
     problem = graph.problem
     graph.inner, graph.end = [], []
     for pool in problem.pools:
-        pairs = [unary_cost(problem, pool, o) for o in graph.options[pool.index]]
+        pairs = unary_costs(problem, pool, graph.options[pool.index])
         graph.inner.append([p[0] for p in pairs])
         graph.end.append([p[1] for p in pairs])
 
 
-def _row(tables: list[TermTable], a_sides: list, b_sides: list[list], n_b: int) -> list[tuple[int, float]]:
-    """(node of b, weight) of every node of b derivable from one node of a, given its sides."""
+def _carried_blocks(options: list[Option], carried: frozenset[str],
+                    indexes: list[dict[str, int]] | None = None) -> list:
+    """Per option, the block of each query of ``carried`` (in one fixed order of the queries; the block
+    itself when one query is carried): all an edge's weight and derivability read of the option. Two
+    options have the same such blocks exactly when they hold the same blocks with a carried query.
+    ``indexes``: :func:`~cepopt.gloria.cost.block_index` of every option, if known."""
+    if indexes is None:
+        indexes = [block_index(o) for o in options]
+    if len(carried) == 1:  # a fork to one query: the query's block
+        (q,) = carried
+        return [o[index[q]] for o, index in zip(options, indexes, strict=True)]
+    positions = block_positions(carried)
+    return [tuple(map(o.__getitem__, positions(index))) for o, index in zip(options, indexes, strict=True)]
+
+
+def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> list[float | None]:
+    """The weight from one node of a to each given node of b, or None where b is not derivable."""
     if len(tables) == 1:  # the usual case, without the generic loop's overhead
         t, sa = tables[0], a_sides[0]
-        return [(j, t.cost(sa, side)) for j, side in enumerate(b_sides[0]) if t.derivable(sa, side)]
-    row = []
-    for j in range(n_b):
+        return [t.cost(sa, side) if t.derivable(sa, side) else None for side in b_sides[0]]
+    out: list[float | None] = []
+    for j in range(len(b_sides[0])):
         if all(t.derivable(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)):
-            row.append((j, sum(t.cost(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True))))
-    return row
+            out.append(sum(t.cost(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)))
+        else:
+            out.append(None)
+    return out
 
 
 def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opts_b: list[Option],
                deadline: float | None = None, indexes_a: list[dict[str, int]] | None = None,
-               ) -> dict[tuple[int, int], float]:
+               indexes_b: list[dict[str, int]] | None = None) -> dict[tuple[int, int], float]:
     """Allowed (derivable) node pairs between pools a and b with their §3.2 weights (cost.edge_derivable
     and cost.edge_cost, each side's part computed once per option: :class:`~cepopt.gloria.cost.TermTable`);
-    ``indexes_a``: :func:`~cepopt.gloria.cost.block_index` of every option of a, if the caller has them.
+    ``indexes_a`` / ``indexes_b``: :func:`~cepopt.gloria.cost.block_index` of every option of a / b, if
+    the caller has them.
 
-    A node's row depends only on its blocks that hold a query of the edge's terms (the pair terms, their
-    derivability and the REUSE test read nothing else), so when the edge carries only some of pool a's
-    queries (a fork), nodes of a with the same such blocks, in the same order, share one row, computed
-    once: the same values, in the same arithmetic order."""
+    A pair's weight and derivability read only the blocks of either node that hold a query of the edge's
+    terms, so when the edge carries only some of a pool's queries (a fork), nodes of that pool with the
+    same such blocks, in the same order, are alike for the edge: each distinct pair of restrictions is
+    computed once (the same values, in the same arithmetic order) and the table lists every node pair."""
     terms = problem.edges[(a, b)]
     tables = [TermTable(problem, term) for term in terms]
-    b_sides = [[t.side_b(ob) for ob in opts_b] for t in tables]
     if indexes_a is None:
         indexes_a = [block_index(oa) for oa in opts_a]
     carried = frozenset().union(*(term.queries for term in terms))
-    if len(carried) == len(problem.pools[a].queries):
-        keys: list = list(range(len(opts_a)))  # every node its own row
-    elif len(carried) == 1:  # a fork to one query: the query's block
-        (q,) = carried
-        keys = [oa[index[q]] for oa, index in zip(opts_a, indexes_a, strict=True)]
+    if len(carried) == len(problem.pools[a].queries):  # every node of a its own row
+        keys_a: list = list(range(len(opts_a)))
     else:
-        keys = [tuple(block for block in oa if not carried.isdisjoint(block.queries)) for oa in opts_a]
+        keys_a = _carried_blocks(opts_a, carried, indexes_a)
+    if len(carried) == len(problem.pools[b].queries):  # every node of b its own restriction
+        column, b_parts = None, opts_b
+    else:  # b node -> its distinct restriction (its blocks that hold the terms' queries: all they read)
+        distinct: dict = {}
+        column = [distinct.setdefault(key, len(distinct)) for key in _carried_blocks(opts_b, carried, indexes_b)]
+        b_parts = [tuple(dict.fromkeys(key)) if isinstance(key, tuple) else (key,) for key in distinct]
+    b_sides = [[t.side_b(part) for part in b_parts] for t in tables]
     rows: dict = {}
-    table = {}
-    for i, oa in enumerate(opts_a):
-        row = rows.get(keys[i])
+    row_of = []  # each node of a's row
+    for i, key in enumerate(keys_a):
+        row = rows.get(key)
         if row is None:
             check_deadline(deadline)  # per row: an exhaustive table can hold millions of pairs
-            row = rows[keys[i]] = _row(tables, [t.side_a(oa, indexes_a[i]) for t in tables], b_sides, len(opts_b))
-        for j, w in row:
-            table[(i, j)] = w
-    return table
+            weights = _weights(tables, [t.side_a(opts_a[i], indexes_a[i]) for t in tables], b_sides)
+            if column is None:
+                row = rows[key] = [(j, w) for j, w in enumerate(weights) if w is not None]
+            else:
+                row = rows[key] = [(j, weights[c]) for j, c in enumerate(column) if weights[c] is not None]
+        row_of.append(row)
+    return {(i, j): w for i, row in enumerate(row_of) for j, w in row}
 
 
 def complete_edges(graph: CandidateGraph, deadline: float | None = None) -> None:

@@ -28,9 +28,9 @@ import itertools
 import math
 
 from cepopt.errors import MethodLimitError
-from cepopt.gloria.cost import Option, block_index, unary_cost
+from cepopt.gloria.cost import Option, block_index, block_positions, unary_costs
 from cepopt.gloria.graph import CandidateGraph, edge_table
-from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
+from cepopt.gloria.plan import Block, block_key, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, Pool
 from cepopt.gloria.pruning import distances, prune_nodes
 
@@ -42,7 +42,7 @@ INF = float("inf")
 
 def kleene_options(pool: Pool) -> list[Option]:
     """Candidates of a Kleene super-pool: all unshared, then (Q_K)^X per cycle type X (sorted)."""
-    options: list[Option] = [sort_blocks(Block((q,)) for q in pool.queries)]
+    options: list[Option] = [_singles(pool.queries)]
     if len(pool.queries) >= 2:
         options += [(Block(tuple(pool.queries), x),) for x in sorted(pool.types)]
     return options
@@ -54,7 +54,7 @@ def _single(q: str) -> Block:
 
 
 def _singles(queries) -> tuple[Block, ...]:
-    return tuple(_single(q) for q in sorted(queries))
+    return tuple(map(_single, sorted(queries)))
 
 
 def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], mode: str,
@@ -74,13 +74,15 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
         prim = problem.primary_queries(a, pool.index)
         covered |= prim
         parts: set[Option] = set()
-        seen: set[tuple[Block, ...]] = set()
+        seen: set[tuple[Block, ...]] = set()  # the block of each primary query (in one fixed order)
+        positions = block_positions(prim)
         for k, nk in enumerate(options[a]):
-            index = block_index(nk) if indexes is None else indexes[a][k]
-            restricted = tuple(nk[i] for i in sorted({index[q] for q in prim}))
-            if restricted in seen:
+            at = positions(block_index(nk) if indexes is None else indexes[a][k])
+            key = tuple(map(nk.__getitem__, at))
+            if key in seen:
                 continue
-            seen.add(restricted)
+            seen.add(key)
+            restricted = tuple(nk[i] for i in sorted(set(at)))
             choices: list[list[tuple[Block, ...]]] = []
             shared, unshared = restrict_blocks(restricted, prim)
             for block in shared:  # REUSE (P1), or a local snapshot of Ej (P2)
@@ -96,7 +98,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
                 choices.append(choice)
             for combo in itertools.product(*choices):
                 parts.add(sort_blocks(itertools.chain.from_iterable(combo)))
-        parts_per_source.append(sorted(parts, key=lambda o: [(b.queries, b.snapshot or "") for b in o]))
+        parts_per_source.append(sorted(parts, key=lambda o: [block_key(b) for b in o]))
     if pool.start_queries:
         start = [_singles(pool.start_queries)]
         if len(pool.start_queries) >= 2:
@@ -143,10 +145,13 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
         else:
             cand = seq_nodes(problem, pool, options, mode, max_nodes, indexes)
         generated += len(cand)
-        units = [unary_cost(problem, pool, o) for o in cand]
-        tables = {a: edge_table(problem, a, b, options[a], cand, deadline, indexes[a])
+        units = unary_costs(problem, pool, cand)
+        # each candidate's query -> block position: for the edges into the pool and, if kept, out of it
+        cand_index = [block_index(o) for o in cand] if len(cand) > 1 or b in problem.succs else None
+        tables = {a: edge_table(problem, a, b, options[a], cand, deadline, indexes[a], cand_index)
                   for a in problem.preds.get(b, [])}
-        dist, best = distances({a: d_s[a] for a in tables}, tables, [u[0] for u in units])
+        inner_b = [u[0] for u in units]
+        dist, best = distances({a: d_s[a] for a in tables}, tables, inner_b)
         if len(cand) == 1 or mode == "noprune":  # a single node has nothing to be pruned by
             alive = [d < INF for d in dist]
         elif mode == "gloria":
@@ -156,11 +161,10 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
             full, _ = distances({a: d_full[a] for a in tables}, tables, [u[0] + u[1] for u in units])
             d_full[b] = full
             alive = prune_nodes(problem, pool, cand, [f - u[1] for f, u in zip(full, units, strict=True)],
-                                "safe", tables, [u[0] for u in units])
-        trace.extend((b, cand[j], dist[j], alive[j]) for j in range(len(cand)))
+                                "safe", tables, inner_b)
+        trace.extend(zip(itertools.repeat(b), cand, dist, alive))
         if all(alive):  # the usual case: keep every list and table as it is
-            options[b], d_s[b], best_in[b] = cand, dist, best
-            inner[b] = [u[0] for u in units]
+            options[b], d_s[b], best_in[b], inner[b] = cand, dist, best, inner_b
             end[b] = [u[1] for u in units]
             allowed.update(((a, b), table) for a, table in tables.items())
         else:
@@ -180,7 +184,7 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
             d_full[b], _ = distances({a: d_full[a] for a in tables}, tables,
                                      [inner[b][k] + end[b][k] for k in range(len(options[b]))])
         if b in problem.succs:  # only edges leaving the pool and its successors' parts read them
-            indexes[b] = [block_index(o) for o in options[b]]
+            indexes[b] = cand_index if len(options[b]) == len(cand) else [cand_index[j] for j in keep]
     graph = CandidateGraph(problem, mode, options, inner, end, allowed, d_s, best_in)
     graph.trace = trace
     graph.stats = {"nodes_generated": generated, "nodes_pruned": pruned, "nodes": graph.num_nodes,

@@ -136,12 +136,16 @@ def search(graph: CandidateGraph) -> tuple[list[Option], dict]:
         return [graph.options[p][j] for p, j in enumerate(choice)], stats
     choice, conflicts = _getpaths(graph)
     chosen: dict[int, Option] = {}
+    node: dict[int, int] = {}  # pool -> its chosen node, when that is a node of the graph (not repaired)
     repaired = 0
     for b in problem.order:
         preds = problem.preds.get(b, [])
         current = graph.options[b][choice[b]]
-        if all(edge_derivable(problem, a, b, chosen[a], current) for a in preds):
+        # between two nodes of the graph, the allowed pairs are the derivable ones
+        if all((node[a], choice[b]) in graph.allowed[(a, b)] if a in node
+               else edge_derivable(problem, a, b, chosen[a], current) for a in preds):
             chosen[b] = current
+            node[b] = choice[b]
             continue
         repaired += 1
         pool = problem.pools[b]

@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
 from cepopt.errors import CepoptError
@@ -66,8 +67,10 @@ class Block:
             raise CepoptError(f"unshared block {list(self.queries)} must hold exactly one query")
         if self.snapshot is not None and len(self.queries) < 2:
             raise CepoptError(f"shared block {list(self.queries)} must hold at least two queries")
-        # blocks key the graph build's dictionaries and sets: hash once, not on every lookup
+        # blocks key the graph build's dictionaries and sets and are sorted there: hash and sort key once,
+        # not on every lookup or comparison
         object.__setattr__(self, "_hash", hash((self.queries, self.snapshot)))
+        object.__setattr__(self, "_key", (self.queries, self.snapshot or ""))
 
     def __hash__(self) -> int:
         return self._hash
@@ -81,17 +84,25 @@ class Block:
     def shared(self) -> bool:
         return self.snapshot is not None
 
+    @cached_property
+    def members(self) -> frozenset[str]:
+        """The queries as a set (built once: a shared block is tested against many nodes)."""
+        return frozenset(self.queries)
+
     def to_json(self) -> dict:
         return {"queries": list(self.queries), "snapshot": self.snapshot}
 
 
 def block_key(block: Block) -> tuple:
     """Canonical sort key of a block (queries, then snapshot type; unshared first)."""
-    return (block.queries, block.snapshot or "")
+    return block._key
 
 
 def sort_blocks(blocks: Iterable[Block]) -> tuple[Block, ...]:
-    return tuple(sorted(blocks, key=block_key))
+    return tuple(sorted(blocks, key=_KEY))
+
+
+_KEY = attrgetter("_key")
 
 
 def restrict_blocks(blocks: Iterable[Block], queries: frozenset[str]) -> tuple[list[Block], list[str]]:
@@ -104,8 +115,8 @@ def restrict_blocks(blocks: Iterable[Block], queries: frozenset[str]) -> tuple[l
         sub = queries.intersection(block.queries)
         if not sub:
             continue
-        if block.snapshot is not None and len(sub) >= 2:
-            shared.append(Block(tuple(sub), block.snapshot))
+        if block.snapshot is not None and len(sub) >= 2:  # the block itself when it keeps every query
+            shared.append(block if len(sub) == len(block.queries) else Block(tuple(sub), block.snapshot))
         else:
             unshared.extend(sub)
     return shared, unshared
@@ -121,13 +132,15 @@ class TransitionPlan:
 
     def __post_init__(self) -> None:
         blocks = sort_blocks(self.blocks)
-        seen: set[str] = set()
-        for block in blocks:
-            dup = seen.intersection(block.queries)
-            if dup:
-                raise CepoptError(f"query {sorted(dup)[0]!r} is in two blocks of transition "
-                                  f"{self.source}->{self.target}")
-            seen.update(block.queries)
+        names = [q for block in blocks for q in block.queries]
+        if len(set(names)) != len(names):  # some query twice: name the first block that repeats one
+            seen: set[str] = set()
+            for block in blocks:
+                dup = seen.intersection(block.queries)
+                if dup:
+                    raise CepoptError(f"query {sorted(dup)[0]!r} is in two blocks of transition "
+                                      f"{self.source}->{self.target}")
+                seen.update(block.queries)
         object.__setattr__(self, "blocks", blocks)
 
     @property

@@ -36,6 +36,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 from cepopt.errors import CepoptError
@@ -109,10 +110,22 @@ class GloriaProblem:
     succs: dict[int, list[int]] = field(default_factory=dict)
     order: list[int] | None = None
     fork_accounting: str = "edge"
-    #: (pool, transition t) -> query sets of the edges that price t's target from the pool (module doc)
-    fanout: dict[tuple[int, Transition], tuple[frozenset[str], ...]] = field(default_factory=dict)
     #: cache of share() and start_share()
     _shares: dict = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def fanout(self) -> dict[tuple[int, Transition], tuple[frozenset[str], ...]]:
+        """(pool, transition t) -> query sets of the edges that price t's target from the pool (module
+        doc). Computed on first use: only ``fork_accounting="once"`` reads it."""
+        fanout: dict[tuple[int, Transition], list[frozenset[str]]] = {}
+        for term in self.terms:
+            fanout.setdefault((term.a, term.t), []).append(term.queries)
+        for pool in self.pools:
+            for t, ending in pool.ends:
+                fanout.setdefault((pool.index, t), []).append(ending)
+            for t, _t2 in pool.internal:
+                fanout.setdefault((pool.index, t), []).append(pool.queries)
+        return {k: tuple(v) for k, v in fanout.items()}
 
     def f(self, event_type: str) -> float:
         return self.freq[event_type]
@@ -180,15 +193,22 @@ class GloriaProblem:
 
 
 def _class_key(q: Query) -> tuple:
+    type_of = q.type_of
+
     def norm_ref(ref):
-        return q.type_of(ref) if ref is not None else None
+        return type_of(ref) if ref is not None else None
 
     slide = q.window.slide if q.window.slide is not None else q.window.length
-    filters = sorted((norm_ref(p.ref), p.attr, p.op, repr(p.value)) for p in q.where if isinstance(p, Filter))
-    conds = sorted((norm_ref(p.left.ref), p.left.attr, p.op, norm_ref(p.right.ref), p.right.attr)
-                   for p in q.where if isinstance(p, Condition))
-    group = tuple(sorted((norm_ref(a.ref), a.attr) for a in q.group_by))
-    aggs = tuple(sorted((a.func, norm_ref(a.ref), a.attr) for a in q.aggregates if a.func in ("MIN", "MAX")))
+    filters, conds = [], []
+    for p in q.where:  # one pass over the predicates
+        if isinstance(p, Filter):
+            filters.append((norm_ref(p.ref), p.attr, p.op, repr(p.value)))
+        if isinstance(p, Condition):
+            conds.append((norm_ref(p.left.ref), p.left.attr, p.op, norm_ref(p.right.ref), p.right.attr))
+    filters.sort()
+    conds.sort()
+    group = tuple(sorted([(norm_ref(a.ref), a.attr) for a in q.group_by]))
+    aggs = tuple(sorted([(a.func, norm_ref(a.ref), a.attr) for a in q.aggregates if a.func in ("MIN", "MAX")]))
     return (group, tuple(sorted(q.equivalences)), slide, tuple(filters), tuple(conds), aggs)
 
 
@@ -210,7 +230,7 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
     opts = _options(instance.params or {}, options)
     workload = instance.workload
     template = build_template(workload)
-    freq = _frequencies(instance, workload)
+    freq = _frequencies(instance, template)
     keys: dict[tuple, int] = {}
     classes: dict[str, int] = {}
     for q in workload:
@@ -228,10 +248,12 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
     return problem
 
 
-def _frequencies(instance: Any, workload: Any) -> dict[str, float]:
+def _frequencies(instance: Any, template: Template) -> dict[str, float]:
+    """The frequency of every event type of the workload, in order of first use (the template's queries
+    are the workload's, in order, each with its types in pattern order)."""
     freq: dict[str, float] = {}
     rates = dict(instance.statistics.rate_map)
-    for event_type in workload.event_types():
+    for event_type in dict.fromkeys(t for qt in template.queries.values() for t in qt.order):
         if event_type not in rates:
             raise CepoptError(f"statistics.rates: no frequency for event type {event_type!r}")
         value = rates[event_type]
@@ -269,18 +291,23 @@ def _kleene_pools(workload, template: Template, classes: dict[str, int], pools: 
 
 def _seq_pools(workload, template: Template, classes: dict[str, int], pools: list[Pool],
                pool_of: dict[tuple[str, Transition], int]) -> None:
-    seq: dict[tuple[Transition, int], set[str]] = {}
+    # (transition, class) -> [its queries, those ending at its target, those starting at its source]
+    seq: dict[tuple[Transition, int], tuple[set[str], set[str], set[str]]] = {}
     for q in workload:
         qt = template.queries[str(q.name)]
+        name, cls = qt.name, classes[qt.name]
         for t in qt.transitions:
-            if (qt.name, t) not in pool_of:
-                seq.setdefault((t, classes[qt.name]), set()).add(qt.name)
-    for (t, cls), names in sorted(seq.items()):
+            if (name, t) not in pool_of:  # not in one of the query's Kleene cycles
+                names, ending, start = seq.setdefault((t, cls), (set(), set(), set()))
+                names.add(name)
+                if qt.end == t[1]:
+                    ending.add(name)
+                if qt.start == t[0]:
+                    start.add(name)
+    for (t, cls), (names, ending, start) in sorted(seq.items(), key=lambda item: item[0]):
         members = frozenset(names)
-        ending = frozenset(n for n in names if template.end[n] == t[1])
-        start = frozenset(n for n in names if template.start[n] == t[0])
-        pool = Pool(len(pools), "seq", (t,), members, t[0], t[1], frozenset(), start,
-                    ((t, ending),) if ending else (), (), cls)
+        pool = Pool(len(pools), "seq", (t,), members, t[0], t[1], frozenset(), frozenset(start),
+                    ((t, frozenset(ending)),) if ending else (), (), cls)
         pools.append(pool)
         for n in names:
             pool_of[(n, t)] = pool.index
@@ -293,7 +320,7 @@ def _primary(qt, pools: list[Pool], pool_of: dict[tuple[str, Transition], int], 
     cyc = qt.cycle_of_type(ej)
     if cyc is None:
         return True
-    return pools[a].kind == "kleene" and a == pool_of[(qt.name, next(iter(sorted(cyc.transitions))))]
+    return pools[a].kind == "kleene" and a == pool_of[(qt.name, min(cyc.transitions))]
 
 
 def _pair_terms(workload, template: Template, pools: list[Pool],
@@ -306,9 +333,10 @@ def _pair_terms(workload, template: Template, pools: list[Pool],
         leaving: dict[str, list[Transition]] = {}  # the query's transitions by source type
         for t2 in qt.transitions:
             leaving.setdefault(t2[0], []).append(t2)
+        at = {t: pool_of[(name, t)] for t in qt.transitions}  # the query's transition -> its pool
         for t in qt.transitions:
             for t2 in leaving.get(t[1], ()):
-                a, b = pool_of[(name, t)], pool_of[(name, t2)]
+                a, b = at[t], at[t2]
                 if a == b:
                     continue
                 primary = pools[b].kind != "kleene" and _primary(qt, pools, pool_of, a, t2[0])
@@ -321,16 +349,7 @@ def _pair_terms(workload, template: Template, pools: list[Pool],
 
 
 def _link(problem: GloriaProblem) -> None:
-    """Fan-outs, edges, predecessors and successors, and a topological order of the pools (if any)."""
-    fanout: dict[tuple[int, Transition], list[frozenset[str]]] = {}
-    for term in problem.terms:
-        fanout.setdefault((term.a, term.t), []).append(term.queries)
-    for pool in problem.pools:
-        for t, ending in pool.ends:
-            fanout.setdefault((pool.index, t), []).append(ending)
-        for t, _t2 in pool.internal:
-            fanout.setdefault((pool.index, t), []).append(pool.queries)
-    problem.fanout = {k: tuple(v) for k, v in fanout.items()}
+    """Edges, predecessors and successors, and a topological order of the pools (if any)."""
     edges: dict[tuple[int, int], list[PairTerm]] = {}
     for term in problem.terms:
         edges.setdefault((term.a, term.b), []).append(term)

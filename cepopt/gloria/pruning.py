@@ -64,12 +64,17 @@ def distances(d_s_preds: dict[int, list[float]], tables: dict[int, dict[tuple[in
 
 
 def _shape(option: Option) -> tuple:
-    return tuple((b.queries, b.snapshot is None) for b in option)
+    return tuple([(b.queries, b.snapshot is None) for b in option])
 
 
-def _delta(problem: GloriaProblem, pool: Pool, keep: Option, drop: Option) -> float:
+def _snapshots(option: Option) -> dict[tuple[str, ...], str | None]:
+    """Each block's queries -> its snapshot type."""
+    return {b.queries: b.snapshot for b in option}
+
+
+def _delta(problem: GloriaProblem, pool: Pool, x_keep: dict, drop: Option) -> float:
+    """``x_keep``: :func:`_snapshots` of the pruning node."""
     f = problem.freq
-    x_keep = {b.queries: b.snapshot for b in keep}
     outgoing = []
     # edges with Ei = X_m(b) leave the pool or, after a Kleene exit snapshot, a successor (module docstring)
     for p in (pool.index, *problem.succs.get(pool.index, [])):
@@ -83,9 +88,9 @@ def _delta(problem: GloriaProblem, pool: Pool, keep: Option, drop: Option) -> fl
     return delta
 
 
-def _dominates(problem: GloriaProblem, keep: Option, drop: Option) -> bool:
+def _dominates(problem: GloriaProblem, keep: Option, x_keep: dict, drop: Option) -> bool:
+    """``x_keep``: :func:`_snapshots` of ``keep``."""
     f = problem.freq
-    x_keep = {b.queries: b.snapshot for b in keep}
     for block in drop:
         if block.snapshot is not None and f[x_keep[block.queries]] > f[block.snapshot]:
             return False
@@ -132,6 +137,7 @@ def prune_nodes(problem: GloriaProblem, pool: Pool, options: list[Option], d_s: 
     alive = [d < INF for d in d_s]
     tree = rule == "paper" or upstream_is_tree(problem, pool.index)
     groups: dict[tuple, list[int]] = {}
+    snapshots: dict[int, dict] = {}  # of the kept nodes that may prune others
     for j, option in enumerate(options):
         if alive[j]:
             groups.setdefault(_shape(option), []).append(j)
@@ -142,19 +148,20 @@ def prune_nodes(problem: GloriaProblem, pool: Pool, options: list[Option], d_s: 
         for m in sorted(members, key=lambda j: (d_s[j], j)):
             pruned = False
             for k in kept:
-                if not _dominates(problem, options[k], options[m]):
+                if not _dominates(problem, options[k], snapshots[k], options[m]):
                     continue
                 if rule == "paper":
                     pruned = d_s[k] < d_s[m]
                 elif tree:
-                    pruned = d_s[k] + _delta(problem, pool, options[k], options[m]) <= d_s[m]
+                    pruned = d_s[k] + _delta(problem, pool, snapshots[k], options[m]) <= d_s[m]
                 else:
                     pruned = _pointwise(tables or {}, inner or [0.0] * len(options), k, m) \
-                        + _delta(problem, pool, options[k], options[m]) <= 0
+                        + _delta(problem, pool, snapshots[k], options[m]) <= 0
                 if pruned:
                     break
             if pruned:
                 alive[m] = False
             else:
                 kept.append(m)
+                snapshots[m] = _snapshots(options[m])
     return alive

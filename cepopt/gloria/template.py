@@ -122,56 +122,68 @@ class Template:
         return None
 
 
-def _build(p: Pattern, outermost: bool = True
-           ) -> tuple[set[str], set[str], set[Transition], set[Transition], list[KleeneCycle]]:
-    """(first, last, transitions, feedback transitions, outermost Kleene cycles) of a pattern; inside a
+def _walk(p: Pattern, outermost: bool, leaves: list[str], trans: set[Transition], feedback: set[Transition],
+          cycles: list[KleeneCycle]) -> tuple[str, str]:
+    """(first, last type) of a pattern, whose leaves, transitions, Kleene feedback transitions and
+    outermost Kleene cycles are added to the given collections (one pass over the pattern). Every
+    supported pattern has one first and one last type: a type is its own, a SEQ (never empty) takes its
+    first item's first and its last item's last, a Kleene sub-pattern its inner pattern's. Inside a
     Kleene sub-pattern (``outermost`` false) no cycle is recorded (only the outermost ones are kept)."""
     if isinstance(p, Type):
-        return {p.name}, {p.name}, set(), set(), []
+        leaves.append(p.name)
+        return p.name, p.name
     if isinstance(p, Seq):
-        first: set[str] = set()
-        last: set[str] = set()
-        trans: set[Transition] = set()
-        feedback: set[Transition] = set()
-        cycles: list[KleeneCycle] = []
-        for i, item in enumerate(p.items):
-            f, l_, t, fb, cyc = _build(item, outermost)
-            trans |= t
-            feedback |= fb
-            cycles += cyc
-            if i == 0:
+        first = last = None
+        for item in p.items:
+            f, l_ = _walk(item, outermost, leaves, trans, feedback, cycles)
+            if last is None:
                 first = f
             else:
-                trans |= {(a, b) for a in last for b in f}
+                trans.add((last, f))
             last = l_
-        return first, last, trans, feedback, cycles
+        return first, last
     if isinstance(p, Kleene):
-        f, l_, t, fb, _ = _build(p.inner, False)
-        back = {(a, b) for a in l_ for b in f}
-        trans = t | back
-        if len(f) != 1 or len(l_) != 1:
-            raise CepoptError("Kleene sub-pattern must have one first and one last event type")
         if not outermost:
-            return f, l_, trans, fb | back, []
-        types = frozenset(x for tr in trans for x in tr) | frozenset(f) | frozenset(l_)
-        cyc = KleeneCycle(p, types, frozenset(trans), next(iter(f)), next(iter(l_)), frozenset(fb | back))
-        return f, l_, trans, fb | back, [cyc]
+            f, l_ = _walk(p.inner, False, leaves, trans, feedback, cycles)
+            trans.add((l_, f))
+            feedback.add((l_, f))
+            return f, l_
+        inner: set[Transition] = set()
+        inner_feedback: set[Transition] = set()
+        f, l_ = _walk(p.inner, False, leaves, inner, inner_feedback, cycles)
+        inner.add((l_, f))
+        inner_feedback.add((l_, f))
+        types = frozenset(x for tr in inner for x in tr) | {f, l_}
+        cycles.append(KleeneCycle(p, types, frozenset(inner), f, l_, frozenset(inner_feedback)))
+        trans |= inner
+        feedback |= inner_feedback
+        return f, l_
     raise CepoptError(f"Gloria supports SEQ and Kleene plus only, not {type(p).__name__.upper()} "
                       "(specs/gloria.md §10 A1)")
 
 
-def query_template(query: Query) -> QueryTemplate:
-    """The template of one query; raises CepoptError on unsupported operators or repeated types."""
-    leaves = [leaf.name for leaf in query.pattern.leaves()]
-    dupes = sorted({t for t in leaves if leaves.count(t) > 1})
-    if dupes:
+def _check_repeats(query: Query, leaves: list[str]) -> None:
+    if len(set(leaves)) != len(leaves):
+        dupes = sorted({t for t in leaves if leaves.count(t) > 1})
         raise CepoptError(f"query {query.name}: event type {dupes[0]!r} occurs twice in the pattern; "
                           "Gloria needs each type once per query (specs/gloria.md §10 A15)")
-    first, last, trans, feedback, cycles = _build(query.pattern)
-    if len(first) != 1 or len(last) != 1:
-        raise CepoptError(f"query {query.name}: pattern must have one start and one end type")
-    return QueryTemplate(str(query.name), frozenset(trans), next(iter(first)), next(iter(last)),
-                         tuple(cycles), frozenset(feedback), tuple(leaves))
+
+
+def query_template(query: Query) -> QueryTemplate:
+    """The template of one query; raises CepoptError on unsupported operators or repeated types (the
+    repeated type first)."""
+    leaves: list[str] = []
+    trans: set[Transition] = set()
+    feedback: set[Transition] = set()
+    cycles: list[KleeneCycle] = []
+    try:
+        first, last = _walk(query.pattern, True, leaves, trans, feedback, cycles)
+    except CepoptError:
+        _check_repeats(query, [leaf.name for leaf in query.pattern.leaves()])
+        raise
+    _check_repeats(query, leaves)
+    return QueryTemplate(str(query.name), frozenset(trans), first, last, tuple(cycles), frozenset(feedback),
+                         tuple(leaves))
 
 
 def build_template(workload: Workload | Iterable[Query]) -> Template:

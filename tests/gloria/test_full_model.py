@@ -76,3 +76,25 @@ def test_term_tables_equal_the_reference_edge_functions(case, accounting):
                 sb = table.side_b(ob)
                 assert table.derivable(sa, sb) == pair_derivable(problem, term, oa, ob)
                 assert table.cost(sa, sb) == pair_cost(problem, term, oa, ob)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(workloads, kleene_exits, seq_forks), accountings, st.sampled_from(["noprune", "gloria", "safe"]))
+def test_edge_tables_equal_the_reference_edge_functions(case, accounting, mode):
+    """The graph build computes each distinct pair of restrictions to an edge's queries once (either side,
+    graph.edge_table): every table still holds exactly the derivable node pairs (cost.edge_derivable),
+    each with cost.edge_cost's weight."""
+    from cepopt.gloria.cost import edge_cost, edge_derivable
+    from cepopt.gloria.nodes import generate
+
+    inst, cost_model, cycle = case
+    problem = build(inst, cost_model=cost_model, kleene_cycle_cost=cycle, fork_accounting=accounting)
+    try:
+        graph = generate(problem, mode)
+    except MethodLimitError:  # a directed cycle in the pool graph
+        return
+    for (a, b), table in graph.allowed.items():
+        expected = {(i, j): edge_cost(problem, a, b, oa, ob)
+                    for i, oa in enumerate(graph.options[a]) for j, ob in enumerate(graph.options[b])
+                    if edge_derivable(problem, a, b, oa, ob)}
+        assert table == expected, (problem.pools[a].label, problem.pools[b].label)
