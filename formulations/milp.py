@@ -213,12 +213,19 @@ def _solve_mathopt(model, backend, factor, time_limit, seed, rel_gap, feas_tol, 
 
     child_cpu = None
     if backend == "highs" and time_limit is not None and len(proto.linear_constraint_matrix.row_ids) >= CHILD_NONZEROS:
-        from cepopt.formulations.mathopt_child import solve_in_child
+        from cepopt.formulations.mathopt_child import LOG_BOUND_SLACK, solve_in_child
 
-        child = solve_in_child(proto, solver_type, params, model_params, time.time() + time_limit, CHILD_GRACE)
+        child = solve_in_child(proto, solver_type, params, model_params, time.time() + time_limit, CHILD_GRACE,
+                               echo=bool(log))
         if child.killed:
-            return ModelResult("timeout", backend=backend, stats={"solver_process_cpu_s": child.cpu_s},
-                               message=f"{backend} ran {CHILD_GRACE:g} s past its time limit and was stopped")
+            out = ModelResult("timeout", backend=backend, stats={"solver_process_cpu_s": child.cpu_s},
+                              message=f"{backend} ran {CHILD_GRACE:g} s past its time limit and was stopped")
+            if child.log_bound is not None:  # the last bound it logged, widened for the log's rounding too
+                dual = child.log_bound
+                margin = (BOUND_TOLERANCE + LOG_BOUND_SLACK) * max(1.0, abs(dual)) + 1e-9
+                out.bound_margin = margin / factor
+                out.bound = (dual + margin if model.sense == "max" else dual - margin) / factor
+            return out
         if child.result is None:
             return ModelResult("error", message=f"{backend} failed: {child.error}"[:300])
         res, child_cpu = child.result, child.cpu_s

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from cepopt.formulations import blocks as blocks_mod
-from cepopt.formulations import milp
+from cepopt.formulations import mathopt_child, milp
 from cepopt.formulations.linear import ModelResult
 from cepopt.formulations.model import Model
 from cepopt.formulations.sharon import compact_model
@@ -47,9 +47,26 @@ def test_highs_in_a_child_process_answers_as_in_process(monkeypatch):
 def test_a_child_past_its_deadline_is_killed_and_the_solve_is_a_timeout(monkeypatch):
     monkeypatch.setattr(milp, "CHILD_NONZEROS", 0)
     monkeypatch.setattr(milp, "CHILD_GRACE", -1e6)  # the deadline has passed when the child starts
-    res = milp.solve_model_milp(_knapsacks(), backend="highs", time_limit=60)
-    assert (res.status, res.x, res.bound) == ("timeout", None, None)
+    m = _knapsacks()
+    res = milp.solve_model_milp(m, backend="highs", time_limit=60)
+    assert (res.status, res.x) == ("timeout", None)
     assert "past its time limit and was stopped" in res.message
+    # the last bound HiGHS logged, if it logged one before the kill, is a bound
+    optimum = milp.solve_model_milp(m, backend="highs").objective
+    assert res.bound is None or res.bound >= optimum
+
+
+@pytest.mark.parametrize(("line", "bound"), [
+    (" z       0       0         0   0.00%   inf             -0                 Large        0      0      0"
+     "         0     1.8s", None),
+    ("         0       0         0   0.00%   3150640.333333  -0                 Large        0      0      3"
+     "    104064    18.9s", 3150640.333333),
+    (" T     121      12        40  55.25%   -1.5e+07        -1.6e+07           6.25%      305     21    118"
+     "     55012    40.2s", -1.5e7),
+    ("Solving MIP model with:", None), ("  Dual bound        3150588", None),
+])
+def test_the_dual_bound_is_read_off_highs_progress_lines(line, bound):
+    assert mathopt_child.log_dual_bound(line) == bound
 
 
 def test_a_child_that_fails_reports_the_solvers_error(monkeypatch):
