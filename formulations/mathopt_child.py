@@ -75,6 +75,10 @@ def solve_in_child(proto, solver_type: int, params, model_params, deadline: floa
         proc.kill()
         out, _ = proc.communicate()  # what the child wrote before the kill
         killed = True
+    except BaseException:  # Ctrl-C, ...: leave no solver running
+        proc.kill()
+        proc.wait()
+        raise
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     at, bound = 0, None

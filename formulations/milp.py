@@ -7,6 +7,10 @@
   and is solved by MathOpt's core solver, without per-term Python objects (measured: 1.5-2 s of 3-10 s
   for a 20k-row Sharon model went to PuLP's and MathOpt's expressions). ortools ships both solvers;
   DESIGN.md explains why highspy must never be installed beside it.
+  A large HiGHS model with a time limit is solved in a child process that is killed just after the
+  limit (:data:`CHILD_NONZEROS`, :mod:`cepopt.formulations.mathopt_child`): HiGHS computes the root's
+  analytic centre (an interior-point solve of up to 200 iterations) without looking at its clock and
+  ignores MathOpt's interrupter. A killed solve is a "timeout" with the last bound HiGHS logged.
 * ``cbc`` (PuLP's bundled binary) and every other PuLP backend by name: ``gurobi``, ``cplex``, ``glpk``,
   ``xpress``, ``mosek``, ``copt``, ... (:data:`PULP_ALIASES`) or ``pulp:NAME`` with a name of
   ``pulp.listSolvers()``; one that is not installed is a CepoptError naming what is. PuLP's in-process
@@ -183,7 +187,8 @@ def _solver_reason(exc: BaseException) -> str:
 
 #: HiGHS models with at least this many nonzeros and a time limit are solved in a child process that is
 #: killed :data:`CHILD_GRACE` seconds after the limit (:mod:`cepopt.formulations.mathopt_child`): HiGHS
-#: ignores MathOpt's interrupter and overran its limit by 30-40 s on 20,000-query Sharon models. Smaller
+#: ignores MathOpt's interrupter and overran its limit by 30-40 s on 20,000-query Sharon models (its root
+#: analytic-centre computation has no time limit and no option turns it off). Smaller
 #: models stay in process (the child costs about 0.2 s of CPU to start; no overrun was seen on them).
 CHILD_NONZEROS = 100_000
 CHILD_GRACE = 1.0
