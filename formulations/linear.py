@@ -150,6 +150,7 @@ class Model:
         self.row_names: list[str] | None = None
         self.decode: Any = None
         self.hint: list[Number] | None = None
+        self._matrix: tuple | None = None  # (rows list, its length, matrix()): see matrix()
 
     # -- building
     def __len__(self) -> int:
@@ -255,7 +256,17 @@ class Model:
         return worst
 
     def matrix(self):
-        """The rows as coordinate arrays (row, column, coefficient as float), sorted by row, then column."""
+        """The rows as coordinate arrays (row, column, coefficient as float), sorted by row, then column.
+        Kept until ``rows`` is replaced or grows (rows are only appended): writing a solver's model and
+        checking its solution share one build (0.65 s of CPU each at 2.2 million nonzeros)."""
+        cached = self._matrix
+        if cached is not None and cached[0] is self.rows and cached[1] == len(self.rows):
+            return cached[2]
+        arrays = self._build_matrix()
+        self._matrix = (self.rows, len(self.rows), arrays)
+        return arrays
+
+    def _build_matrix(self):
         import numpy as np
 
         lens = np.fromiter((len(r[0]) for r in self.rows), dtype=np.int64, count=len(self.rows))
