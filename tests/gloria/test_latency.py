@@ -93,8 +93,28 @@ def test_no_tables_no_latencies(tmp_path: Path):
     assert published_latencies(tmp_path) == {}
 
 
-def test_time_search_times_the_method_from_the_parsed_queries():
+def test_time_search_times_the_build_and_the_search_once_per_repeat(monkeypatch):
+    """Each repeat is one interval of each clock around the problem build and the method (a fake clock
+    that ticks once per reading gives 1 per repeat)."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import cepopt.experiments.gloria_latency as gl
+    from cepopt import registry
     from cepopt.instances import load
 
-    cpu, wall = time_search(load("gloria-fig7"), "gloria", repeats=2)
-    assert 0 < cpu < 5 and 0 < wall < 5
+    ticks = {"cpu": 0.0, "wall": 0.0}
+
+    def tick(kind):
+        def read() -> float:
+            ticks[kind] += 1.0
+            return ticks[kind]
+        return read
+
+    builds = []
+    family = registry.family("gloria")
+    monkeypatch.setattr(gl, "time", SimpleNamespace(process_time=tick("cpu"), perf_counter=tick("wall")))
+    counted = dataclasses.replace(family, build=lambda inst: builds.append(1) or family.build(inst))
+    monkeypatch.setattr(registry, "family", lambda name: counted)
+    assert time_search(load("gloria-fig7"), "gloria", repeats=3) == (1.0, 1.0)
+    assert len(builds) == 3
