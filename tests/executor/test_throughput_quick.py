@@ -18,6 +18,9 @@ def test_quick_benchmark_runs(spark, tmp_path, monkeypatch):
     tp = df[df["kind"] == "throughput"]
     expected = {"sharon", "joinorder"} | ({"hamlet", "gloria"} if (SHARED / "anchors-data").is_dir() else set())
     assert set(tp["family"]) == expected and (tp["events_per_s"] > 0).all()
+    # the trend and Sharon kernels report their CPU time beside the wall time of their partitions
+    kernels = tp[tp["family"].isin(["hamlet", "gloria", "sharon"])]
+    assert (kernels["kernel_cpu_events_per_s"] > 0).all()
     fixed = df[df["kind"] == "fixed"].set_index("plan")
     assert fixed.loc["spark", "digest"] == fixed.loc["local", "digest"]
     assert (tmp_path / "executor-throughput.md").read_text().count("fixed cost") >= 2
