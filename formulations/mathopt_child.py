@@ -8,7 +8,9 @@ child (``python -m cepopt.formulations.mathopt_child``), which sets the solver's
 left at its start and answers with the serialized result; the parent kills it ``grace`` seconds after
 the deadline. While it runs, the child reads the dual bound off HiGHS's progress lines and sends each
 one ahead of the result, so a killed solve still has the last bound HiGHS logged (the log prints it to
-about 14 digits: the parent widens it by :data:`LOG_BOUND_SLACK` of itself). Solver output goes to
+about 14 digits: the parent widens it by :data:`LOG_BOUND_SLACK` of itself), and HiGHS writes each
+improving solution to a temporary file (``mip_improving_solution_file``), read back after a kill
+(:func:`last_improving_solution`; MathOpt's HiGHS takes no solution callback). Solver output goes to
 standard error when asked for (the child's standard output carries the answer).
 """
 
@@ -21,7 +23,7 @@ import subprocess
 import sys
 import time
 
-__all__ = ["ChildResult", "solve_in_child"]
+__all__ = ["ChildResult", "last_improving_solution", "solve_in_child"]
 
 _HEADER = struct.Struct("<iqqqd?")  # solver type, three lengths, deadline (time.time()), echo the log
 _BOUND = struct.Struct("<d")
@@ -52,17 +54,54 @@ class ChildResult:
     the model's units as the solver saw them, not widened); ``cpu_s`` the child's CPU seconds."""
 
     def __init__(self, result=None, killed: bool = False, error: str = "", cpu_s: float = 0.0,
-                 log_bound: float | None = None):
+                 log_bound: float | None = None, incumbent: list[float] | None = None):
         self.result, self.killed, self.error, self.cpu_s = result, killed, error, cpu_s
         self.log_bound = log_bound
+        #: a killed HiGHS's last improving solution (column values in model order), None if it had none
+        self.incumbent = incumbent
+
+
+def last_improving_solution(text: str, columns: int) -> list[float] | None:
+    """The last complete solution HiGHS wrote with ``mip_improving_solution_save`` (blocks of ``Objective
+    V`` / ``# Columns N`` / N lines ``name value``; a block cut off by the kill is skipped), or None when
+    there is none of ``columns`` values."""
+    lines = text.splitlines()
+    for start in range(len(lines) - 2, -1, -1):
+        if not (lines[start].startswith("Objective ") and lines[start + 1] == f"# Columns {columns}"):
+            continue
+        body = lines[start + 2:start + 2 + columns]
+        if len(body) < columns:
+            continue
+        try:
+            return [float(line.rsplit(None, 1)[1]) for line in body]
+        except (IndexError, ValueError):
+            continue
+    return None
 
 
 def solve_in_child(proto, solver_type: int, params, model_params, deadline: float, grace: float,
                    echo: bool = False) -> ChildResult:
     """Solve in a child process; ``deadline`` is a ``time.time()`` value, ``grace`` the seconds after it
     at which the child is killed; ``echo`` copies the solver's log to standard error."""
-    from ortools.math_opt import result_pb2
+    import tempfile
 
+    from ortools.math_opt import parameters_pb2, result_pb2
+
+    folder = tempfile.TemporaryDirectory(prefix="cepopt-highs-")
+    solutions = os.path.join(folder.name, "improving.sol")
+    if solver_type == parameters_pb2.SOLVER_TYPE_HIGHS:  # so that a kill keeps HiGHS's incumbent
+        params = type(params).FromString(params.SerializeToString())
+        params.highs.bool_options["mip_improving_solution_save"] = True
+        params.highs.string_options["mip_improving_solution_file"] = solutions
+    try:
+        return _run_child(proto, solver_type, params, model_params, deadline, grace, echo, solutions,
+                          len(proto.variables.ids), result_pb2)
+    finally:
+        folder.cleanup()
+
+
+def _run_child(proto, solver_type, params, model_params, deadline, grace, echo, solutions, columns,
+               result_pb2) -> ChildResult:
     blobs = [proto.SerializeToString(), params.SerializeToString(), model_params.SerializeToString()]
     payload = _HEADER.pack(solver_type, *map(len, blobs), deadline, echo) + b"".join(blobs)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -87,7 +126,11 @@ def solve_in_child(proto, solver_type: int, params, model_params, deadline: floa
         at += 1 + _BOUND.size
     out = out[at:]
     if killed:
-        return ChildResult(killed=True, cpu_s=cpu, log_bound=bound)
+        incumbent = None
+        if os.path.exists(solutions):
+            with open(solutions, errors="replace") as fh:
+                incumbent = last_improving_solution(fh.read(), columns)
+        return ChildResult(killed=True, cpu_s=cpu, log_bound=bound, incumbent=incumbent)
     if proc.returncode != 0 or not out:
         return ChildResult(error=f"solver process ended with code {proc.returncode}", cpu_s=cpu, log_bound=bound)
     if out[:1] == b"E":  # the solver raised: its message

@@ -194,6 +194,25 @@ CHILD_NONZEROS = 100_000
 CHILD_GRACE = 1.0
 
 
+def _killed_result(model, child, backend: str, factor: float) -> ModelResult:
+    """A child killed past its deadline: the last dual bound HiGHS logged (widened for the log's rounding
+    too) and its last improving solution (a file read back: kept only if it satisfies the model)."""
+    from cepopt.formulations.mathopt_child import LOG_BOUND_SLACK
+
+    out = ModelResult("timeout", backend=backend, stats={"solver_process_cpu_s": child.cpu_s},
+                      message=f"{backend} ran {CHILD_GRACE:g} s past its time limit and was stopped")
+    if child.log_bound is not None:
+        dual = child.log_bound
+        margin = (BOUND_TOLERANCE + LOG_BOUND_SLACK) * max(1.0, abs(dual)) + 1e-9
+        out.bound_margin = margin / factor
+        out.bound = (dual + margin if model.sense == "max" else dual - margin) / factor
+    if child.incumbent is not None and len(child.incumbent) == len(model.names):
+        x = [round(v) if integer else v for v, integer in zip(child.incumbent, model.integer, strict=True)]
+        if model.violation(x) <= 1e-6:
+            out.x, out.status = child.incumbent, "feasible"
+    return out
+
+
 def _solve_mathopt(model, backend, factor, time_limit, seed, rel_gap, feas_tol, threads, options, hint, log):
     from ortools.math_opt import model_parameters_pb2, result_pb2
     from ortools.math_opt.core.python import solver as core
@@ -218,19 +237,12 @@ def _solve_mathopt(model, backend, factor, time_limit, seed, rel_gap, feas_tol, 
 
     child_cpu = None
     if backend == "highs" and time_limit is not None and len(proto.linear_constraint_matrix.row_ids) >= CHILD_NONZEROS:
-        from cepopt.formulations.mathopt_child import LOG_BOUND_SLACK, solve_in_child
+        from cepopt.formulations.mathopt_child import solve_in_child
 
         child = solve_in_child(proto, solver_type, params, model_params, time.time() + time_limit, CHILD_GRACE,
                                echo=bool(log))
         if child.killed:
-            out = ModelResult("timeout", backend=backend, stats={"solver_process_cpu_s": child.cpu_s},
-                              message=f"{backend} ran {CHILD_GRACE:g} s past its time limit and was stopped")
-            if child.log_bound is not None:  # the last bound it logged, widened for the log's rounding too
-                dual = child.log_bound
-                margin = (BOUND_TOLERANCE + LOG_BOUND_SLACK) * max(1.0, abs(dual)) + 1e-9
-                out.bound_margin = margin / factor
-                out.bound = (dual + margin if model.sense == "max" else dual - margin) / factor
-            return out
+            return _killed_result(model, child, backend, factor)
         if child.result is None:
             return ModelResult("error", message=f"{backend} failed: {child.error}"[:300])
         res, child_cpu = child.result, child.cpu_s

@@ -124,3 +124,53 @@ def test_a_model_that_is_one_block_but_for_a_few_variables_is_solved_whole(monke
     assert seen == ([42] if share else [40, 2])
     assert res.stats["blocks"] == 2 and res.stats["largest_block"] == 40
     assert (res.status, res.objective) == ("optimal", whole.objective)
+
+
+def test_the_last_complete_improving_solution_is_read_back():
+    text = ("Objective 0\n# Columns 3\nx0 0\nx1 0\nx2 0\n"
+            "Objective 7\n# Columns 3\nx0 1\nx1 0\nx2 1\n"
+            "Objective 9\n# Columns 3\nx0 1\nx1 1\n")  # the kill cut the last block short
+    assert mathopt_child.last_improving_solution(text, 3) == [1.0, 0.0, 1.0]
+    assert mathopt_child.last_improving_solution(text, 4) is None
+    assert mathopt_child.last_improving_solution("", 3) is None
+
+
+_POPEN = mathopt_child.subprocess.Popen
+
+
+class _KilledAfterItFinished:
+    """Popen whose first wait "times out" only after the real child has finished, so the parent takes the
+    kill path with every improving solution the solver wrote: a kill that is not a race."""
+
+    def __init__(self, *args, **kwargs):
+        self._proc = _POPEN(*args, **kwargs)
+        self._out = None
+
+    def communicate(self, payload=None, timeout=None):
+        import subprocess
+
+        if self._out is None:
+            self._out = self._proc.communicate(payload)
+            raise subprocess.TimeoutExpired("child", timeout)
+        return self._out
+
+    def kill(self):
+        pass
+
+    def wait(self):
+        return self._proc.wait()
+
+    @property
+    def returncode(self):
+        return self._proc.returncode
+
+
+def test_a_killed_highs_keeps_its_last_improving_solution(monkeypatch):
+    monkeypatch.setattr(milp, "CHILD_NONZEROS", 0)
+    monkeypatch.setattr(mathopt_child.subprocess, "Popen", _KilledAfterItFinished)
+    m = _knapsacks()
+    optimum = milp.solve_model_milp(m, backend="highs").objective
+    res = milp.solve_model_milp(m, backend="highs", time_limit=60)
+    assert "was stopped" in res.message and res.status == "feasible"
+    # the solver's last improving solution of a run that went to the end is the optimum, checked by _finish
+    assert m.violation(res.x) == 0 and res.objective == optimum
