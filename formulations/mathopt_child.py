@@ -167,9 +167,9 @@ def _main() -> None:
         res = core.solve(proto, solver_type, parameters_pb2.SolverInitializerProto(), params, model_params,
                          on_lines, callback_pb2.CallbackRegistrationProto(), None, None)
     except Exception as exc:  # noqa: BLE001 - handed to the parent, which reports it as the solver's failure
-        from cepopt.formulations.milp import _solver_reason
+        from cepopt.formulations.native import solver_reason
 
-        answer.write(b"E" + _solver_reason(exc).encode()[:300])
+        answer.write(b"E" + solver_reason(exc).encode()[:300])
     else:
         answer.write(b"R" + res.SerializeToString())
     answer.close()

@@ -48,7 +48,7 @@ from cepopt.errors import CepoptError
 from cepopt.formulations.convert import from_pulp, mathopt_proto, to_pulp
 from cepopt.formulations.export import offer_export
 from cepopt.formulations.linear import Model, ModelResult, certify, unit_of
-from cepopt.formulations.native import check_seed, check_time_limit, native_output_to_stderr, settings
+from cepopt.formulations.native import check_seed, check_time_limit, native_output_to_stderr, settings, solver_reason
 from cepopt.formulations.scaling import coefficient_total, milp_scale, require_resolution
 
 __all__ = ["BACKENDS", "BOUND_TOLERANCE", "MilpResult", "PULP_ALIASES", "from_pulp", "mathopt_proto",
@@ -174,17 +174,6 @@ def _mathopt_parameters(backend, time_limit, seed, rel_gap, feas_tol, threads, o
     return params, parameters_pb2.SOLVER_TYPE_GSCIP
 
 
-def _solver_reason(exc: BaseException) -> str:
-    """The solver's reason for a failed MathOpt solve. OR-Tools 9.15 re-raises a solver's StatusNotOk as
-    an unrelated AttributeError ('StatusNotOk' object has no attribute 'canonical_code') with the real
-    error as its context: step past that wrapper only, not further down the chain (which may hold an
-    exception the caller was handling)."""
-    inner = exc.__cause__ or exc.__context__
-    if isinstance(exc, AttributeError) and "canonical_code" in str(exc) and inner is not None:
-        return str(inner)
-    return str(exc)
-
-
 #: HiGHS models with at least this many nonzeros and a time limit are solved in a child process that is
 #: killed :data:`CHILD_GRACE` seconds after the limit (:mod:`cepopt.formulations.mathopt_child`): HiGHS
 #: ignores MathOpt's interrupter and overran its limit by 30-40 s on 20,000-query Sharon models (its root
@@ -252,7 +241,7 @@ def _solve_mathopt(model, backend, factor, time_limit, seed, rel_gap, feas_tol, 
                 res = core.solve(proto, solver_type, parameters_pb2.SolverInitializerProto(), params,
                                  model_params, None, callback_pb2.CallbackRegistrationProto(), None, None)
         except Exception as exc:  # noqa: BLE001 - seen: HiGHS "kError [INTERNAL]", which OR-Tools re-raises badly
-            return ModelResult("error", message=f"{backend} failed: {_solver_reason(exc)}"[:300])
+            return ModelResult("error", message=f"{backend} failed: {solver_reason(exc)}"[:300])
     T = result_pb2
     reason = res.termination.reason
     out = ModelResult("error")

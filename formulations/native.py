@@ -30,7 +30,7 @@ from cepopt import params
 from cepopt.errors import CepoptError
 
 __all__ = ["EXPORT_FORMATS", "MAX_TIME_LIMIT", "SEED_RANGE", "Export", "Settings", "check_export_path",
-           "check_seed", "check_time_limit", "native_output_to_stderr", "settings", "solver_settings"]
+           "check_seed", "check_time_limit", "native_output_to_stderr", "settings", "solver_reason", "solver_settings"]
 
 #: Longest time limit accepted, in seconds (the one bound the CLI and solve() check too; every solver's own
 #: limit is larger, and MathOpt's duration overflows near 1e14 s).
@@ -161,3 +161,14 @@ def check_export_path(path: str | os.PathLike) -> str:
     if not folder.is_dir() or not os.access(folder, os.W_OK):
         raise CepoptError(f"--export {path}: folder {str(folder)!r} does not exist or is not writable")
     return fmt
+
+
+def solver_reason(exc: BaseException) -> str:
+    """The solver's reason for a failed MathOpt solve. OR-Tools 9.15 re-raises a solver's StatusNotOk as
+    an unrelated AttributeError ('StatusNotOk' object has no attribute 'canonical_code') with the real
+    error as its context: step past that wrapper only, not further down the chain (which may hold an
+    exception the caller was handling)."""
+    inner = exc.__cause__ or exc.__context__
+    if isinstance(exc, AttributeError) and "canonical_code" in str(exc) and inner is not None:
+        return str(inner)
+    return str(exc)
