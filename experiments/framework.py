@@ -50,8 +50,8 @@ from cepopt import entry_points
 from cepopt.errors import CepoptError
 from cepopt.params import number_from_text
 
-__all__ = ["META_COLUMNS", "Experiment", "ExperimentOutput", "Grid", "default_out_dir", "get_experiment",
-           "markdown_table", "run_experiment", "run_metadata"]
+__all__ = ["META_COLUMNS", "Experiment", "ExperimentOutput", "Grid", "cpu_seconds", "default_out_dir",
+           "get_experiment", "markdown_table", "run_experiment", "run_metadata"]
 
 #: the folder (under the current directory) that experiments write to by default
 RESULTS_DIR_NAME = "cepopt-results"
@@ -105,6 +105,16 @@ class ExperimentOutput:
     total: int = 0  # grid points
     skipped_inputs: int = 0  # instances the grid left out because their data is missing
     missing: str = ""
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process (all its threads) and of its finished child processes: a large HiGHS
+    model is solved in a child process (formulations/mathopt_child.py), whose time the process's own
+    clock does not see. The difference of two readings around a call is the call's CPU time."""
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def get_experiment(name: str) -> Experiment:

@@ -14,8 +14,9 @@ Grid: preset (default, stress; instances/sharon_generator.py) x queries (10, 20,
 
 Every call has a 60 s limit. Methods are skipped beyond the sizes in ``LIMITS`` (the enumeration of
 the expanded graph and the exponential searches cannot finish there), rather than left to fail.
-``time_s`` is the wall time of the call; ``cpu_s`` the process CPU time over it (all solver threads),
-which shows how much of a slow wall time was load from other processes on the machine (2 cores).
+``time_s`` is the wall time of the call; ``cpu_s`` the CPU time over it (all solver threads and child
+processes: :func:`~cepopt.experiments.framework.cpu_seconds`), which shows how much of a slow wall time
+was load from other processes on the machine (2 cores).
 The report gives, per preset and size, the median time and the number of proven optima, the greedy
 gap, and the score gained by expansion and by subsets=all over the original-graph optimum.
 ``--quick``: 10 and 20 queries of length 5, seed 0, both presets, and one scale point of 200 queries.
@@ -37,7 +38,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from cepopt.experiments.framework import Experiment, markdown_table
+from cepopt.experiments.framework import Experiment, cpu_seconds, markdown_table
 
 __all__ = ["EXPERIMENT", "LIMITS", "METHODS"]
 
@@ -70,15 +71,6 @@ def grid(quick: bool) -> list[dict]:
                                  for n in SCALE_SIZES for s in SEEDS for p in PRESETS]
 
 
-def _cpu() -> float:
-    """CPU seconds of this process and its finished children (HiGHS runs in a child process on large
-    models: formulations/mathopt_child.py)."""
-    import resource
-
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
-
-
 def _scale_rows(inst, seed: int) -> list[dict]:
     """A scale point: the expanded problem's build, then the compact models in the time that is left."""
     from cepopt.registry import solve
@@ -89,9 +81,9 @@ def _scale_rows(inst, seed: int) -> list[dict]:
     build_s = time.perf_counter() - start
     rows = []
     for name in COMPACT_METHODS:
-        cpu = _cpu()
+        cpu = cpu_seconds()
         sol = solve(inst, name, time_limit=max(TIME_LIMIT - build_s, 1.0), seed=seed, problem=problem)
-        cpu = _cpu() - cpu
+        cpu = cpu_seconds() - cpu
         rows.append({"graph": "expanded", "method": name, "status": sol.status, "objective": sol.objective,
                      "bound": sol.bound, "gap": sol.gap, "time_s": round(sol.time_s, 4), "cpu_s": round(cpu, 4),
                      "build_s": round(build_s, 4), "total_s": round(build_s + sol.time_s, 4),
@@ -125,9 +117,9 @@ def run(point: dict, only: tuple[str, ...] | None = None, graphs: tuple[str, ...
             cap = LIMITS.get((graph, name))
             if cap is not None and n > cap:
                 continue
-            cpu = _cpu()
+            cpu = cpu_seconds()
             sol = solve(inst, name, time_limit=TIME_LIMIT, seed=seed, problem=problem)
-            cpu = _cpu() - cpu
+            cpu = cpu_seconds() - cpu
             st = sol.stats
             rows.append({
                 "graph": graph, "method": name, "status": sol.status, "objective": sol.objective,

@@ -180,3 +180,17 @@ def test_gloria_optimizers_says_how_many_published_workloads_it_skips(monkeypatc
     grid = gloria_optimizers.grid(False)
     assert grid.skipped == 128 and "published Gloria workloads" in grid.missing
     assert grid and {point["source"] for point in grid} == {"bundled", "generated"}
+
+
+def test_cpu_seconds_counts_finished_child_processes():
+    """A solver run in a child process (formulations/mathopt_child.py) is counted in the experiments' CPU
+    time: the child's own CPU shows in the difference of two readings."""
+    import subprocess
+    import sys
+
+    from cepopt.experiments.framework import cpu_seconds
+
+    before = cpu_seconds()
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3:\n    pass\n"
+    subprocess.run([sys.executable, "-c", burn], check=True)
+    assert cpu_seconds() - before >= 0.3
