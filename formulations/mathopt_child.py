@@ -85,23 +85,20 @@ def solve_in_child(proto, solver_type: int, params, model_params, deadline: floa
     at which the child is killed; ``echo`` copies the solver's log to standard error."""
     import tempfile
 
-    from ortools.math_opt import parameters_pb2, result_pb2
+    from ortools.math_opt import parameters_pb2
 
-    folder = tempfile.TemporaryDirectory(prefix="cepopt-highs-")
-    solutions = os.path.join(folder.name, "improving.sol")
-    if solver_type == parameters_pb2.SOLVER_TYPE_HIGHS:  # so that a kill keeps HiGHS's incumbent
-        params = type(params).FromString(params.SerializeToString())
-        params.highs.bool_options["mip_improving_solution_save"] = True
-        params.highs.string_options["mip_improving_solution_file"] = solutions
-    try:
-        return _run_child(proto, solver_type, params, model_params, deadline, grace, echo, solutions,
-                          len(proto.variables.ids), result_pb2)
-    finally:
-        folder.cleanup()
+    with tempfile.TemporaryDirectory(prefix="cepopt-highs-") as folder:
+        solutions = os.path.join(folder, "improving.sol")
+        if solver_type == parameters_pb2.SOLVER_TYPE_HIGHS:  # so that a kill keeps HiGHS's incumbent
+            params = type(params).FromString(params.SerializeToString())
+            params.highs.bool_options["mip_improving_solution_save"] = True
+            params.highs.string_options["mip_improving_solution_file"] = solutions
+        return _run_child(proto, solver_type, params, model_params, deadline, grace, echo, solutions)
 
 
-def _run_child(proto, solver_type, params, model_params, deadline, grace, echo, solutions, columns,
-               result_pb2) -> ChildResult:
+def _run_child(proto, solver_type, params, model_params, deadline, grace, echo, solutions) -> ChildResult:
+    from ortools.math_opt import result_pb2
+
     blobs = [proto.SerializeToString(), params.SerializeToString(), model_params.SerializeToString()]
     payload = _HEADER.pack(solver_type, *map(len, blobs), deadline, echo) + b"".join(blobs)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -129,7 +126,7 @@ def _run_child(proto, solver_type, params, model_params, deadline, grace, echo, 
         incumbent = None
         if os.path.exists(solutions):
             with open(solutions, errors="replace") as fh:
-                incumbent = last_improving_solution(fh.read(), columns)
+                incumbent = last_improving_solution(fh.read(), len(proto.variables.ids))
         return ChildResult(killed=True, cpu_s=cpu, log_bound=bound, incumbent=incumbent)
     if proc.returncode != 0 or not out:
         return ChildResult(error=f"solver process ended with code {proc.returncode}", cpu_s=cpu, log_bound=bound)

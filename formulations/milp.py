@@ -10,7 +10,8 @@
   A large HiGHS model with a time limit is solved in a child process that is killed just after the
   limit (:data:`CHILD_NONZEROS`, :mod:`cepopt.formulations.mathopt_child`): HiGHS computes the root's
   analytic centre (an interior-point solve of up to 200 iterations) without looking at its clock and
-  ignores MathOpt's interrupter. A killed solve is a "timeout" with the last bound HiGHS logged.
+  ignores MathOpt's interrupter. A killed solve keeps the last bound HiGHS logged and its last improving
+  solution ("feasible"; "timeout" when it had none).
 * ``cbc`` (PuLP's bundled binary) and every other PuLP backend by name: ``gurobi``, ``cplex``, ``glpk``,
   ``xpress``, ``mosek``, ``copt``, ... (:data:`PULP_ALIASES`) or ``pulp:NAME`` with a name of
   ``pulp.listSolvers()``; one that is not installed is a CepoptError naming what is. PuLP's in-process
@@ -183,6 +184,13 @@ CHILD_NONZEROS = 100_000
 CHILD_GRACE = 1.0
 
 
+def _widened_bound(out: ModelResult, model, dual: float, margin: float, factor: float) -> None:
+    """The solver's dual bound, widened by ``margin`` away from the optimum: the solver's tolerances hold
+    in its (scaled) units, so widen there, then scale back."""
+    out.bound_margin = margin / factor
+    out.bound = (dual + margin if model.sense == "max" else dual - margin) / factor
+
+
 def _killed_result(model, child, backend: str, factor: float) -> ModelResult:
     """A child killed past its deadline: the last dual bound HiGHS logged (widened for the log's rounding
     too) and its last improving solution (a file read back: kept only if it satisfies the model)."""
@@ -192,9 +200,7 @@ def _killed_result(model, child, backend: str, factor: float) -> ModelResult:
                       message=f"{backend} ran {CHILD_GRACE:g} s past its time limit and was stopped")
     if child.log_bound is not None:
         dual = child.log_bound
-        margin = (BOUND_TOLERANCE + LOG_BOUND_SLACK) * max(1.0, abs(dual)) + 1e-9
-        out.bound_margin = margin / factor
-        out.bound = (dual + margin if model.sense == "max" else dual - margin) / factor
+        _widened_bound(out, model, dual, (BOUND_TOLERANCE + LOG_BOUND_SLACK) * max(1.0, abs(dual)) + 1e-9, factor)
     if child.incumbent is not None and len(child.incumbent) == len(model.names):
         x = [round(v) if integer else v for v, integer in zip(child.incumbent, model.integer, strict=True)]
         if model.violation(x) <= 1e-6:
@@ -255,10 +261,8 @@ def _solve_mathopt(model, backend, factor, time_limit, seed, rel_gap, feas_tol, 
         out.solver_objective = sol.objective_value / factor
     dual = res.termination.objective_bounds.dual_bound
     if math.isfinite(dual):
-        # the solver's tolerances hold in its (scaled) units: widen there, then scale back
         margin = BOUND_TOLERANCE * max(1.0, abs(dual)) + (1e-9 if rel_gap == 0 else rel_gap * abs(dual))
-        out.bound_margin = margin / factor
-        out.bound = (dual + margin if model.sense == "max" else dual - margin) / factor
+        _widened_bound(out, model, dual, margin, factor)
     if reason == T.TERMINATION_REASON_OPTIMAL:
         out.status = "optimal"
     elif reason in (T.TERMINATION_REASON_INFEASIBLE, T.TERMINATION_REASON_INFEASIBLE_OR_UNBOUNDED):

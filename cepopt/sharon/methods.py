@@ -27,12 +27,12 @@ expanded graph, the models and the solves. The compact methods stop building the
 deadline, take the segment DP's plan and bound from it (expanded problem; GWMIN on the original graph and
 the gain bound when no model was built in time, or with expand=false), count writing the solver's proto,
 and keep back a reserve for the solver's own overshoot (:data:`SOLVER_RESERVE_PER_VARIABLE`), so past the
-limit they only re-score their plan. HiGHS can overshoot at its root node (its log shows central
-rounding after the limit): at 20,000 default queries (seed 1, 388k variables) a 57 s limit ended after
-96 s. In the graph
+limit they only re-score their plan. HiGHS can overshoot at its root node (its analytic centre has no
+time limit: at 20,000 default queries, seed 1, a 57 s limit ended after 96 s), so large HiGHS models run
+in a child process killed just after the limit (:mod:`cepopt.formulations.mathopt_child`). In the graph
 methods a step that is running when the limit passes (the expanded graph's build, a solver's own
 check interval) is not interrupted: ``pytest -m bench tests/sharon/test_time_limits.py`` measures the
-wall time of 2 s calls. Loading the instance file (JSON schema, query parsing: 6 s at 10,000 queries)
+wall time of 2 s calls. Loading the instance file (JSON schema, query parsing: 1.2 s of CPU at 10,000 queries)
 happens before the clock starts.
 Every exact method keeps the best plan it has seen - GWMIN's, the LP tree's
 incumbent, the solver's, the plan finder's - and, when the time runs out, returns it with status
