@@ -200,7 +200,7 @@ class TermTable:
         self.single = next(iter(term.queries)) if len(term.queries) == 1 else None
         self.prim = term.primary
         self.checks = bool(term.primary) and not term.entry  # derivability is enforced on this term
-        self.split = problem.fork_accounting != "edge"  # shares other than 1 (GloriaProblem.share)
+        self.split = not problem.unit_shares
         self.unshared = f[ei] * f[ej]  # the first product of an unshared query's term
         self._shared: dict[str, tuple] = {}  # snapshot type -> (propagation factor, evaluation factor)
         self._ei = ei
@@ -330,14 +330,14 @@ def edge_derivable(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blo
 def start_cost(problem: GloriaProblem, pool: Pool) -> float:
     """Start edges into the pool: f(Es) |Q_start| (independent of the option, §3.2); under
     fork_accounting=once f(Es) is charged once per query over the pools it starts in."""
-    if problem.fork_accounting == "edge":  # every share 1: their sum is the count
+    if problem.unit_shares:  # their sum is the count
         return problem.freq[pool.source] * len(pool.start_queries)
     return problem.freq[pool.source] * sum(problem.start_share(q) for q in pool.start_queries)
 
 
 def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     f = problem.freq
-    split = problem.fork_accounting != "edge"  # shares other than 1
+    split = not problem.unit_shares
     cost = 0
     for t, ending in pool.ends:
         ei, ee = t
@@ -357,7 +357,7 @@ def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     f = problem.freq
     shared = blocks[0].snapshot if len(blocks) == 1 and blocks[0].snapshot is not None else None
     n = len(pool.queries)
-    split = problem.fork_accounting != "edge"  # shares other than 1
+    split = not problem.unit_shares
     v2 = problem.kleene_cycle_cost == "V2"
     cost = 0
     for t, _t2 in pool.internal:

@@ -127,6 +127,12 @@ class GloriaProblem:
                 fanout.setdefault((pool.index, t), []).append(pool.queries)
         return {k: tuple(v) for k, v in fanout.items()}
 
+    @property
+    def unit_shares(self) -> bool:
+        """Whether every :meth:`share` and :meth:`start_share` is 1 (``fork_accounting="edge"``): the cost
+        functions then skip the calls."""
+        return self.fork_accounting == "edge"
+
     def f(self, event_type: str) -> float:
         return self.freq[event_type]
 
@@ -142,7 +148,7 @@ class GloriaProblem:
         the fan-out of ``(p, t)`` in proportion to the block's queries each carries,
         ``|S & successor| / sum over the fan-out of |S & Q_s|`` (the decision and its reasons: cost.py).
         Returns the int 1, or an exact :class:`~fractions.Fraction` (costs stay exact rationals)."""
-        if self.fork_accounting == "edge":
+        if self.unit_shares:
             return 1
         key = (p, t, queries, successor)
         value = self._shares.get(key)
@@ -158,7 +164,7 @@ class GloriaProblem:
         """Share of the start edge of query ``q`` into one pool: 1 under "edge"; under "once" 1 / the
         number of pools ``q`` starts in (two in ``SEQ(B+, C)``: the cycle of B and the SEQ pool of
         ``B -> C``), so ``f(Es)`` is charged once per query."""
-        if self.fork_accounting == "edge":
+        if self.unit_shares:
             return 1
         key = ("start", q)
         value = self._shares.get(key)
