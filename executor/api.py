@@ -201,9 +201,10 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
         from cepopt.executor.engines import run_spark
         from cepopt.executor.session import get_spark
 
-        spark = spark or get_spark(master, small=_small(events))
+        size = _size(events)
+        spark = spark or get_spark(master, small=_small(size))
         run = run_spark(compiled, _spark_events(events, spark, schema), spark, source=source, output=output,
-                        progress=progress, single=_tiny(events))
+                        progress=progress, single=_tiny(size))
     metrics = driver.finish(compiled, dict(run.metrics))
     try:
         prediction = predicted(family, problem, plan)
@@ -240,15 +241,16 @@ def _size(events: Any) -> tuple[str, float]:
     return "", math.inf
 
 
-def _small(events: Any) -> bool:
-    """Whether a stream is small enough for a JVM started for a short life (see executor/session.py)."""
-    kind, n = _size(events)
+def _small(size: tuple[str, float]) -> bool:
+    """Whether a stream of this :func:`_size` is small enough for a JVM started for a short life (see
+    executor/session.py)."""
+    kind, n = size
     return n <= (SMALL_ROWS if kind == "rows" else SMALL_BYTES)
 
 
-def _tiny(events: Any) -> bool:
-    """Whether a stream is small enough to run in one Spark task."""
-    kind, n = _size(events)
+def _tiny(size: tuple[str, float]) -> bool:
+    """Whether a stream of this :func:`_size` is small enough to run in one Spark task."""
+    kind, n = size
     return n <= (TINY_ROWS if kind == "rows" else TINY_BYTES)
 
 
@@ -271,7 +273,7 @@ def _execute_native(driver, problem, plan, events, engine: str, spark, master, s
         return driver.execute(problem, plan, _local_events(events), None, **kwargs)
     from cepopt.executor.session import get_spark
 
-    spark = spark or get_spark(master, small=_small(events))
+    spark = spark or get_spark(master, small=_small(_size(events)))
     start = time.perf_counter()
     result = driver.execute(problem, plan, _spark_events(events, spark, schema), spark, **kwargs)
     result.engine = "spark"
