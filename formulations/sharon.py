@@ -203,6 +203,7 @@ def compact_model(problem, deadline: float | None = None) -> Model:
     ub: list[int] = []
     coef: list[int] = []  # a variable's coefficient in its group's cell rows (0: the group's size)
     decode = []
+    tied: dict[int, dict[int, int]] = {}  # candidate -> its free groups tied to y (gain per copy)
     group_of, members = query_groups(problem)
     size = [len(m) for m in members]
     cover: dict[int, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))  # group -> pos -> vars
@@ -231,12 +232,25 @@ def compact_model(problem, deadline: float | None = None) -> Model:
                     copies += size[c]
             useful = _useful_below_zero(gains, [q in free for q, _ in placed], copies, objective[y] + fixed, fixed) \
                 if min(gains, default=1) <= 0 else None
-            for c, (q, _), g in zip(groups, placed, gains, strict=True):
-                if q in free and (g > 0 or useful(g)):  # then every copy of q is free: same cells, same contests
+            # a query of gain <= 0 shares p only as its second query: one copy
+            kept = {c: (g, size[c] if g > 0 else 1) for c, (q, _), g in zip(groups, placed, gains, strict=True)
+                    if q in free and (g > 0 or useful(g))}  # then every copy of q is free: same cells, same contests
+            reach = copies + sum(top for _, top in kept.values())
+            if reach < 2:  # fewer than two copies can ever share p: y = 0 in every solution
+                ub[y], kept = 0, {}
+            elif reach == 2 and all(top == size[c] for c, (_, top) in kept.items()):
+                # exactly two copies can share p: x[p,c] = m_c y[p] in every solution (even of the LP)
+                for c, (g, _) in kept.items():
+                    objective[y] += size[c] * g
+                    var_of[c] = y
+                tied[k] = {c: g for c, (g, _) in kept.items()}
+                kept = {}
+            for c, (q, _) in zip(groups, placed, strict=True):
+                if c in kept:
+                    g, top = kept[c]
                     x = len(names)
                     names.append(f"x{k}_{len(xs)}")
                     objective.append(g)
-                    top = size[c] if g > 0 else 1  # a query of gain <= 0 shares p only as its second query
                     ub.append(top)
                     coef.append(1)
                     rows.append(([y, x], [-top, 1], None, 0))  # x <= m_c y
@@ -245,7 +259,7 @@ def compact_model(problem, deadline: float | None = None) -> Model:
                 elif q not in free:
                     var_of[c] = y
             # sum x[p,c] + copies y >= 2 y   <=>   (2 - copies) y - sum x <= 0
-            if xs or copies < 2:
+            if xs:
                 rows.append(([y, *xs], [2 - copies] + [-1] * len(xs), None, 0))
         for c, (_, s) in zip(groups, placed, strict=True):
             x = var_of.get(c)
@@ -263,7 +277,7 @@ def compact_model(problem, deadline: float | None = None) -> Model:
             rows.append((cols, [coef[i] or m for i in cols], None, m))
     n = len(names)
     model.lb, model.ub, model.integer = [0] * n, ub, [True] * n
-    model.decode = ("compact", decode, members, starts)
+    model.decode = ("compact", decode, members, starts, tied)
     return model
 
 
@@ -271,7 +285,7 @@ def decode_compact(model: Model, x: Sequence) -> list[tuple[tuple[str, ...], fro
     """(pattern, queries) entries of a compact-model solution. A group's counts go to its copies by
     interval partitioning (intervals by start, each to the first copies free there): a cell's count is at
     most the group's size, so there are always enough (the integer decomposition of interval packings)."""
-    _, entries, members, starts = model.decode
+    _, entries, members, starts, _ = model.decode
     by_group: dict[int, list[tuple[int, int, int, int]]] = defaultdict(list)  # (start, end, entry, count)
     shared: dict[int, list[str]] = {}
     for k, (pattern, var_of, y) in enumerate(entries):

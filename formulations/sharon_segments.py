@@ -37,7 +37,8 @@ class Segments:
     """The free x[p,c] of a compact model as intervals: group, start, end (exclusive), variable, entry
     (candidate index) and gain; ``size`` copies per group, ``y`` per entry its variable, ``own`` per entry
     y's coefficient (minus the fixed charge, plus the fixed queries' gains), ``copies`` per entry its
-    fixed queries."""
+    fixed queries; per interval whether it is tied to y (:func:`segments_of`), per entry the copies it
+    needs to be shared."""
 
     group: np.ndarray
     start: np.ndarray
@@ -50,6 +51,8 @@ class Segments:
     own: np.ndarray
     copies: np.ndarray
     length: int
+    tied: np.ndarray
+    need: np.ndarray
 
     def packings(self, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per group the best packing's value under ``weight`` (per interval; -inf = not available, values
@@ -106,43 +109,54 @@ class Segments:
             sizes = self.size[self.group[taken]]
             users = np.bincount(self.entry[taken], weights=sizes, minlength=len(self.y)) + self.copies
             value = np.bincount(self.entry[taken], weights=sizes * self.gain[taken], minlength=len(self.y)) + self.own
-            drop = shared & ((users < 2) | (value <= 0))
+            drop = shared & ((users < self.need) | (value <= 0))
             if not drop.any():
                 break
             shared &= ~drop
         x = [0] * n_vars
         for k in np.flatnonzero(shared):
             x[int(self.y[k])] = 1
-        for i in np.flatnonzero(taken):
+        for i in np.flatnonzero(taken & ~self.tied):
             x[int(self.var[i])] = int(self.size[self.group[i]])
         return x
 
 
 def segments_of(model) -> Segments:
-    """The intervals of a compact model (:func:`~cepopt.formulations.sharon.compact_model`)."""
-    _, entries, members, starts = model.decode
-    group, start, end, var, entry = [], [], [], [], []
-    ys, copies = [], []
+    """The intervals of a compact model (:func:`~cepopt.formulations.sharon.compact_model`). A group tied
+    to y[p] (the model's ``tied``: p can have exactly two copies, so both share it or neither) is an
+    interval too, whose variable is y[p] and whose gain leaves y's coefficient: p is then shared only when
+    every tied interval is taken (``need``)."""
+    _, entries, members, starts, tied = model.decode
+    group, start, end, var, entry, gain, is_tied = [], [], [], [], [], [], []
+    ys, copies, own, need = [], [], [], []
     objective = model.objective
     for k, (pattern, var_of, y) in enumerate(entries):
         ys.append(y)
-        fixed_copies = 0
+        ties = tied.get(k, {})
+        fixed_copies, value, tied_copies = 0, float(objective[y]), 0
         for c, i in var_of.items():
-            s = starts[members[c][0]][pattern]
-            if i == y:
-                fixed_copies += len(members[c])
+            m = len(members[c])
+            if i == y and c not in ties:
+                fixed_copies += m
                 continue
+            s = starts[members[c][0]][pattern]
             group.append(c)
             start.append(s)
             end.append(s + len(pattern))
             var.append(i)
             entry.append(k)
+            g = ties[c] if c in ties else objective[i]
+            gain.append(float(g))
+            is_tied.append(c in ties)
+            if c in ties:
+                value -= m * g
+                tied_copies += m
         copies.append(fixed_copies)
-    var_a = np.asarray(var, dtype=np.int64)
-    y_a = np.asarray(ys, dtype=np.int64)
+        own.append(value)
+        need.append(fixed_copies + tied_copies if ties else 2)
     return Segments(np.asarray(group, dtype=np.int64), np.asarray(start, dtype=np.int64),
-                    np.asarray(end, dtype=np.int64), var_a, np.asarray(entry, dtype=np.int64),
-                    np.asarray([float(objective[i]) for i in var], dtype=float),
-                    np.asarray([len(m) for m in members], dtype=np.int64), y_a,
-                    np.asarray([float(objective[i]) for i in ys], dtype=float),
-                    np.asarray(copies, dtype=np.int64), max(end, default=0))
+                    np.asarray(end, dtype=np.int64), np.asarray(var, dtype=np.int64),
+                    np.asarray(entry, dtype=np.int64), np.asarray(gain, dtype=float),
+                    np.asarray([len(m) for m in members], dtype=np.int64), np.asarray(ys, dtype=np.int64),
+                    np.asarray(own, dtype=float), np.asarray(copies, dtype=np.int64), max(end, default=0),
+                    np.asarray(is_tied, dtype=bool), np.asarray(need, dtype=np.int64))

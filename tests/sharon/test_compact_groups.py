@@ -108,3 +108,33 @@ def test_gain_reduction_applies_and_keeps_the_optimum():
                 sol = solve(inst, method, problem=problem)
                 assert sol.status == "optimal" and sol.objective == pytest.approx(best), (seed, subsets, method)
     assert (11, "cause") in applied and len(applied) >= 8
+
+
+def test_patterns_two_copies_can_share_are_tied_to_y():
+    """A candidate that exactly two copies can share is shared by both or by neither: its free groups are
+    tied to y[p] (no x[p,c], no rows of their own). Generated workloads have such candidates; the optimum
+    stays brute force's, and the segment DP's plan (tied intervals taken together) is a valid plan."""
+    tied_seen = 0
+    for seed in range(8):
+        inst = make_instance(queries=7, length=5, seed=seed)
+        problem = build(inst, max_options=None)
+        model = compact_model(problem)
+        _, entries, members, _, tied = model.decode
+        for k, groups in tied.items():
+            _, var_of, y = entries[k]
+            assert groups and all(var_of[c] == y for c in groups)
+            assert sum(len(members[c]) for c in var_of) == 2
+            assert not any(y in cols and len(cols) == 2 and lo is None and hi == 0
+                           for cols, _, lo, hi in model.rows)  # no x <= m y row names y
+        tied_seen += len(tied)
+        best = problem.graph.weight_of(bruteforce(problem.graph))
+        for method in ("cpsat-compact", "milp-compact"):
+            sol = solve(inst, method, problem=problem)
+            assert sol.status == "optimal" and sol.objective == pytest.approx(best), (seed, method)
+        segments = segments_of(model)
+        assert segments.bound() >= best - 1e-9
+        x = segments.plan(len(model.names))
+        assert model.violation(x) <= 1e-9
+        plan = SharonPlan.of(decode_compact(model, x))
+        assert cost.evaluate(problem, plan) == pytest.approx(model.value(x)) and model.value(x) <= best + 1e-9
+    assert tied_seen >= 5
