@@ -14,13 +14,14 @@ same graph, so their values are comparable on the same candidates.
 from __future__ import annotations
 
 import time
+from collections.abc import ItemsView, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from cepopt.gloria.cost import Option, TermTable, block_index, block_positions, plan_from_options, unary_costs
 from cepopt.gloria.plan import GloriaPlan
 from cepopt.gloria.problem import GloriaProblem
 
-__all__ = ["BuildTimeout", "CandidateGraph", "check_deadline", "complete_edges", "describe_option",
+__all__ = ["BuildTimeout", "CandidateGraph", "EdgeTable", "check_deadline", "complete_edges", "describe_option",
            "pool_graph_is_forest"]
 
 
@@ -39,6 +40,68 @@ def describe_option(option) -> str:
     return " ".join("(" + ",".join(b.queries) + ")" + (f"^{b.snapshot}" if b.snapshot else "") for b in option)
 
 
+Row = list[tuple[int, float]]
+
+
+class _RowItems(ItemsView):
+    """``table.items()`` read off the rows (no pair dictionary built)."""
+
+    def __iter__(self):
+        for i, row in enumerate(self._mapping.rows):
+            for j, w in row:
+                yield (i, j), w
+
+
+class EdgeTable(Mapping):
+    """The allowed node pairs of one adjacent pool pair (a, b) and their weights: a read-only mapping
+    ``(i, j) -> w`` (i a node of a, j a node of b) stored as one *row* per node of a, the list of
+    ``(j, w)`` of its allowed pairs in increasing j.
+
+    Why rows and not a dictionary of pairs: the nodes of a that are alike for the edge (the same blocks
+    holding the edge's queries) have equal rows, computed once and shared, so building a table costs
+    its distinct rows, not its pairs; Eq. 22 (pruning.distances) and the tree DP (path_search) scan rows.
+    Point look-ups (``table[(i, j)]``, ``in``, ``get``), which the solvers and brute force make, go
+    through a dictionary of the pairs built on the first one."""
+
+    __slots__ = ("rows", "_pairs")
+
+    def __init__(self, rows: list[Row]):
+        self.rows = rows
+        self._pairs: dict[tuple[int, int], float] | None = None
+
+    def _lookup(self) -> dict[tuple[int, int], float]:
+        if self._pairs is None:
+            self._pairs = {(i, j): w for i, row in enumerate(self.rows) for j, w in row}
+        return self._pairs
+
+    def __getitem__(self, pair: tuple[int, int]) -> float:
+        return self._lookup()[pair]
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return (pair for pair, _ in self.items())
+
+    def __len__(self) -> int:
+        return sum(map(len, self.rows))
+
+    def items(self) -> _RowItems:
+        return _RowItems(self)
+
+    def __repr__(self) -> str:
+        return f"EdgeTable({dict(self.items())!r})"
+
+    def keep_columns(self, index: dict[int, int]) -> EdgeTable:
+        """The table over the nodes of b in ``index`` (old position -> new position, increasing), rows
+        still shared where they were."""
+        kept: dict[int, Row] = {}  # id of an old row -> its new row
+        rows = []
+        for row in self.rows:
+            new = kept.get(id(row))
+            if new is None:
+                new = kept[id(row)] = [(index[j], w) for j, w in row if j in index]
+            rows.append(new)
+        return EdgeTable(rows)
+
+
 @dataclass
 class CandidateGraph:
     """Candidate nodes per pool and the allowed, weighted node pairs per adjacent pool pair."""
@@ -48,7 +111,7 @@ class CandidateGraph:
     options: list[list[Option]]
     inner: list[list[float]] = field(default_factory=list)
     end: list[list[float]] = field(default_factory=list)
-    allowed: dict[tuple[int, int], dict[tuple[int, int], float]] = field(default_factory=dict)
+    allowed: dict[tuple[int, int], EdgeTable] = field(default_factory=dict)
     d_s: list[list[float]] | None = None
     best_in: list[list[dict[int, int]]] | None = None
     stats: dict = field(default_factory=dict)
@@ -117,7 +180,7 @@ def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> lis
 
 def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opts_b: list[Option],
                deadline: float | None = None, indexes_a: list[dict[str, int]] | None = None,
-               indexes_b: list[dict[str, int]] | None = None) -> dict[tuple[int, int], float]:
+               indexes_b: list[dict[str, int]] | None = None) -> EdgeTable:
     """Allowed (derivable) node pairs between pools a and b with their §3.2 weights (cost.edge_derivable
     and cost.edge_cost, each side's part computed once per option: :class:`~cepopt.gloria.cost.TermTable`);
     ``indexes_a`` / ``indexes_b``: :func:`~cepopt.gloria.cost.block_index` of every option of a / b, if
@@ -126,7 +189,8 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
     A pair's weight and derivability read only the blocks of either node that hold a query of the edge's
     terms, so when the edge carries only some of a pool's queries (a fork), nodes of that pool with the
     same such blocks, in the same order, are alike for the edge: each distinct pair of restrictions is
-    computed once (the same values, in the same arithmetic order) and the table lists every node pair."""
+    computed once (the same values, in the same arithmetic order) and shared by the nodes alike
+    (:class:`EdgeTable`)."""
     terms = problem.edges[(a, b)]
     tables = [TermTable(problem, term) for term in terms]
     if indexes_a is None:
@@ -155,7 +219,7 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
             else:
                 row = rows[key] = [(j, weights[c]) for j, c in enumerate(column) if weights[c] is not None]
         row_of.append(row)
-    return {(i, j): w for i, row in enumerate(row_of) for j, w in row}
+    return EdgeTable(row_of)
 
 
 def complete_edges(graph: CandidateGraph, deadline: float | None = None) -> None:

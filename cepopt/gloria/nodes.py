@@ -29,7 +29,7 @@ import math
 
 from cepopt.errors import MethodLimitError
 from cepopt.gloria.cost import Option, block_index, block_positions, unary_costs
-from cepopt.gloria.graph import CandidateGraph, edge_table
+from cepopt.gloria.graph import CandidateGraph, EdgeTable, edge_table
 from cepopt.gloria.plan import Block, block_key, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, Pool
 from cepopt.gloria.pruning import distances, prune_nodes
@@ -135,7 +135,7 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
     best_in: list[list[dict[int, int]]] = [[] for _ in range(n)]
     #: each kept option's query -> block position, computed once for every edge that leaves the pool
     indexes: list[list[dict[str, int]]] = [[] for _ in range(n)]
-    allowed: dict[tuple[int, int], dict[tuple[int, int], float]] = {}
+    allowed: dict[tuple[int, int], EdgeTable] = {}
     generated = pruned = 0
     trace: list[tuple[int, Option, float, bool]] = []
     for b in problem.order:
@@ -179,7 +179,7 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
                 d_full[b] = [d_full[b][j] for j in keep]
             best_in[b] = [best[j] for j in keep]
             for a, table in tables.items():
-                allowed[(a, b)] = {(i, index[j]): w for (i, j), w in table.items() if j in index}
+                allowed[(a, b)] = table.keep_columns(index)
         if mode == "safe" and not d_full[b]:  # a single node: its full distance for its successors
             d_full[b], _ = distances({a: d_full[a] for a in tables}, tables,
                                      [inner[b][k] + end[b][k] for k in range(len(options[b]))])
