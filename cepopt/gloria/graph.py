@@ -77,6 +77,22 @@ class EdgeTable(Mapping):
     def __getitem__(self, pair: tuple[int, int]) -> float:
         return self._lookup()[pair]
 
+    def __contains__(self, pair: object) -> bool:
+        """Read off the row (short) unless the pair dictionary exists: the search's consistency check
+        asks one pair per table, not worth a dictionary."""
+        if self._pairs is not None:
+            return pair in self._pairs
+        try:
+            i, j = pair  # type: ignore[misc]
+        except (TypeError, ValueError):
+            return False
+        if not 0 <= i < len(self.rows):
+            return False
+        for column, _ in self.rows[i]:
+            if column == j:
+                return True
+        return False
+
     def __iter__(self) -> Iterator[tuple[int, int]]:
         return (pair for pair, _ in self.items())
 
@@ -165,10 +181,8 @@ def _carried_blocks(options: list[Option], carried: frozenset[str],
 
 
 def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> list[float | None]:
-    """The weight from one node of a to each given node of b, or None where b is not derivable."""
-    if len(tables) == 1:  # the usual case, without the generic loop's overhead
-        t, sa = tables[0], a_sides[0]
-        return [t.cost(sa, side) if t.derivable(sa, side) else None for side in b_sides[0]]
+    """The weight from one node of a to each given node of b, or None where b is not derivable, summed
+    over the edge's terms."""
     out: list[float | None] = []
     for j in range(len(b_sides[0])):
         if all(t.derivable(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)):
@@ -195,7 +209,7 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
     tables = [TermTable(problem, term) for term in terms]
     if indexes_a is None:
         indexes_a = [block_index(oa) for oa in opts_a]
-    carried = frozenset().union(*(term.queries for term in terms))
+    carried = terms[0].queries if len(terms) == 1 else frozenset().union(*(term.queries for term in terms))
     if len(carried) == len(problem.pools[a].queries):  # every node of a its own row
         keys_a: list = list(range(len(opts_a)))
     else:
@@ -205,21 +219,36 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
     else:  # b node -> its distinct restriction (its blocks that hold the terms' queries: all they read)
         distinct: dict = {}
         column = [distinct.setdefault(key, len(distinct)) for key in _carried_blocks(opts_b, carried, indexes_b)]
-        b_parts = [tuple(dict.fromkeys(key)) if isinstance(key, tuple) else (key,) for key in distinct]
+        b_parts = [(key,) for key in distinct] if len(carried) == 1 else [tuple(dict.fromkeys(key)) for key in distinct]
     b_sides = [[t.side_b(part) for part in b_parts] for t in tables]
+    if len(tables) == 1:  # the usual case: one term, its weight function called directly
+        side_a, weight, sides_b = tables[0].side_a, tables[0].weight, b_sides[0]
+
+        def weights(i: int) -> list[float | None]:
+            sa = side_a(opts_a[i], indexes_a[i])
+            return [weight(sa, sb) for sb in sides_b]
+    else:
+        def weights(i: int) -> list[float | None]:
+            return _weights(tables, [t.side_a(opts_a[i], indexes_a[i]) for t in tables], b_sides)
     rows: dict = {}
     row_of = []  # each node of a's row
     for i, key in enumerate(keys_a):
         row = rows.get(key)
         if row is None:
             check_deadline(deadline)  # per row: an exhaustive table can hold millions of pairs
-            weights = _weights(tables, [t.side_a(opts_a[i], indexes_a[i]) for t in tables], b_sides)
-            if column is None:
-                row = rows[key] = [(j, w) for j, w in enumerate(weights) if w is not None]
-            else:
-                row = rows[key] = [(j, weights[c]) for j, c in enumerate(column) if weights[c] is not None]
+            row = rows[key] = _row(weights(i), column)
         row_of.append(row)
     return EdgeTable(row_of)
+
+
+def _row(weights: list[float | None], column: list[int] | None) -> Row:
+    """A node of a's row from its weights to the distinct restrictions of b (None: not derivable);
+    ``column``: each node of b's restriction (None when each node is its own)."""
+    if column is not None:
+        return [(j, weights[c]) for j, c in enumerate(column) if weights[c] is not None]
+    if None in weights:
+        return [(j, w) for j, w in enumerate(weights) if w is not None]
+    return list(enumerate(weights))
 
 
 def complete_edges(graph: CandidateGraph, deadline: float | None = None) -> None:

@@ -70,9 +70,11 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
     f = problem.freq
     parts_per_source: list[list[Option]] = []
     covered: set[str] = set(pool.start_queries)
+    sizes = len(covered)  # the sources' query counts, summed
     for a in problem.primary_preds(pool.index):
         prim = problem.primary_queries(a, pool.index)
         covered |= prim
+        sizes += len(prim)
         parts: set[Option] = set()
         seen: set[tuple[Block, ...]] = set()  # the block of each primary query (in one fixed order)
         positions = block_positions(prim)
@@ -109,12 +111,18 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
     count = math.prod(len(p) for p in parts_per_source)
     if count > max_nodes:
         raise MethodLimitError(f"pool {pool.label} would have {count} candidate nodes (max_nodes={max_nodes})")
-    nodes: dict[Option, None] = {}
-    for combo in itertools.product(*parts_per_source):
-        nodes.setdefault(sort_blocks(itertools.chain.from_iterable(combo)), None)
-    if len(pool.queries) >= 2:
-        nodes.setdefault((Block(tuple(pool.queries), ej),), None)
-    return list(nodes)
+    merge_all = (Block(tuple(pool.queries), ej),)
+    if len(parts_per_source) == 1:  # its parts are sorted already
+        nodes = list(parts_per_source[0])
+    else:
+        nodes = [sort_blocks(itertools.chain.from_iterable(c)) for c in itertools.product(*parts_per_source)]
+    if sizes != len(covered):  # a query with two sources (no template we know): combinations may repeat
+        nodes = list(dict.fromkeys(nodes))
+    # Otherwise every source's parts partition its own queries, so distinct combinations give distinct
+    # nodes; only the merge-all node can be one of them (one source with one merged part).
+    if merge_all not in nodes:
+        nodes.append(merge_all)
+    return nodes
 
 
 def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 20000,

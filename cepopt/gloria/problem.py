@@ -299,17 +299,17 @@ def _seq_pools(workload, template: Template, classes: dict[str, int], pools: lis
                pool_of: dict[tuple[str, Transition], int]) -> None:
     # (transition, class) -> [its queries, those ending at its target, those starting at its source]
     seq: dict[tuple[Transition, int], tuple[set[str], set[str], set[str]]] = {}
-    for q in workload:
-        qt = template.queries[str(q.name)]
-        name, cls = qt.name, classes[qt.name]
-        for t in qt.transitions:
-            if (name, t) not in pool_of:  # not in one of the query's Kleene cycles
-                names, ending, start = seq.setdefault((t, cls), (set(), set(), set()))
-                names.add(name)
-                if qt.end == t[1]:
-                    ending.add(name)
-                if qt.start == t[0]:
-                    start.add(name)
+    for qt in template.queries.values():  # the workload's queries, in order
+        name, cls, end, start_type = qt.name, classes[qt.name], qt.end, qt.start
+        for t in _seq_transitions(qt):
+            slot = seq.get((t, cls))
+            if slot is None:
+                slot = seq[(t, cls)] = (set(), set(), set())
+            slot[0].add(name)
+            if end == t[1]:
+                slot[1].add(name)
+            if start_type == t[0]:
+                slot[2].add(name)
     for (t, cls), (names, ending, start) in sorted(seq.items(), key=lambda item: item[0]):
         members = frozenset(names)
         pool = Pool(len(pools), "seq", (t,), members, t[0], t[1], frozenset(), frozenset(start),
@@ -317,6 +317,13 @@ def _seq_pools(workload, template: Template, classes: dict[str, int], pools: lis
         pools.append(pool)
         for n in names:
             pool_of[(n, t)] = pool.index
+
+
+def _seq_transitions(qt) -> frozenset[Transition]:
+    """The query's transitions outside its Kleene cycles (each cycle is one Kleene super-pool)."""
+    if not qt.cycles:
+        return qt.transitions
+    return qt.transitions.difference(*(cyc.transitions for cyc in qt.cycles))
 
 
 def _primary(qt, pools: list[Pool], pool_of: dict[tuple[str, Transition], int], a: int, ej: str) -> bool:
@@ -333,25 +340,36 @@ def _pair_terms(workload, template: Template, pools: list[Pool],
                 pool_of: dict[tuple[str, Transition], int]) -> list[PairTerm]:
     """Pair terms: consecutive transitions of a query in different pools."""
     raw: dict[tuple[int, int, Transition, Transition], list[set[str]]] = {}
-    for q in workload:
-        qt = template.queries[str(q.name)]
+    for qt in template.queries.values():  # the workload's queries, in order
         name = qt.name
         leaving: dict[str, list[Transition]] = {}  # the query's transitions by source type
         for t2 in qt.transitions:
             leaving.setdefault(t2[0], []).append(t2)
-        at = {t: pool_of[(name, t)] for t in qt.transitions}  # the query's transition -> its pool
+        at = _pools_of(qt, pool_of)
         for t in qt.transitions:
             for t2 in leaving.get(t[1], ()):
                 a, b = at[t], at[t2]
                 if a == b:
                     continue
-                primary = pools[b].kind != "kleene" and _primary(qt, pools, pool_of, a, t2[0])
-                slot = raw.setdefault((a, b, t, t2), [set(), set()])
+                key = (a, b, t, t2)
+                slot = raw.get(key)
+                if slot is None:
+                    slot = raw[key] = [set(), set()]
                 slot[0].add(name)
-                if primary:
+                if pools[b].kind != "kleene" and _primary(qt, pools, pool_of, a, t2[0]):
                     slot[1].add(name)
     return [PairTerm(a, b, t, t2, frozenset(qs), frozenset(pr), pools[b].kind == "kleene")
             for (a, b, t, t2), (qs, pr) in sorted(raw.items())]
+
+
+def _pools_of(qt, pool_of: dict[tuple[str, Transition], int]) -> dict[Transition, int]:
+    """The query's transition -> its pool (a cycle's transitions all in the cycle's super-pool: looked up
+    once per cycle)."""
+    name = qt.name
+    at = {t: pool_of[(name, t)] for t in _seq_transitions(qt)}
+    for cyc in qt.cycles:
+        at.update(dict.fromkeys(cyc.transitions, pool_of[(name, next(iter(cyc.transitions)))]))
+    return at
 
 
 def _link(problem: GloriaProblem) -> None:
