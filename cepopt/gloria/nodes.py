@@ -30,7 +30,7 @@ import math
 from cepopt.errors import MethodLimitError
 from cepopt.gloria.cost import Option, block_index, block_positions, unary_costs
 from cepopt.gloria.graph import CandidateGraph, EdgeTable, edge_table
-from cepopt.gloria.plan import Block, block_key, restrict_blocks, sort_blocks
+from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, Pool
 from cepopt.gloria.pruning import distances, prune_nodes
 
@@ -100,7 +100,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
                 choices.append(choice)
             for combo in itertools.product(*choices):
                 parts.add(sort_blocks(itertools.chain.from_iterable(combo)))
-        parts_per_source.append(sorted(parts, key=lambda o: [block_key(b) for b in o]))
+        parts_per_source.append(sorted(parts))  # canonical order (Block: tuple order)
     if pool.start_queries:
         start = [_singles(pool.start_queries)]
         if len(pool.start_queries) >= 2:
