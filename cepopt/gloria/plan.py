@@ -69,8 +69,12 @@ class Block(tuple):
             raise CepoptError(f"unshared block {list(queries)} must hold exactly one query")
         if snapshot is not None and len(queries) < 2:
             raise CepoptError(f"shared block {list(queries)} must hold at least two queries")
-        return tuple.__new__(cls, (queries, snapshot))
+        block = tuple.__new__(cls, (queries, snapshot))
+        block.__dict__["members"] = frozenset(queries)  # a shared block is tested against many nodes
+        return block
 
+    #: the queries as a set, built with the block
+    members: frozenset[str]
     queries = property(itemgetter(0), doc="The queries, sorted by name.")
     snapshot = property(itemgetter(1), doc="The snapshot type, None for an unshared block.")
 
@@ -86,11 +90,6 @@ class Block(tuple):
     @property
     def shared(self) -> bool:
         return self[1] is not None
-
-    @cached_property
-    def members(self) -> frozenset[str]:
-        """The queries as a set (built once: a shared block is tested against many nodes)."""
-        return frozenset(self[0])
 
     def to_json(self) -> dict:
         return {"queries": list(self[0]), "snapshot": self[1]}
