@@ -104,7 +104,8 @@ class GloriaProblem:
     pools: list[Pool]
     terms: list[PairTerm]
     classes: dict[str, int]
-    pool_of: dict[tuple[str, Transition], int]
+    #: query -> each of its transitions -> the pool holding it
+    pool_of: dict[str, dict[Transition, int]]
     edges: dict[tuple[int, int], tuple[PairTerm, ...]] = field(default_factory=dict)
     preds: dict[int, list[int]] = field(default_factory=dict)
     succs: dict[int, list[int]] = field(default_factory=dict)
@@ -242,7 +243,7 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
     for q in workload:
         classes[str(q.name)] = keys.setdefault(_class_key(q), len(keys))
     pools: list[Pool] = []
-    pool_of: dict[tuple[str, Transition], int] = {}
+    pool_of: dict[str, dict[Transition, int]] = {name: {} for name in classes}
     _kleene_pools(workload, template, classes, pools, pool_of)
     _seq_pools(workload, template, classes, pools, pool_of)
     terms = _pair_terms(workload, template, pools, pool_of)
@@ -270,7 +271,7 @@ def _frequencies(instance: Any, template: Template) -> dict[str, float]:
 
 
 def _kleene_pools(workload, template: Template, classes: dict[str, int], pools: list[Pool],
-                  pool_of: dict[tuple[str, Transition], int]) -> None:
+                  pool_of: dict[str, dict[Transition, int]]) -> None:
     """Kleene groups: identical outermost Kleene sub-pattern within one sharing class."""
     groups: dict[tuple, list[str]] = {}
     for q in workload:
@@ -291,12 +292,11 @@ def _kleene_pools(workload, template: Template, classes: dict[str, int], pools: 
                     cyc.types, start, tuple(ends), tuple(internal), cls)
         pools.append(pool)
         for n in names:
-            for t in cyc.transitions:
-                pool_of[(n, t)] = pool.index
+            pool_of[n].update(dict.fromkeys(cyc.transitions, pool.index))
 
 
 def _seq_pools(workload, template: Template, classes: dict[str, int], pools: list[Pool],
-               pool_of: dict[tuple[str, Transition], int]) -> None:
+               pool_of: dict[str, dict[Transition, int]]) -> None:
     # (transition, class) -> [its queries, those ending at its target, those starting at its source]
     seq: dict[tuple[Transition, int], tuple[set[str], set[str], set[str]]] = {}
     for qt in template.queries.values():  # the workload's queries, in order
@@ -316,7 +316,7 @@ def _seq_pools(workload, template: Template, classes: dict[str, int], pools: lis
                     ((t, frozenset(ending)),) if ending else (), (), cls)
         pools.append(pool)
         for n in names:
-            pool_of[(n, t)] = pool.index
+            pool_of[n][t] = pool.index
 
 
 def _seq_transitions(qt) -> frozenset[Transition]:
@@ -326,18 +326,18 @@ def _seq_transitions(qt) -> frozenset[Transition]:
     return qt.transitions.difference(*(cyc.transitions for cyc in qt.cycles))
 
 
-def _primary(qt, pools: list[Pool], pool_of: dict[tuple[str, Transition], int], a: int, ej: str) -> bool:
+def _primary(qt, pools: list[Pool], pool_of: dict[str, dict[Transition, int]], a: int, ej: str) -> bool:
     """Is pool a the designated predecessor (derivability source) of the query's transition from Ej?"""
     if qt.start == ej:
         return False
     cyc = qt.cycle_of_type(ej)
     if cyc is None:
         return True
-    return pools[a].kind == "kleene" and a == pool_of[(qt.name, min(cyc.transitions))]
+    return pools[a].kind == "kleene" and a == pool_of[qt.name][min(cyc.transitions)]
 
 
 def _pair_terms(workload, template: Template, pools: list[Pool],
-                pool_of: dict[tuple[str, Transition], int]) -> list[PairTerm]:
+                pool_of: dict[str, dict[Transition, int]]) -> list[PairTerm]:
     """Pair terms: consecutive transitions of a query in different pools."""
     raw: dict[tuple[int, int, Transition, Transition], list[set[str]]] = {}
     for qt in template.queries.values():  # the workload's queries, in order
@@ -345,7 +345,7 @@ def _pair_terms(workload, template: Template, pools: list[Pool],
         leaving: dict[str, list[Transition]] = {}  # the query's transitions by source type
         for t2 in qt.transitions:
             leaving.setdefault(t2[0], []).append(t2)
-        at = _pools_of(qt, pool_of)
+        at = pool_of[name]
         for t in qt.transitions:
             for t2 in leaving.get(t[1], ()):
                 a, b = at[t], at[t2]
@@ -360,16 +360,6 @@ def _pair_terms(workload, template: Template, pools: list[Pool],
                     slot[1].add(name)
     return [PairTerm(a, b, t, t2, frozenset(qs), frozenset(pr), pools[b].kind == "kleene")
             for (a, b, t, t2), (qs, pr) in sorted(raw.items())]
-
-
-def _pools_of(qt, pool_of: dict[tuple[str, Transition], int]) -> dict[Transition, int]:
-    """The query's transition -> its pool (a cycle's transitions all in the cycle's super-pool: looked up
-    once per cycle)."""
-    name = qt.name
-    at = {t: pool_of[(name, t)] for t in _seq_transitions(qt)}
-    for cyc in qt.cycles:
-        at.update(dict.fromkeys(cyc.transitions, pool_of[(name, next(iter(cyc.transitions)))]))
-    return at
 
 
 def _link(problem: GloriaProblem) -> None:
