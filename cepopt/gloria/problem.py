@@ -40,8 +40,9 @@ from functools import cached_property
 from typing import Any
 
 from cepopt.errors import CepoptError
+from cepopt.gloria.allocation import collector_paused
 from cepopt.gloria.template import Template, build_template
-from cepopt.model import Condition, Filter, Query
+from cepopt.model import Condition, Filter, Query, iter_types
 from cepopt.params import check_keys
 
 __all__ = ["GloriaProblem", "PairTerm", "Pool", "build", "PROBLEM_OPTIONS"]
@@ -200,10 +201,12 @@ class GloriaProblem:
 
 
 def _class_key(q: Query) -> tuple:
-    type_of = q.type_of
+    types = _ref_types(q)
 
     def norm_ref(ref):
-        return type_of(ref) if ref is not None else None
+        if ref is None:
+            return None
+        return types[ref] if ref in types else q.type_of(ref)  # type_of raises the model's error
 
     slide = q.window.slide if q.window.slide is not None else q.window.length
     filters, conds = [], []
@@ -217,6 +220,17 @@ def _class_key(q: Query) -> tuple:
     group = tuple(sorted([(norm_ref(a.ref), a.attr) for a in q.group_by]))
     aggs = tuple(sorted([(a.func, norm_ref(a.ref), a.attr) for a in q.aggregates if a.func in ("MIN", "MAX")]))
     return (group, tuple(sorted(q.equivalences)), slide, tuple(filters), tuple(conds), aggs)
+
+
+def _ref_types(q: Query) -> dict[str, str]:
+    """Each name a predicate may use -> the event type it denotes (:meth:`Query.type_of` for every
+    reference, from one walk of the pattern: the first leaf whose variable or type it names)."""
+    types: dict[str, str] = {}
+    for leaf in iter_types(q.pattern):
+        if leaf.var is not None:
+            types.setdefault(leaf.var, leaf.name)
+        types.setdefault(leaf.name, leaf.name)
+    return types
 
 
 def _options(instance_params: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, str]:
@@ -234,6 +248,11 @@ def _options(instance_params: Mapping[str, Any], options: Mapping[str, Any]) -> 
 
 def build(instance: Any, **options: Any) -> GloriaProblem:
     """Build the Gloria problem of an instance (family ``gloria``)."""
+    with collector_paused():  # allocation.py: templates, pools and terms hold no cycles
+        return _build(instance, options)
+
+
+def _build(instance: Any, options: dict[str, Any]) -> GloriaProblem:
     opts = _options(instance.params or {}, options)
     workload = instance.workload
     template = build_template(workload)
