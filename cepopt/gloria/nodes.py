@@ -84,9 +84,9 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
             if key in seen:
                 continue
             seen.add(key)
-            restricted = tuple(nk[i] for i in sorted(set(at)))
             choices: list[list[tuple[Block, ...]]] = []
-            shared, unshared = restrict_blocks(restricted, prim)
+            # its distinct blocks holding a primary query (in any order: every part is sorted below)
+            shared, unshared = restrict_blocks(dict.fromkeys(key), prim)
             for block in shared:  # REUSE (P1), or a local snapshot of Ej (P2)
                 x = block.snapshot
                 choice = [(block,)]

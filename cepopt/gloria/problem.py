@@ -178,11 +178,16 @@ class GloriaProblem:
 
     def primary_preds(self, b: int) -> list[int]:
         """Pools that are some query's designated predecessor of pool b (derivability sources)."""
-        return [a for a in self.preds.get(b, []) if any(t.primary for t in self.edges[(a, b)])]
+        return [a for a in self.preds.get(b, []) if self._primary[(a, b)]]
 
     def primary_queries(self, a: int, b: int) -> frozenset[str]:
         """The queries whose designated predecessor of pool b is pool a (their blocks derive from a's)."""
-        return frozenset().union(*(t.primary for t in self.edges[(a, b)]))
+        return self._primary[(a, b)]
+
+    @cached_property
+    def _primary(self) -> dict[tuple[int, int], frozenset[str]]:
+        """:meth:`primary_queries` of every edge, computed once (node generation asks per pool)."""
+        return {edge: frozenset().union(*(t.primary for t in terms)) for edge, terms in self.edges.items()}
 
     def admissible_snapshots(self, pool: Pool, queries: frozenset[str]) -> list[str]:
         """Snapshot types a shared block of ``queries`` may carry in a SEQ pool: the source Ei or an
