@@ -34,6 +34,7 @@ nodes never prune each other.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from cepopt.gloria.cost import Option
@@ -70,12 +71,17 @@ def distances(d_s_preds: dict[int, list[float]], tables: dict[int, EdgeTable],
 
 
 def _shape(option: Option) -> tuple:
-    return tuple([(b.queries, b.snapshot is None) for b in option])
+    """The partition with which blocks are unshared: the blocks' queries say both (a block is
+    unshared exactly when it holds one query)."""
+    return tuple(map(_QUERIES, option))
+
+
+_QUERIES = itemgetter(0)  # a Block's queries (Block is the tuple (queries, snapshot))
 
 
 def _snapshots(option: Option) -> dict[tuple[str, ...], str | None]:
-    """Each block's queries -> its snapshot type."""
-    return {b.queries: b.snapshot for b in option}
+    """Each block's queries -> its snapshot type (a Block is the pair (queries, snapshot))."""
+    return dict(option)
 
 
 def _delta(problem: GloriaProblem, pool: Pool, x_keep: dict, drop: Option) -> float:
