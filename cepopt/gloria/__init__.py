@@ -13,5 +13,4 @@ Modules, one algorithm each:
 * ``greedy``      the paper's Greedy baseline (§8.1)
 * ``exhaustive``  every set partition x snapshot type (Eq. 1) and brute force
 * ``methods``     the Family declaration and the registered methods
-* ``allocation``  the cyclic garbage collector paused while the problem and graphs are built
 """

@@ -28,8 +28,8 @@ from __future__ import annotations
 import time
 from typing import Literal
 
+from cepopt.allocation import collector_paused
 from cepopt.gloria import cost
-from cepopt.gloria.allocation import collector_paused
 from cepopt.gloria.exhaustive import brute_force, exhaustive_graph
 from cepopt.gloria.graph import BuildTimeout, CandidateGraph
 from cepopt.gloria.greedy import greedy as greedy_options
@@ -94,7 +94,7 @@ def _timeout(start: float, candidates: str) -> MethodResult:
 
 def _searched(problem: GloriaProblem, mode: str, max_nodes: int, time_limit: float | None) -> MethodResult:
     start = time.perf_counter()
-    with collector_paused():  # allocation.py: the graph's many small containers hold no cycles
+    with collector_paused():  # cepopt/allocation.py: the graph's many small containers hold no cycles
         try:
             graph = generate(problem, mode, max_nodes=max_nodes, deadline=_deadline(start, time_limit))
         except BuildTimeout:

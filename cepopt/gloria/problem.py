@@ -39,8 +39,8 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
+from cepopt.allocation import collector_paused
 from cepopt.errors import CepoptError
-from cepopt.gloria.allocation import collector_paused
 from cepopt.gloria.template import Template, build_template
 from cepopt.model import Condition, Filter, Query, iter_types
 from cepopt.params import check_keys
@@ -253,7 +253,7 @@ def _options(instance_params: Mapping[str, Any], options: Mapping[str, Any]) -> 
 
 def build(instance: Any, **options: Any) -> GloriaProblem:
     """Build the Gloria problem of an instance (family ``gloria``)."""
-    with collector_paused():  # allocation.py: templates, pools and terms hold no cycles
+    with collector_paused():  # cepopt/allocation.py: templates, pools and terms hold no cycles
         return _build(instance, options)
 
 

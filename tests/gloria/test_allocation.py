@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from cepopt.gloria.allocation import collector_paused
+from cepopt.allocation import collector_paused
 from cepopt.registry import solve
 
 
