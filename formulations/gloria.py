@@ -35,7 +35,7 @@ from fractions import Fraction
 
 from cepopt.formulations.model import Model, certify, solve, unit_of
 from cepopt.formulations.scaling import MAX_INT_SUM
-from cepopt.gloria.graph import CandidateGraph
+from cepopt.gloria.graph import CandidateGraph, EdgeTable
 
 __all__ = ["LabelModel", "integral_weights", "label_container", "label_model", "solve_cpsat_gloria",
            "solve_milp_gloria"]
@@ -46,7 +46,7 @@ class LabelModel:
     """The model's data after folding: unary weights per pool and the remaining pair tables."""
 
     unary: list[list[float]]
-    pairs: dict[tuple[int, int], dict[tuple[int, int], float]]
+    pairs: dict[tuple[int, int], EdgeTable]
     folded: int
 
 

@@ -18,6 +18,7 @@ import csv
 import math
 from pathlib import Path
 
+from cepopt.allocation import collector_paused
 from cepopt.errors import CepoptError
 from cepopt.model import Statistics
 from cepopt.textio import read_text
@@ -66,7 +67,8 @@ def read_workload(path: str | Path):
     path = Path(path)
     text = read_text(path)
     try:
-        return parse_queries(text)
+        with collector_paused():  # cepopt/allocation.py: tokens and pattern nodes hold no cycles
+            return parse_queries(text)
     except CepoptError as exc:
         raise CepoptError(f"{path.name}: {exc}") from None
 

@@ -275,6 +275,10 @@ class TermTable:
                 inherited.append((block, inside, next(iter(inside))))
         return where_b, inherited
 
+    def weight(self, a_side, b_side) -> float | None:
+        """:meth:`cost` where :meth:`derivable`, else None (one call for the graph build)."""
+        return self.cost(a_side, b_side) if self.derivable(a_side, b_side) else None
+
     @staticmethod
     def cost(a_side, b_side) -> float:
         fixed, shared, _ = a_side

@@ -14,13 +14,14 @@ same graph, so their values are comparable on the same candidates.
 from __future__ import annotations
 
 import time
+from collections.abc import ItemsView, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from cepopt.gloria.cost import Option, TermTable, block_index, block_positions, plan_from_options, unary_costs
 from cepopt.gloria.plan import GloriaPlan
 from cepopt.gloria.problem import GloriaProblem
 
-__all__ = ["BuildTimeout", "CandidateGraph", "check_deadline", "complete_edges", "describe_option",
+__all__ = ["BuildTimeout", "CandidateGraph", "EdgeTable", "check_deadline", "complete_edges", "describe_option",
            "pool_graph_is_forest"]
 
 
@@ -39,6 +40,84 @@ def describe_option(option) -> str:
     return " ".join("(" + ",".join(b.queries) + ")" + (f"^{b.snapshot}" if b.snapshot else "") for b in option)
 
 
+Row = list[tuple[int, float]]
+
+
+class _RowItems(ItemsView):
+    """``table.items()`` read off the rows (no pair dictionary built)."""
+
+    def __iter__(self):
+        for i, row in enumerate(self._mapping.rows):
+            for j, w in row:
+                yield (i, j), w
+
+
+class EdgeTable(Mapping):
+    """The allowed node pairs of one adjacent pool pair (a, b) and their weights: a read-only mapping
+    ``(i, j) -> w`` (i a node of a, j a node of b) stored as one *row* per node of a, the list of
+    ``(j, w)`` of its allowed pairs in increasing j.
+
+    Why rows and not a dictionary of pairs: the nodes of a that are alike for the edge (the same blocks
+    holding the edge's queries) have equal rows, computed once and shared, so building a table costs
+    its distinct rows, not its pairs; Eq. 22 (pruning.distances) and the tree DP (path_search) scan rows.
+    Point look-ups (``table[(i, j)]``, ``in``, ``get``), which the solvers and brute force make, go
+    through a dictionary of the pairs built on the first one."""
+
+    __slots__ = ("rows", "_pairs")
+
+    def __init__(self, rows: list[Row]):
+        self.rows = rows
+        self._pairs: dict[tuple[int, int], float] | None = None
+
+    def _lookup(self) -> dict[tuple[int, int], float]:
+        if self._pairs is None:
+            self._pairs = {(i, j): w for i, row in enumerate(self.rows) for j, w in row}
+        return self._pairs
+
+    def __getitem__(self, pair: tuple[int, int]) -> float:
+        return self._lookup()[pair]
+
+    def __contains__(self, pair: object) -> bool:
+        """Read off the row (short) unless the pair dictionary exists: the search's consistency check
+        asks one pair per table, not worth a dictionary."""
+        if self._pairs is not None:
+            return pair in self._pairs
+        try:
+            i, j = pair  # type: ignore[misc]
+        except (TypeError, ValueError):
+            return False
+        if not 0 <= i < len(self.rows):
+            return False
+        for column, _ in self.rows[i]:
+            if column == j:
+                return True
+        return False
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return (pair for pair, _ in self.items())
+
+    def __len__(self) -> int:
+        return sum(map(len, self.rows))
+
+    def items(self) -> _RowItems:
+        return _RowItems(self)
+
+    def __repr__(self) -> str:
+        return f"EdgeTable({dict(self.items())!r})"
+
+    def keep_columns(self, index: dict[int, int]) -> EdgeTable:
+        """The table over the nodes of b in ``index`` (old position -> new position, increasing), rows
+        still shared where they were."""
+        kept: dict[int, Row] = {}  # id of an old row -> its new row
+        rows = []
+        for row in self.rows:
+            new = kept.get(id(row))
+            if new is None:
+                new = kept[id(row)] = [(index[j], w) for j, w in row if j in index]
+            rows.append(new)
+        return EdgeTable(rows)
+
+
 @dataclass
 class CandidateGraph:
     """Candidate nodes per pool and the allowed, weighted node pairs per adjacent pool pair."""
@@ -48,7 +127,7 @@ class CandidateGraph:
     options: list[list[Option]]
     inner: list[list[float]] = field(default_factory=list)
     end: list[list[float]] = field(default_factory=list)
-    allowed: dict[tuple[int, int], dict[tuple[int, int], float]] = field(default_factory=dict)
+    allowed: dict[tuple[int, int], EdgeTable] = field(default_factory=dict)
     d_s: list[list[float]] | None = None
     best_in: list[list[dict[int, int]]] | None = None
     stats: dict = field(default_factory=dict)
@@ -102,10 +181,8 @@ def _carried_blocks(options: list[Option], carried: frozenset[str],
 
 
 def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> list[float | None]:
-    """The weight from one node of a to each given node of b, or None where b is not derivable."""
-    if len(tables) == 1:  # the usual case, without the generic loop's overhead
-        t, sa = tables[0], a_sides[0]
-        return [t.cost(sa, side) if t.derivable(sa, side) else None for side in b_sides[0]]
+    """The weight from one node of a to each given node of b, or None where b is not derivable, summed
+    over the edge's terms."""
     out: list[float | None] = []
     for j in range(len(b_sides[0])):
         if all(t.derivable(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)):
@@ -117,7 +194,7 @@ def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> lis
 
 def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opts_b: list[Option],
                deadline: float | None = None, indexes_a: list[dict[str, int]] | None = None,
-               indexes_b: list[dict[str, int]] | None = None) -> dict[tuple[int, int], float]:
+               indexes_b: list[dict[str, int]] | None = None) -> EdgeTable:
     """Allowed (derivable) node pairs between pools a and b with their §3.2 weights (cost.edge_derivable
     and cost.edge_cost, each side's part computed once per option: :class:`~cepopt.gloria.cost.TermTable`);
     ``indexes_a`` / ``indexes_b``: :func:`~cepopt.gloria.cost.block_index` of every option of a / b, if
@@ -126,12 +203,13 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
     A pair's weight and derivability read only the blocks of either node that hold a query of the edge's
     terms, so when the edge carries only some of a pool's queries (a fork), nodes of that pool with the
     same such blocks, in the same order, are alike for the edge: each distinct pair of restrictions is
-    computed once (the same values, in the same arithmetic order) and the table lists every node pair."""
+    computed once (the same values, in the same arithmetic order) and shared by the nodes alike
+    (:class:`EdgeTable`)."""
     terms = problem.edges[(a, b)]
     tables = [TermTable(problem, term) for term in terms]
     if indexes_a is None:
         indexes_a = [block_index(oa) for oa in opts_a]
-    carried = frozenset().union(*(term.queries for term in terms))
+    carried = terms[0].queries if len(terms) == 1 else frozenset().union(*(term.queries for term in terms))
     if len(carried) == len(problem.pools[a].queries):  # every node of a its own row
         keys_a: list = list(range(len(opts_a)))
     else:
@@ -141,21 +219,36 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
     else:  # b node -> its distinct restriction (its blocks that hold the terms' queries: all they read)
         distinct: dict = {}
         column = [distinct.setdefault(key, len(distinct)) for key in _carried_blocks(opts_b, carried, indexes_b)]
-        b_parts = [tuple(dict.fromkeys(key)) if isinstance(key, tuple) else (key,) for key in distinct]
+        b_parts = [(key,) for key in distinct] if len(carried) == 1 else [tuple(dict.fromkeys(key)) for key in distinct]
     b_sides = [[t.side_b(part) for part in b_parts] for t in tables]
+    if len(tables) == 1:  # the usual case: one term, its weight function called directly
+        side_a, weight, sides_b = tables[0].side_a, tables[0].weight, b_sides[0]
+
+        def weights(i: int) -> list[float | None]:
+            sa = side_a(opts_a[i], indexes_a[i])
+            return [weight(sa, sb) for sb in sides_b]
+    else:
+        def weights(i: int) -> list[float | None]:
+            return _weights(tables, [t.side_a(opts_a[i], indexes_a[i]) for t in tables], b_sides)
     rows: dict = {}
     row_of = []  # each node of a's row
     for i, key in enumerate(keys_a):
         row = rows.get(key)
         if row is None:
             check_deadline(deadline)  # per row: an exhaustive table can hold millions of pairs
-            weights = _weights(tables, [t.side_a(opts_a[i], indexes_a[i]) for t in tables], b_sides)
-            if column is None:
-                row = rows[key] = [(j, w) for j, w in enumerate(weights) if w is not None]
-            else:
-                row = rows[key] = [(j, weights[c]) for j, c in enumerate(column) if weights[c] is not None]
+            row = rows[key] = _row(weights(i), column)
         row_of.append(row)
-    return {(i, j): w for i, row in enumerate(row_of) for j, w in row}
+    return EdgeTable(row_of)
+
+
+def _row(weights: list[float | None], column: list[int] | None) -> Row:
+    """A node of a's row from its weights to the distinct restrictions of b (None: not derivable);
+    ``column``: each node of b's restriction (None when each node is its own)."""
+    if column is not None:
+        return [(j, weights[c]) for j, c in enumerate(column) if weights[c] is not None]
+    if None in weights:
+        return [(j, w) for j, w in enumerate(weights) if w is not None]
+    return list(enumerate(weights))
 
 
 def complete_edges(graph: CandidateGraph, deadline: float | None = None) -> None:

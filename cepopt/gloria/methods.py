@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from typing import Literal
 
+from cepopt.allocation import collector_paused
 from cepopt.gloria import cost
 from cepopt.gloria.exhaustive import brute_force, exhaustive_graph
 from cepopt.gloria.graph import BuildTimeout, CandidateGraph
@@ -93,13 +94,17 @@ def _timeout(start: float, candidates: str) -> MethodResult:
 
 def _searched(problem: GloriaProblem, mode: str, max_nodes: int, time_limit: float | None) -> MethodResult:
     start = time.perf_counter()
-    try:
-        graph = generate(problem, mode, max_nodes=max_nodes, deadline=_deadline(start, time_limit))
-    except BuildTimeout:
-        return _timeout(start, mode)
-    options, stats = search(graph)
-    stats = {**graph.stats, **stats, "optimizer_time_s": time.perf_counter() - start}
-    return MethodResult(cost.plan_from_options(problem, options), status="feasible", stats=stats,
+    with collector_paused():  # cepopt/allocation.py: the graph's many small containers hold no cycles
+        try:
+            graph = generate(problem, mode, max_nodes=max_nodes, deadline=_deadline(start, time_limit))
+        except BuildTimeout:
+            return _timeout(start, mode)
+        options, stats = search(graph)
+        plan = cost.plan_from_options(problem, options)
+        stats = {**graph.stats, **stats}
+        del graph  # freed while paused: the collector never scans it
+    stats["optimizer_time_s"] = time.perf_counter() - start
+    return MethodResult(plan, status="feasible", stats=stats,
                         message="GLORIA path search: exact only on forest-shaped pool graphs")
 
 

@@ -29,8 +29,8 @@ import math
 
 from cepopt.errors import MethodLimitError
 from cepopt.gloria.cost import Option, block_index, block_positions, unary_costs
-from cepopt.gloria.graph import CandidateGraph, edge_table
-from cepopt.gloria.plan import Block, block_key, restrict_blocks, sort_blocks
+from cepopt.gloria.graph import CandidateGraph, EdgeTable, edge_table
+from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import GloriaProblem, Pool
 from cepopt.gloria.pruning import distances, prune_nodes
 
@@ -70,9 +70,11 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
     f = problem.freq
     parts_per_source: list[list[Option]] = []
     covered: set[str] = set(pool.start_queries)
+    sizes = len(covered)  # the sources' query counts, summed
     for a in problem.primary_preds(pool.index):
         prim = problem.primary_queries(a, pool.index)
         covered |= prim
+        sizes += len(prim)
         parts: set[Option] = set()
         seen: set[tuple[Block, ...]] = set()  # the block of each primary query (in one fixed order)
         positions = block_positions(prim)
@@ -82,9 +84,9 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
             if key in seen:
                 continue
             seen.add(key)
-            restricted = tuple(nk[i] for i in sorted(set(at)))
             choices: list[list[tuple[Block, ...]]] = []
-            shared, unshared = restrict_blocks(restricted, prim)
+            # its distinct blocks holding a primary query (in any order: every part is sorted below)
+            shared, unshared = restrict_blocks(dict.fromkeys(key), prim)
             for block in shared:  # REUSE (P1), or a local snapshot of Ej (P2)
                 x = block.snapshot
                 choice = [(block,)]
@@ -98,7 +100,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
                 choices.append(choice)
             for combo in itertools.product(*choices):
                 parts.add(sort_blocks(itertools.chain.from_iterable(combo)))
-        parts_per_source.append(sorted(parts, key=lambda o: [block_key(b) for b in o]))
+        parts_per_source.append(sorted(parts))  # canonical order (Block: tuple order)
     if pool.start_queries:
         start = [_singles(pool.start_queries)]
         if len(pool.start_queries) >= 2:
@@ -109,12 +111,18 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
     count = math.prod(len(p) for p in parts_per_source)
     if count > max_nodes:
         raise MethodLimitError(f"pool {pool.label} would have {count} candidate nodes (max_nodes={max_nodes})")
-    nodes: dict[Option, None] = {}
-    for combo in itertools.product(*parts_per_source):
-        nodes.setdefault(sort_blocks(itertools.chain.from_iterable(combo)), None)
-    if len(pool.queries) >= 2:
-        nodes.setdefault((Block(tuple(pool.queries), ej),), None)
-    return list(nodes)
+    merge_all = (Block(tuple(pool.queries), ej),)
+    if len(parts_per_source) == 1:  # its parts are sorted already
+        nodes = list(parts_per_source[0])
+    else:
+        nodes = [sort_blocks(itertools.chain.from_iterable(c)) for c in itertools.product(*parts_per_source)]
+    if sizes != len(covered):  # a query with two sources (no template we know): combinations may repeat
+        nodes = list(dict.fromkeys(nodes))
+    # Otherwise every source's parts partition its own queries, so distinct combinations give distinct
+    # nodes; only the merge-all node can be one of them (one source with one merged part).
+    if merge_all not in nodes:
+        nodes.append(merge_all)
+    return nodes
 
 
 def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 20000,
@@ -135,7 +143,7 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
     best_in: list[list[dict[int, int]]] = [[] for _ in range(n)]
     #: each kept option's query -> block position, computed once for every edge that leaves the pool
     indexes: list[list[dict[str, int]]] = [[] for _ in range(n)]
-    allowed: dict[tuple[int, int], dict[tuple[int, int], float]] = {}
+    allowed: dict[tuple[int, int], EdgeTable] = {}
     generated = pruned = 0
     trace: list[tuple[int, Option, float, bool]] = []
     for b in problem.order:
@@ -179,7 +187,7 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
                 d_full[b] = [d_full[b][j] for j in keep]
             best_in[b] = [best[j] for j in keep]
             for a, table in tables.items():
-                allowed[(a, b)] = {(i, index[j]): w for (i, j), w in table.items() if j in index}
+                allowed[(a, b)] = table.keep_columns(index)
         if mode == "safe" and not d_full[b]:  # a single node: its full distance for its successors
             d_full[b], _ = distances({a: d_full[a] for a in tables}, tables,
                                      [inner[b][k] + end[b][k] for k in range(len(options[b]))])

@@ -41,6 +41,32 @@ def search_value(graph: CandidateGraph) -> float:
     return total
 
 
+def _message(graph: CandidateGraph, p: int, c: int, belief_c: list[float]) -> tuple[list[float], list[int]]:
+    """Min-sum message from child pool c to its parent p: per node of p, the cheapest belief of c plus
+    the pair's weight, and the node of c giving it (the first one on a tie; INF and -1 when no node
+    of c may be paired with it). Reads only the allowed pairs, by rows (:class:`EdgeTable`)."""
+    size = len(graph.options[p])
+    if (p, c) in graph.allowed:  # p is the edge's first pool: one row of c's nodes per node of p
+        msg, arg = [], []
+        for row in graph.allowed[(p, c)].rows:
+            best, bj = INF, -1
+            for jc, w in row:  # increasing jc: the first minimum stays
+                v = belief_c[jc] + w
+                if v < best:
+                    best, bj = v, jc
+            msg.append(best)
+            arg.append(bj)
+        return msg, arg
+    msg, arg = [INF] * size, [-1] * size
+    for jc, row in enumerate(graph.allowed[(c, p)].rows):  # increasing jc: the first minimum stays
+        bc = belief_c[jc]
+        for ip, w in row:
+            v = bc + w
+            if v < msg[ip]:
+                msg[ip], arg[ip] = v, jc
+    return msg, arg
+
+
 def tree_dp(graph: CandidateGraph) -> list[int]:
     """Exact min-sum over a forest-shaped pool graph: one node index per pool."""
     problem = graph.problem
@@ -50,12 +76,6 @@ def tree_dp(graph: CandidateGraph) -> list[int]:
     g.add_edges_from(graph.allowed)
     phi = [[graph.inner[p][j] + graph.end[p][j] for j in range(len(graph.options[p]))] for p in range(n)]
     choice = [-1] * n
-
-    def pair(p: int, c: int, ip: int, jc: int) -> float:
-        if (p, c) in graph.allowed:
-            return graph.allowed[(p, c)].get((ip, jc), INF)
-        return graph.allowed[(c, p)].get((jc, ip), INF)
-
     for comp in nx.connected_components(g):
         root = min(comp)
         order = list(nx.dfs_preorder_nodes(g, root))
@@ -70,16 +90,7 @@ def tree_dp(graph: CandidateGraph) -> list[int]:
             p = parent[c]
             if p is None:
                 continue
-            msg, arg = [], []
-            for ip in range(len(graph.options[p])):
-                best, bj = INF, -1
-                for jc, bc in enumerate(belief[c]):
-                    v = bc + pair(p, c, ip, jc)
-                    if v < best:
-                        best, bj = v, jc
-                msg.append(best)
-                arg.append(bj)
-            argbest[c] = arg
+            msg, argbest[c] = _message(graph, p, c, belief[c])
             belief[p] = [x + m for x, m in zip(belief[p], msg, strict=True)]
         choice[root] = min(range(len(belief[root])), key=lambda j: (belief[root][j], j))
         for u in order:

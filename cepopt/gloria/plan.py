@@ -43,66 +43,61 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from operator import attrgetter
+from operator import itemgetter
 from typing import Any
 
 from cepopt.errors import CepoptError
 
-__all__ = ["Block", "GloriaPlan", "TransitionPlan", "block_key", "plan_from_json", "plan_to_json", "restrict_blocks",
+__all__ = ["Block", "GloriaPlan", "TransitionPlan", "plan_from_json", "plan_to_json", "restrict_blocks",
            "sort_blocks"]
 
 
-@dataclass(frozen=True)
-class Block:
-    """One Q-set of a transition: ``queries`` (sorted names) and ``snapshot`` (None = unshared)."""
+class Block(tuple):
+    """One Q-set of a transition: ``queries`` (sorted names) and ``snapshot`` (None = unshared).
 
-    queries: tuple[str, ...]
-    snapshot: str | None = None
+    Immutable, and stored as the tuple ``(queries, snapshot)``: blocks key the graph build's
+    dictionaries and sets and are sorted there thousands of times per workload, and a tuple hashes,
+    compares and orders in C. The tuple order is the canonical block order (queries, then snapshot
+    type): an unshared block holds one query and a shared one at least two, so two blocks with the same
+    queries are both shared or both unshared, and None is never compared with a type."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "queries", tuple(sorted(self.queries)))
-        if not self.queries:
+    def __new__(cls, queries: Iterable[str], snapshot: str | None = None) -> Block:
+        queries = tuple(sorted(queries))
+        if not queries:
             raise CepoptError("a Gloria block needs at least one query")
-        if self.snapshot is None and len(self.queries) != 1:
-            raise CepoptError(f"unshared block {list(self.queries)} must hold exactly one query")
-        if self.snapshot is not None and len(self.queries) < 2:
-            raise CepoptError(f"shared block {list(self.queries)} must hold at least two queries")
-        # blocks key the graph build's dictionaries and sets and are sorted there: hash and sort key once,
-        # not on every lookup or comparison
-        object.__setattr__(self, "_hash", hash((self.queries, self.snapshot)))
-        object.__setattr__(self, "_key", (self.queries, self.snapshot or ""))
+        if snapshot is None and len(queries) != 1:
+            raise CepoptError(f"unshared block {list(queries)} must hold exactly one query")
+        if snapshot is not None and len(queries) < 2:
+            raise CepoptError(f"shared block {list(queries)} must hold at least two queries")
+        block = tuple.__new__(cls, (queries, snapshot))
+        block.__dict__["members"] = frozenset(queries)  # a shared block is tested against many nodes
+        return block
 
-    def __hash__(self) -> int:
-        return self._hash
+    #: the queries as a set, built with the block
+    members: frozenset[str]
+    queries = property(itemgetter(0), doc="The queries, sorted by name.")
+    snapshot = property(itemgetter(1), doc="The snapshot type, None for an unshared block.")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a Block is immutable: cannot set {name!r}")
 
     def __reduce__(self):
-        # rebuilt from its fields, so that the cached hash is the unpickling process's (str hashes are
-        # salted per process)
-        return (Block, (self.queries, self.snapshot))
+        return (Block, tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Block(queries={self[0]!r}, snapshot={self[1]!r})"
 
     @property
     def shared(self) -> bool:
-        return self.snapshot is not None
-
-    @cached_property
-    def members(self) -> frozenset[str]:
-        """The queries as a set (built once: a shared block is tested against many nodes)."""
-        return frozenset(self.queries)
+        return self[1] is not None
 
     def to_json(self) -> dict:
-        return {"queries": list(self.queries), "snapshot": self.snapshot}
-
-
-def block_key(block: Block) -> tuple:
-    """Canonical sort key of a block (queries, then snapshot type; unshared first)."""
-    return block._key
+        return {"queries": list(self[0]), "snapshot": self[1]}
 
 
 def sort_blocks(blocks: Iterable[Block]) -> tuple[Block, ...]:
-    return tuple(sorted(blocks, key=_KEY))
-
-
-_KEY = attrgetter("_key")
+    """The blocks in canonical order (:class:`Block`: tuple order)."""
+    return tuple(sorted(blocks))
 
 
 def restrict_blocks(blocks: Iterable[Block], queries: frozenset[str]) -> tuple[list[Block], list[str]]:

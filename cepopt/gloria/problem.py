@@ -39,9 +39,10 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
+from cepopt.allocation import collector_paused
 from cepopt.errors import CepoptError
 from cepopt.gloria.template import Template, build_template
-from cepopt.model import Condition, Filter, Query
+from cepopt.model import Condition, Filter, Query, iter_types
 from cepopt.params import check_keys
 
 __all__ = ["GloriaProblem", "PairTerm", "Pool", "build", "PROBLEM_OPTIONS"]
@@ -104,7 +105,8 @@ class GloriaProblem:
     pools: list[Pool]
     terms: list[PairTerm]
     classes: dict[str, int]
-    pool_of: dict[tuple[str, Transition], int]
+    #: query -> each of its transitions -> the pool holding it
+    pool_of: dict[str, dict[Transition, int]]
     edges: dict[tuple[int, int], tuple[PairTerm, ...]] = field(default_factory=dict)
     preds: dict[int, list[int]] = field(default_factory=dict)
     succs: dict[int, list[int]] = field(default_factory=dict)
@@ -176,11 +178,16 @@ class GloriaProblem:
 
     def primary_preds(self, b: int) -> list[int]:
         """Pools that are some query's designated predecessor of pool b (derivability sources)."""
-        return [a for a in self.preds.get(b, []) if any(t.primary for t in self.edges[(a, b)])]
+        return [a for a in self.preds.get(b, []) if self._primary[(a, b)]]
 
     def primary_queries(self, a: int, b: int) -> frozenset[str]:
         """The queries whose designated predecessor of pool b is pool a (their blocks derive from a's)."""
-        return frozenset().union(*(t.primary for t in self.edges[(a, b)]))
+        return self._primary[(a, b)]
+
+    @cached_property
+    def _primary(self) -> dict[tuple[int, int], frozenset[str]]:
+        """:meth:`primary_queries` of every edge, computed once (node generation asks per pool)."""
+        return {edge: frozenset().union(*(t.primary for t in terms)) for edge, terms in self.edges.items()}
 
     def admissible_snapshots(self, pool: Pool, queries: frozenset[str]) -> list[str]:
         """Snapshot types a shared block of ``queries`` may carry in a SEQ pool: the source Ei or an
@@ -199,10 +206,12 @@ class GloriaProblem:
 
 
 def _class_key(q: Query) -> tuple:
-    type_of = q.type_of
+    types = _ref_types(q)
 
     def norm_ref(ref):
-        return type_of(ref) if ref is not None else None
+        if ref is None:
+            return None
+        return types[ref] if ref in types else q.type_of(ref)  # type_of raises the model's error
 
     slide = q.window.slide if q.window.slide is not None else q.window.length
     filters, conds = [], []
@@ -216,6 +225,17 @@ def _class_key(q: Query) -> tuple:
     group = tuple(sorted([(norm_ref(a.ref), a.attr) for a in q.group_by]))
     aggs = tuple(sorted([(a.func, norm_ref(a.ref), a.attr) for a in q.aggregates if a.func in ("MIN", "MAX")]))
     return (group, tuple(sorted(q.equivalences)), slide, tuple(filters), tuple(conds), aggs)
+
+
+def _ref_types(q: Query) -> dict[str, str]:
+    """Each name a predicate may use -> the event type it denotes (:meth:`Query.type_of` for every
+    reference, from one walk of the pattern: the first leaf whose variable or type it names)."""
+    types: dict[str, str] = {}
+    for leaf in iter_types(q.pattern):
+        if leaf.var is not None:
+            types.setdefault(leaf.var, leaf.name)
+        types.setdefault(leaf.name, leaf.name)
+    return types
 
 
 def _options(instance_params: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, str]:
@@ -233,6 +253,11 @@ def _options(instance_params: Mapping[str, Any], options: Mapping[str, Any]) -> 
 
 def build(instance: Any, **options: Any) -> GloriaProblem:
     """Build the Gloria problem of an instance (family ``gloria``)."""
+    with collector_paused():  # cepopt/allocation.py: templates, pools and terms hold no cycles
+        return _build(instance, options)
+
+
+def _build(instance: Any, options: dict[str, Any]) -> GloriaProblem:
     opts = _options(instance.params or {}, options)
     workload = instance.workload
     template = build_template(workload)
@@ -242,7 +267,7 @@ def build(instance: Any, **options: Any) -> GloriaProblem:
     for q in workload:
         classes[str(q.name)] = keys.setdefault(_class_key(q), len(keys))
     pools: list[Pool] = []
-    pool_of: dict[tuple[str, Transition], int] = {}
+    pool_of: dict[str, dict[Transition, int]] = {name: {} for name in classes}
     _kleene_pools(workload, template, classes, pools, pool_of)
     _seq_pools(workload, template, classes, pools, pool_of)
     terms = _pair_terms(workload, template, pools, pool_of)
@@ -270,7 +295,7 @@ def _frequencies(instance: Any, template: Template) -> dict[str, float]:
 
 
 def _kleene_pools(workload, template: Template, classes: dict[str, int], pools: list[Pool],
-                  pool_of: dict[tuple[str, Transition], int]) -> None:
+                  pool_of: dict[str, dict[Transition, int]]) -> None:
     """Kleene groups: identical outermost Kleene sub-pattern within one sharing class."""
     groups: dict[tuple, list[str]] = {}
     for q in workload:
@@ -291,64 +316,71 @@ def _kleene_pools(workload, template: Template, classes: dict[str, int], pools: 
                     cyc.types, start, tuple(ends), tuple(internal), cls)
         pools.append(pool)
         for n in names:
-            for t in cyc.transitions:
-                pool_of[(n, t)] = pool.index
+            pool_of[n].update(dict.fromkeys(cyc.transitions, pool.index))
 
 
 def _seq_pools(workload, template: Template, classes: dict[str, int], pools: list[Pool],
-               pool_of: dict[tuple[str, Transition], int]) -> None:
+               pool_of: dict[str, dict[Transition, int]]) -> None:
     # (transition, class) -> [its queries, those ending at its target, those starting at its source]
     seq: dict[tuple[Transition, int], tuple[set[str], set[str], set[str]]] = {}
-    for q in workload:
-        qt = template.queries[str(q.name)]
-        name, cls = qt.name, classes[qt.name]
-        for t in qt.transitions:
-            if (name, t) not in pool_of:  # not in one of the query's Kleene cycles
-                names, ending, start = seq.setdefault((t, cls), (set(), set(), set()))
-                names.add(name)
-                if qt.end == t[1]:
-                    ending.add(name)
-                if qt.start == t[0]:
-                    start.add(name)
+    for qt in template.queries.values():  # the workload's queries, in order
+        name, cls, end, start_type = qt.name, classes[qt.name], qt.end, qt.start
+        for t in _seq_transitions(qt):
+            slot = seq.get((t, cls))
+            if slot is None:
+                slot = seq[(t, cls)] = (set(), set(), set())
+            slot[0].add(name)
+            if end == t[1]:
+                slot[1].add(name)
+            if start_type == t[0]:
+                slot[2].add(name)
     for (t, cls), (names, ending, start) in sorted(seq.items(), key=lambda item: item[0]):
         members = frozenset(names)
         pool = Pool(len(pools), "seq", (t,), members, t[0], t[1], frozenset(), frozenset(start),
                     ((t, frozenset(ending)),) if ending else (), (), cls)
         pools.append(pool)
         for n in names:
-            pool_of[(n, t)] = pool.index
+            pool_of[n][t] = pool.index
 
 
-def _primary(qt, pools: list[Pool], pool_of: dict[tuple[str, Transition], int], a: int, ej: str) -> bool:
+def _seq_transitions(qt) -> frozenset[Transition]:
+    """The query's transitions outside its Kleene cycles (each cycle is one Kleene super-pool)."""
+    if not qt.cycles:
+        return qt.transitions
+    return qt.transitions.difference(*(cyc.transitions for cyc in qt.cycles))
+
+
+def _primary(qt, pools: list[Pool], pool_of: dict[str, dict[Transition, int]], a: int, ej: str) -> bool:
     """Is pool a the designated predecessor (derivability source) of the query's transition from Ej?"""
     if qt.start == ej:
         return False
     cyc = qt.cycle_of_type(ej)
     if cyc is None:
         return True
-    return pools[a].kind == "kleene" and a == pool_of[(qt.name, min(cyc.transitions))]
+    return pools[a].kind == "kleene" and a == pool_of[qt.name][min(cyc.transitions)]
 
 
 def _pair_terms(workload, template: Template, pools: list[Pool],
-                pool_of: dict[tuple[str, Transition], int]) -> list[PairTerm]:
+                pool_of: dict[str, dict[Transition, int]]) -> list[PairTerm]:
     """Pair terms: consecutive transitions of a query in different pools."""
     raw: dict[tuple[int, int, Transition, Transition], list[set[str]]] = {}
-    for q in workload:
-        qt = template.queries[str(q.name)]
+    for qt in template.queries.values():  # the workload's queries, in order
         name = qt.name
         leaving: dict[str, list[Transition]] = {}  # the query's transitions by source type
         for t2 in qt.transitions:
             leaving.setdefault(t2[0], []).append(t2)
-        at = {t: pool_of[(name, t)] for t in qt.transitions}  # the query's transition -> its pool
+        at = pool_of[name]
         for t in qt.transitions:
             for t2 in leaving.get(t[1], ()):
                 a, b = at[t], at[t2]
                 if a == b:
                     continue
-                primary = pools[b].kind != "kleene" and _primary(qt, pools, pool_of, a, t2[0])
-                slot = raw.setdefault((a, b, t, t2), [set(), set()])
+                key = (a, b, t, t2)
+                slot = raw.get(key)
+                if slot is None:
+                    slot = raw[key] = [set(), set()]
                 slot[0].add(name)
-                if primary:
+                if pools[b].kind != "kleene" and _primary(qt, pools, pool_of, a, t2[0]):
                     slot[1].add(name)
     return [PairTerm(a, b, t, t2, frozenset(qs), frozenset(pr), pools[b].kind == "kleene")
             for (a, b, t, t2), (qs, pr) in sorted(raw.items())]

@@ -34,28 +34,35 @@ nodes never prune each other.
 
 from __future__ import annotations
 
+from operator import itemgetter
+from typing import TYPE_CHECKING
+
 from cepopt.gloria.cost import Option
 from cepopt.gloria.problem import GloriaProblem, Pool
+
+if TYPE_CHECKING:
+    from cepopt.gloria.graph import EdgeTable
 
 __all__ = ["distances", "prune_nodes", "upstream_is_tree"]
 
 INF = float("inf")
 
 
-def distances(d_s_preds: dict[int, list[float]], tables: dict[int, dict[tuple[int, int], float]],
+def distances(d_s_preds: dict[int, list[float]], tables: dict[int, EdgeTable],
               inner: list[float]) -> tuple[list[float], list[dict[int, int]]]:
-    """Eq. 22 for one pool: (d_s per node, arg-min predecessor node per predecessor pool)."""
+    """Eq. 22 for one pool: (d_s per node, arg-min predecessor node per predecessor pool; the first
+    such node on a tie)."""
     n = len(inner)
     d_s = list(inner)
     best: list[dict[int, int]] = [{} for _ in range(n)]
     for a, table in tables.items():
         mins = [INF] * n
         arg = [-1] * n
-        pred = d_s_preds[a]
-        for (i, j), w in table.items():
-            v = pred[i] + w
-            if v < mins[j] or (v == mins[j] and i < arg[j]):
-                mins[j], arg[j] = v, i
+        for i, (d, row) in enumerate(zip(d_s_preds[a], table.rows, strict=True)):
+            for j, w in row:
+                v = d + w
+                if v < mins[j]:  # rows come in increasing i: the first minimum stays
+                    mins[j], arg[j] = v, i
         for j in range(n):
             d_s[j] += mins[j]
             if arg[j] >= 0:
@@ -64,12 +71,17 @@ def distances(d_s_preds: dict[int, list[float]], tables: dict[int, dict[tuple[in
 
 
 def _shape(option: Option) -> tuple:
-    return tuple([(b.queries, b.snapshot is None) for b in option])
+    """The partition with which blocks are unshared: the blocks' queries say both (a block is
+    unshared exactly when it holds one query)."""
+    return tuple(map(_QUERIES, option))
+
+
+_QUERIES = itemgetter(0)  # a Block's queries (Block is the tuple (queries, snapshot))
 
 
 def _snapshots(option: Option) -> dict[tuple[str, ...], str | None]:
-    """Each block's queries -> its snapshot type."""
-    return {b.queries: b.snapshot for b in option}
+    """Each block's queries -> its snapshot type (a Block is the pair (queries, snapshot))."""
+    return dict(option)
 
 
 def _delta(problem: GloriaProblem, pool: Pool, x_keep: dict, drop: Option) -> float:
@@ -113,7 +125,7 @@ def upstream_is_tree(problem: GloriaProblem, b: int) -> bool:
     return True
 
 
-def _pointwise(tables: dict[int, dict[tuple[int, int], float]], inner: list[float], k: int, m: int) -> float:
+def _pointwise(tables: dict[int, EdgeTable], inner: list[float], k: int, m: int) -> float:
     """Worst case, over every predecessor node n_m can follow, of the change from n_m to n_k."""
     change = inner[k] - inner[m]
     for table in tables.values():
@@ -127,7 +139,7 @@ def _pointwise(tables: dict[int, dict[tuple[int, int], float]], inner: list[floa
 
 
 def prune_nodes(problem: GloriaProblem, pool: Pool, options: list[Option], d_s: list[float],
-                rule: str, tables: dict[int, dict[tuple[int, int], float]] | None = None,
+                rule: str, tables: dict[int, EdgeTable] | None = None,
                 inner: list[float] | None = None) -> list[bool]:
     """Which nodes survive node pruning (rule "paper" or "safe"); unreachable nodes never survive.
 
