@@ -98,3 +98,27 @@ def test_edge_tables_equal_the_reference_edge_functions(case, accounting, mode):
                     for i, oa in enumerate(graph.options[a]) for j, ob in enumerate(graph.options[b])
                     if edge_derivable(problem, a, b, oa, ob)}
         assert table == expected, (problem.pools[a].label, problem.pools[b].label)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(workloads, kleene_exits, seq_forks), accountings)
+def test_edge_tables_into_one_node_equal_the_reference_edge_functions(case, accounting):
+    """graph.edge_table's path for a pool b of one node (rows ``[(0, w)]`` or empty), taken with each
+    node of the exhaustive space of b alone, derivable from some nodes of a or not: the pairs and
+    weights of cost.edge_derivable / cost.edge_cost."""
+    from cepopt.gloria.cost import edge_cost, edge_derivable
+    from cepopt.gloria.graph import edge_table
+
+    inst, cost_model, cycle = case
+    problem = build(inst, cost_model=cost_model, kleene_cycle_cost=cycle, fork_accounting=accounting)
+    try:
+        graph = candidate_graph(problem, "exhaustive", max_options=60)
+    except MethodLimitError:
+        graph = candidate_graph(problem, "noprune")
+    for a, b in problem.edges:
+        opts_a = graph.options[a]
+        for ob in graph.options[b]:
+            expected = {(i, 0): edge_cost(problem, a, b, oa, ob)
+                        for i, oa in enumerate(opts_a) if edge_derivable(problem, a, b, oa, ob)}
+            table = edge_table(problem, a, b, opts_a, [ob])
+            assert table == expected and len(table.rows) == len(opts_a)
