@@ -43,8 +43,10 @@ INF = float("inf")
 def kleene_options(pool: Pool) -> list[Option]:
     """Candidates of a Kleene super-pool: all unshared, then (Q_K)^X per cycle type X (sorted)."""
     options: list[Option] = [_singles(pool.queries)]
-    if len(pool.queries) >= 2:
-        options += [(Block(tuple(pool.queries), x),) for x in sorted(pool.types)]
+    if len(pool.queries) >= 2 and pool.types:
+        types = sorted(pool.types)
+        merged = Block(pool.queries, types[0])
+        options += [(merged.resnapshot(x),) for x in types]
     return options
 
 
@@ -91,7 +93,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
                 x = block.snapshot
                 choice = [(block,)]
                 if x != ej and (mode != "gloria" or f[ej] < f[x]):
-                    choice.append((Block(block.queries, ej),))
+                    choice.append((block.resnapshot(ej),))
                 choices.append(choice)
             if unshared:
                 choice = [_singles(unshared)]

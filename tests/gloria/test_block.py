@@ -51,3 +51,19 @@ def test_invalid_blocks_are_refused():
         with pytest.raises(CepoptError):
             Block(queries, snapshot)
     assert Block(("b", "a"), "A").queries == ("a", "b")
+
+
+@given(st.sets(names, min_size=2, max_size=4), snapshots, snapshots)
+def test_resnapshot_is_the_block_built_with_the_other_snapshot(queries, x, y):
+    block = Block(queries, x).resnapshot(y)
+    built = Block(queries, y)
+    assert block == built and type(block) is Block and repr(block) == repr(built)
+    assert block.members == built.members == frozenset(queries)
+    assert pickle.loads(pickle.dumps(block)) == built
+
+
+def test_resnapshot_refuses_an_unshared_result():
+    with pytest.raises(CepoptError):
+        Block(("q1", "q2"), "A").resnapshot(None)
+    with pytest.raises(CepoptError):
+        Block(("q1",)).resnapshot("A")
