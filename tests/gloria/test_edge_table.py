@@ -57,3 +57,20 @@ def test_graph_tables_have_a_row_per_node_in_increasing_columns(case, mode):
         for row in table.rows:
             columns = [j for j, _ in row]
             assert columns == sorted(set(columns)) and all(0 <= j < len(graph.options[b]) for j in columns)
+
+
+one_node_rows = st.lists(st.one_of(st.just([]), st.integers(0, 3).map(lambda w: [(0, w)])), min_size=1, max_size=6)
+
+
+@given(st.lists(st.tuples(one_node_rows, st.lists(st.integers(0, 3), min_size=6, max_size=6)),
+                min_size=0, max_size=3), st.integers(0, 20))
+def test_distance_of_a_one_node_pool_is_eq22(preds, inner):
+    """pruning.distances of a one-node pool (its own path) against the general loop, reached by adding a
+    second node that no row reaches: node 0's distance and arg-min edges do not depend on it."""
+    from cepopt.gloria.pruning import distances
+
+    tables = {a: EdgeTable(rows) for a, (rows, _) in enumerate(preds)}
+    d_preds = {a: [float(d) for d in ds[:len(rows)]] for a, (rows, ds) in enumerate(preds)}
+    one = distances(d_preds, tables, [float(inner)])
+    general = distances(d_preds, tables, [float(inner), 0.0])
+    assert one == ([general[0][0]], [general[1][0]])
