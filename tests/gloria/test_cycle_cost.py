@@ -1,6 +1,7 @@
 """cost.cycle_cost (flen and g read inline, the shared and unshared options priced in two loops) against
-the straightforward per-edge formula of §6 (V1 / V2), on every Kleene super-pool option of random
-workloads under both cost models, both cycle costs and both fork accountings."""
+the straightforward per-edge formula of §6 (V1 / V2), and cost.unary_costs against the per-option
+costs, on every option of random workloads under both cost models, both cycle costs and both fork
+accountings."""
 
 from __future__ import annotations
 
@@ -49,3 +50,24 @@ def test_cycle_cost_is_the_per_edge_formula(case, accounting):
             for blocks in options[pool.index]:
                 value, expected = cycle_cost(problem, pool, blocks), _reference(problem, pool, blocks)
                 assert value == expected and type(value) is type(expected), (pool.label, blocks)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(workloads, kleene_exits), st.sampled_from(["edge", "once"]))
+def test_unary_costs_price_each_option(case, accounting):
+    """cost.unary_costs (a pool no query ends in priced once for all its options) against start, cycle
+    and end costs taken option by option."""
+    from cepopt.gloria.cost import end_cost, start_cost, unary_costs
+
+    inst, cost_model, cycle = case
+    problem = build(inst, cost_model=cost_model, kleene_cycle_cost=cycle, fork_accounting=accounting)
+    try:
+        options = exhaustive_graph(problem, max_options=60, max_plans=1e9).options
+    except MethodLimitError:
+        return
+    for pool in problem.pools:
+        opts = options[pool.index]
+        start = start_cost(problem, pool)
+        expected = [(start + cycle_cost(problem, pool, o) if pool.kind == "kleene" else start,
+                     end_cost(problem, pool, o)) for o in opts]
+        assert unary_costs(problem, pool, opts) == expected
