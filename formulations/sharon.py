@@ -42,12 +42,14 @@ vertices or (pattern, queries) entries (:func:`decode_mwis`, :func:`decode_compa
      take sum to 2) are shared by both copies or by neither: x[p,c] <= m_c y[p] and
      sum x >= (2 - copies) y[p] force x[p,c] = m_c y[p], even in the LP. Their groups are tied to y[p]
      (``tied`` in the decode data: no x, no rows of their own, the gains on y), which removes those
-     implied equalities from the LP. They matter to HiGHS: its root computes the LP's analytic centre
-     (an interior-point solve it cannot be told to skip), and with the equalities in the LP that solve
-     stalled. Measured at 20,000 default queries, seed 1: 12,836 of 31,953 candidates tied, 387,583 ->
-     364,955 variables, 466,339 -> 430,884 rows, HiGHS 71 s -> 28 s for the same optimum (its root
-     LP bound was reached at 18 s either way). A candidate fewer than two copies can share gets
-     y[p] <= 0.
+     implied equalities from the LP and lets a rounding of y alone be a plan. Measured at 20,000 default
+     queries, seed 1: 12,836 of 31,953 candidates tied, 387,583 -> 364,955 variables, 466,339 ->
+     430,884 rows, same root LP bound at ~18 s; HiGHS's randomized rounding then finds a plan 0.03 %
+     below the optimum and its node LP the optimum (proven in 28 s instead of 71 s). Without that luck
+     HiGHS waits at the root for its analytic centre (an interior-point solve it cannot be told to skip;
+     45 s of CPU at this size with or without the tie, 24 s at 10,000 default queries): that wait is
+     what the unproven scale points in experiments/README.md have in common. A candidate fewer than two
+     copies can share gets y[p] <= 0.
 
 CP-SAT needs integer coefficients: they are multiplied by ``scale`` (1 when they are already integers
 that fit; below 1 for weights beyond 64-bit integers, :func:`~cepopt.formulations.scaling.integer_scale`)
