@@ -10,10 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cepopt.gloria.graph import EdgeTable
-from cepopt.gloria.nodes import generate
-from cepopt.gloria.problem import build
-from cepopt.registry import MethodLimitError
 from tests.gloria.test_fork_accounting import seq_forks
+from tests.gloria.test_node_generation import graph_of_case
 from tests.gloria.test_properties import kleene_exits, workloads
 
 rows = st.lists(st.dictionaries(st.integers(0, 6), st.integers(0, 50), max_size=7), max_size=6).map(
@@ -46,11 +44,8 @@ def test_keeping_columns_renumbers_them_in_order(table_rows, kept):
 @given(st.one_of(workloads, kleene_exits, seq_forks), st.sampled_from(["noprune", "gloria", "safe"]))
 def test_graph_tables_have_a_row_per_node_in_increasing_columns(case, mode):
     """Every node of a pool has a row, in increasing columns within the pool pair's nodes."""
-    inst, cost_model, cycle = case
-    problem = build(inst, cost_model=cost_model, kleene_cycle_cost=cycle)
-    try:
-        graph = generate(problem, mode)
-    except MethodLimitError:
+    _, graph = graph_of_case(case, mode)
+    if graph is None:
         return
     for (a, b), table in graph.allowed.items():
         assert isinstance(table, EdgeTable) and len(table.rows) == len(graph.options[a])

@@ -55,6 +55,16 @@ def test_paper_examples(name, value, method):
     assert sol.status == "optimal" and sol.objective == value and sol.bound == value
 
 
+def _small_space(case, accounting):
+    """(problem, its exhaustive candidate graph when small, else NOPRUNE's) of a drawn case."""
+    inst, cost_model, cycle = case
+    problem = build(inst, cost_model=cost_model, kleene_cycle_cost=cycle, fork_accounting=accounting)
+    try:
+        return problem, candidate_graph(problem, "exhaustive", max_options=60)
+    except MethodLimitError:
+        return problem, candidate_graph(problem, "noprune")
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(workloads, kleene_exits, seq_forks), accountings)
 def test_term_tables_equal_the_reference_edge_functions(case, accounting):
@@ -62,12 +72,7 @@ def test_term_tables_equal_the_reference_edge_functions(case, accounting):
     cost.pair_derivable on every pair of options of adjacent pools."""
     from cepopt.gloria.cost import TermTable, pair_cost, pair_derivable
 
-    inst, cost_model, cycle = case
-    problem = build(inst, cost_model=cost_model, kleene_cycle_cost=cycle, fork_accounting=accounting)
-    try:
-        graph = candidate_graph(problem, "exhaustive", max_options=60)
-    except MethodLimitError:
-        graph = candidate_graph(problem, "noprune")
+    problem, graph = _small_space(case, accounting)
     for term in problem.terms:
         table = TermTable(problem, term)
         for oa in graph.options[term.a]:
@@ -109,12 +114,7 @@ def test_edge_tables_into_one_node_equal_the_reference_edge_functions(case, acco
     from cepopt.gloria.cost import edge_cost, edge_derivable
     from cepopt.gloria.graph import edge_table
 
-    inst, cost_model, cycle = case
-    problem = build(inst, cost_model=cost_model, kleene_cycle_cost=cycle, fork_accounting=accounting)
-    try:
-        graph = candidate_graph(problem, "exhaustive", max_options=60)
-    except MethodLimitError:
-        graph = candidate_graph(problem, "noprune")
+    problem, graph = _small_space(case, accounting)
     for a, b in problem.edges:
         opts_a = graph.options[a]
         for ob in graph.options[b]:

@@ -15,14 +15,21 @@ from tests.gloria.test_fork_accounting import seq_forks
 from tests.gloria.test_properties import kleene_exits, workloads
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(workloads, kleene_exits, seq_forks), st.sampled_from(["noprune", "gloria", "safe"]))
-def test_every_pool_lists_distinct_valid_nodes(case, mode):
+def graph_of_case(case, mode):
+    """(problem, its candidate graph in ``mode``, None past the method's limits) of a drawn case."""
     inst, cost_model, cycle = case
     problem = build(inst, cost_model=cost_model, kleene_cycle_cost=cycle)
     try:
-        graph = generate(problem, mode)
+        return problem, generate(problem, mode)
     except MethodLimitError:
+        return problem, None
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(workloads, kleene_exits, seq_forks), st.sampled_from(["noprune", "gloria", "safe"]))
+def test_every_pool_lists_distinct_valid_nodes(case, mode):
+    problem, graph = graph_of_case(case, mode)
+    if graph is None:
         return
     generated: dict[int, list] = {}
     for pool_index, option, _d, _alive in graph.trace:
