@@ -26,6 +26,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Union
 
 from cepopt.errors import ModelError
@@ -423,10 +424,22 @@ class Query:
 
     def type_of(self, ref: str) -> str:
         """The event type a reference (type name or variable) denotes."""
+        try:
+            return self._ref_types[ref]
+        except KeyError:
+            raise ModelError(f"unknown event type {ref!r}") from None
+
+    @cached_property
+    def _ref_types(self) -> dict[str, str]:
+        """Each reference -> the event type of the first leaf naming it (as variable or type), from one
+        walk of the pattern: :meth:`type_of` is asked per predicate (Gloria's sharing classes ask it of
+        every reference of every query)."""
+        types: dict[str, str] = {}
         for leaf in iter_types(self.pattern):
-            if ref in (leaf.var, leaf.name):
-                return leaf.name
-        raise ModelError(f"unknown event type {ref!r}")
+            if leaf.var is not None:
+                types.setdefault(leaf.var, leaf.name)
+            types.setdefault(leaf.name, leaf.name)
+        return types
 
     @property
     def aggregates(self) -> tuple[Aggregate, ...]:

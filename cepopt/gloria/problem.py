@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 from cepopt.allocation import collector_paused
 from cepopt.errors import CepoptError
 from cepopt.gloria.template import Template, build_template
-from cepopt.model import Condition, Filter, Query, iter_types
+from cepopt.model import Condition, Filter, Query
 from cepopt.params import check_keys
 
 __all__ = ["GloriaProblem", "PairTerm", "Pool", "build", "PROBLEM_OPTIONS"]
@@ -212,12 +212,8 @@ class GloriaProblem:
 
 
 def _class_key(q: Query) -> tuple:
-    types = _ref_types(q)
-
     def norm_ref(ref):
-        if ref is None:
-            return None
-        return types[ref] if ref in types else q.type_of(ref)  # type_of raises the model's error
+        return q.type_of(ref) if ref is not None else None
 
     slide = q.window.slide if q.window.slide is not None else q.window.length
     filters, conds = [], []
@@ -231,17 +227,6 @@ def _class_key(q: Query) -> tuple:
     group = tuple(sorted([(norm_ref(a.ref), a.attr) for a in q.group_by]))
     aggs = tuple(sorted([(a.func, norm_ref(a.ref), a.attr) for a in q.aggregates if a.func in ("MIN", "MAX")]))
     return (group, tuple(sorted(q.equivalences)), slide, tuple(filters), tuple(conds), aggs)
-
-
-def _ref_types(q: Query) -> dict[str, str]:
-    """Each name a predicate may use -> the event type it denotes (:meth:`Query.type_of` for every
-    reference, from one walk of the pattern: the first leaf whose variable or type it names)."""
-    types: dict[str, str] = {}
-    for leaf in iter_types(q.pattern):
-        if leaf.var is not None:
-            types.setdefault(leaf.var, leaf.name)
-        types.setdefault(leaf.name, leaf.name)
-    return types
 
 
 def _options(instance_params: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, str]:
