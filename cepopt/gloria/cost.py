@@ -357,11 +357,7 @@ def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
 
 def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     """Internal weight P.w of a Kleene super-pool option (§6, V1/V2); under fork_accounting=once each
-    internal edge is charged its share of the fan-out of its first transition (module docstring).
-
-    :func:`flen` and :meth:`~GloriaProblem.g` are read inline (the same expressions): a published
-    workload's Kleene pools price 11 options over 12 internal edges each, and the two calls per edge
-    were half of that (0.2 of 15 ms on kleeneRatio workload_5)."""
+    internal edge is charged its share of the fan-out of its first transition (module docstring)."""
     f = problem.freq
     shared = blocks[0].snapshot if len(blocks) == 1 and blocks[0].snapshot is not None else None
     n = len(pool.queries)
@@ -374,15 +370,13 @@ def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
             cost += f[ei] * f[ej] * shares
         return cost
     v2 = problem.kleene_cycle_cost == "V2"
-    paper = problem.cost_model == "paper"  # g(Ej) = 1
-    fx = f[shared]
     for t, _t2 in pool.internal:
         ei, ej = t
         share = problem.share(pool.index, t, blocks[0].queries, pool.queries) if split else 1
         if v2 and ej == shared:
-            cost += f[ei] * fx * n * share
+            cost += f[ei] * f[shared] * n * share
         else:
-            cost += f[ei] * (1 if shared == ei else fx) * (1 if paper else f[ej]) * share
+            cost += f[ei] * flen(problem, shared, ei) * problem.g(ej) * share
     return cost
 
 

@@ -1,7 +1,6 @@
-"""cost.cycle_cost (flen and g read inline, the shared and unshared options priced in two loops) against
-the straightforward per-edge formula of §6 (V1 / V2), and cost.unary_costs against the per-option
-costs, on every option of random workloads under both cost models, both cycle costs and both fork
-accountings."""
+"""cost.cycle_cost (the shared and unshared options priced in two loops) against the straightforward
+per-edge formula of §6 (V1 / V2), and cost.unary_costs against the per-option costs, on every option
+of random workloads under both cost models, both cycle costs and both fork accountings."""
 
 from __future__ import annotations
 
