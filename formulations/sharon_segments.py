@@ -37,8 +37,7 @@ class Segments:
     """The free x[p,c] of a compact model as intervals: group, start, end (exclusive), variable, entry
     (candidate index) and gain; ``size`` copies per group, ``y`` per entry its variable, ``own`` per entry
     y's coefficient (minus the fixed charge, plus the fixed queries' gains), ``copies`` per entry its
-    fixed queries; per interval whether it is tied to y (:func:`segments_of`), per entry the copies it
-    needs to be shared."""
+    fixed queries; per interval whether it is tied to y (:func:`segments_of`)."""
 
     group: np.ndarray
     start: np.ndarray
@@ -52,7 +51,6 @@ class Segments:
     copies: np.ndarray
     length: int
     tied: np.ndarray
-    need: np.ndarray
 
     def packings(self, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per group the best packing's value under ``weight`` (per interval; -inf = not available, values
@@ -109,7 +107,7 @@ class Segments:
             sizes = self.size[self.group[taken]]
             users = np.bincount(self.entry[taken], weights=sizes, minlength=len(self.y)) + self.copies
             value = np.bincount(self.entry[taken], weights=sizes * self.gain[taken], minlength=len(self.y)) + self.own
-            drop = shared & ((users < self.need) | (value <= 0))
+            drop = shared & ((users < 2) | (value <= 0))
             if not drop.any():
                 break
             shared &= ~drop
@@ -124,16 +122,17 @@ class Segments:
 def segments_of(model) -> Segments:
     """The intervals of a compact model (:func:`~cepopt.formulations.sharon.compact_model`). A group tied
     to y[p] (the model's ``tied``: p can have exactly two copies, so both share it or neither) is an
-    interval too, whose variable is y[p] and whose gain leaves y's coefficient: p is then shared only when
-    every tied interval is taken (``need``)."""
+    interval too, whose variable is y[p] and whose gain leaves y's coefficient. Its fixed and tied copies
+    are exactly two, so the plan's rule (a pattern needs two users) keeps it shared only when every tied
+    interval is taken."""
     _, entries, members, starts, tied = model.decode
     group, start, end, var, entry, gain, is_tied = [], [], [], [], [], [], []
-    ys, copies, own, need = [], [], [], []
+    ys, copies, own = [], [], []
     objective = model.objective
     for k, (pattern, var_of, y) in enumerate(entries):
         ys.append(y)
         ties = tied.get(k, {})
-        fixed_copies, value, tied_copies = 0, float(objective[y]), 0
+        fixed_copies, value = 0, float(objective[y])
         for c, i in var_of.items():
             m = len(members[c])
             if i == y and c not in ties:
@@ -150,13 +149,11 @@ def segments_of(model) -> Segments:
             is_tied.append(c in ties)
             if c in ties:
                 value -= m * g
-                tied_copies += m
         copies.append(fixed_copies)
         own.append(value)
-        need.append(fixed_copies + tied_copies if ties else 2)
     return Segments(np.asarray(group, dtype=np.int64), np.asarray(start, dtype=np.int64),
                     np.asarray(end, dtype=np.int64), np.asarray(var, dtype=np.int64),
                     np.asarray(entry, dtype=np.int64), np.asarray(gain, dtype=float),
                     np.asarray([len(m) for m in members], dtype=np.int64), np.asarray(ys, dtype=np.int64),
                     np.asarray(own, dtype=float), np.asarray(copies, dtype=np.int64), max(end, default=0),
-                    np.asarray(is_tied, dtype=bool), np.asarray(need, dtype=np.int64))
+                    np.asarray(is_tied, dtype=bool))
