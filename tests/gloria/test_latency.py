@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from cepopt.experiments.gloria_latency import COLUMNS, TABLES, _rows, published_latencies, time_search
+from cepopt.experiments.gloria_latency import (
+    COLUMNS,
+    TABLES,
+    _rows,
+    published_latencies,
+    time_in_fresh_process,
+    time_search,
+)
 from cepopt.experiments.gloria_optimizers import GLORIA_DATA
 from cepopt.model import Kleene, Seq, Type
 
@@ -118,3 +125,25 @@ def test_time_search_times_the_build_and_the_search_once_per_repeat(monkeypatch)
     monkeypatch.setattr(registry, "family", lambda name: counted)
     assert time_search(load("gloria-fig7"), "gloria", repeats=3) == (1.0, 1.0)
     assert len(builds) == 3
+    # warm-up runs build and solve too, but read no clock
+    assert time_search(load("gloria-fig7"), "gloria", repeats=3, warmups=2) == (1.0, 1.0)
+    assert len(builds) == 3 + 5
+
+
+def test_time_in_fresh_process_times_every_method_and_the_parse():
+    from cepopt.instances.gloria_reader import import_workload
+
+    path = GLORIA_DATA / "workloads" / "stock/MixWorkload/workload_12.txt"
+    inst = import_workload(path, GLORIA_DATA / "event_type_frequencies.csv", "stock")
+    times = time_in_fresh_process(inst, path, ("gloria", "greedy"), repeats=2, warmups=1)
+    assert set(times) == {"gloria", "greedy", "parse"}
+    assert all(cpu > 0 and wall > 0 for cpu, wall in (times["gloria"], times["greedy"]))
+    assert times["parse"] > 0
+
+
+def test_a_failing_timing_process_raises_with_its_error():
+    from cepopt.instances import load
+
+    with pytest.raises(RuntimeError, match="no-such-method"):
+        time_in_fresh_process(load("gloria-fig7"), GLORIA_DATA / "workloads" / "stock/MixWorkload/workload_12.txt",
+                              ("no-such-method",), repeats=1)
