@@ -72,7 +72,7 @@ from operator import itemgetter
 
 from cepopt.errors import CepoptError
 from cepopt.gloria.plan import Block, GloriaPlan, sort_blocks
-from cepopt.gloria.problem import GloriaProblem, PairTerm, Pool
+from cepopt.gloria.problem import Cost, Frequency, GloriaProblem, PairTerm, Pool
 from cepopt.solution import Objective
 
 __all__ = ["OBJECTIVE", "evaluate", "predict", "pair_cost", "pair_derivable", "unary_cost", "unary_costs",
@@ -85,7 +85,7 @@ OBJECTIVE = Objective("Cost", "Gloria cost model, Eqs. 2-4 and §3.2 edge weight
                       "operations: propagations + evaluations")
 
 
-def flen(problem: GloriaProblem, x: str, ei: str) -> float:
+def flen(problem: GloriaProblem, x: str, ei: str) -> Frequency:
     """Expression length at a predecessor of type Ei for snapshot type X (§3.2)."""
     return 1 if x == ei else problem.freq[x]
 
@@ -123,11 +123,11 @@ def _restricted_at(blocks: Sequence[Block], index: dict[str, int],
     return [(blocks[k], frozenset(groups[k])) for k in sorted(groups)]
 
 
-def pair_cost(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blocks_b: Option) -> float:
+def pair_cost(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blocks_b: Option) -> Cost:
     """Weight of one pair term (cost of Ej with predecessor Ei) for the options of its two pools."""
     ei, ej = term.t
     f = problem.freq
-    cost = 0
+    cost: Cost = 0
     where_b = None
     for block, sub in _restricted(blocks_a, term.queries):
         share = problem.share(term.a, term.t, block.queries, term.queries)
@@ -227,7 +227,7 @@ class TermTable:
             restricted = [] if k is None else [(blocks_a[k], self.queries)]
         else:
             restricted = _restricted_at(blocks_a, index, self.queries)
-        fixed = 0
+        fixed: Cost = 0
         shared = []
         entry, split, factors = term.entry, self.split, self._shared
         for block, sub in restricted:
@@ -242,7 +242,8 @@ class TermTable:
                 fixed += evaluation * len(sub)
             else:
                 shared.append((next(iter(sub)), sub, x, block.members, evaluation * len(sub)))
-        whole, loose = [], []
+        whole: list[tuple[str, frozenset[str], str]] = []
+        loose: list[str] = []
         if self.checks:
             prim = self.prim
             for block, sub in restricted:  # the primary queries are some of the term's
@@ -275,12 +276,12 @@ class TermTable:
                 inherited.append((block, inside, next(iter(inside))))
         return where_b, inherited
 
-    def weight(self, a_side, b_side) -> float | None:
+    def weight(self, a_side, b_side) -> Cost | None:
         """:meth:`cost` where :meth:`derivable`, else None (one call for the graph build)."""
         return self.cost(a_side, b_side) if self.derivable(a_side, b_side) else None
 
     @staticmethod
-    def cost(a_side, b_side) -> float:
+    def cost(a_side, b_side) -> Cost:
         fixed, shared, _ = a_side
         if not shared:
             return fixed
@@ -323,7 +324,7 @@ class TermTable:
         return True
 
 
-def edge_cost(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blocks_b: Option) -> float:
+def edge_cost(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blocks_b: Option) -> Cost:
     return sum(pair_cost(problem, term, blocks_a, blocks_b) for term in problem.edges[(a, b)])
 
 
@@ -331,7 +332,7 @@ def edge_derivable(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blo
     return all(pair_derivable(problem, term, blocks_a, blocks_b) for term in problem.edges[(a, b)])
 
 
-def start_cost(problem: GloriaProblem, pool: Pool) -> float:
+def start_cost(problem: GloriaProblem, pool: Pool) -> Cost:
     """Start edges into the pool: f(Es) |Q_start| (independent of the option, §3.2); under
     fork_accounting=once f(Es) is charged once per query over the pools it starts in."""
     if problem.unit_shares:  # their sum is the count
@@ -339,10 +340,10 @@ def start_cost(problem: GloriaProblem, pool: Pool) -> float:
     return problem.freq[pool.source] * sum(problem.start_share(q) for q in pool.start_queries)
 
 
-def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
+def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> Cost:
     f = problem.freq
     split = not problem.unit_shares
-    cost = 0
+    cost: Cost = 0
     for t, ending in pool.ends:
         ei, ee = t
         for block, sub in _restricted(blocks, ending):
@@ -355,14 +356,14 @@ def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     return cost
 
 
-def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
+def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> Cost:
     """Internal weight P.w of a Kleene super-pool option (§6, V1/V2); under fork_accounting=once each
     internal edge is charged its share of the fan-out of its first transition (module docstring)."""
     f = problem.freq
     shared = blocks[0].snapshot if len(blocks) == 1 and blocks[0].snapshot is not None else None
     n = len(pool.queries)
     split = not problem.unit_shares
-    cost = 0
+    cost: Cost = 0
     if shared is None:  # every query a block of its own (n under "edge", where each share is 1)
         for t, _t2 in pool.internal:
             ei, ej = t
@@ -380,7 +381,7 @@ def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     return cost
 
 
-def unary_costs(problem: GloriaProblem, pool: Pool, options: Sequence[Option]) -> list[tuple[float, float]]:
+def unary_costs(problem: GloriaProblem, pool: Pool, options: Sequence[Option]) -> list[tuple[Cost, Cost]]:
     """(start + internal cycle weight, end-edge weight) of each option of the pool (the start edges,
     alike for every option, priced once). A SEQ pool no query ends in has end weight 0 (what
     :func:`end_cost` sums over no end edge) for every option: 381 of the 482 options generated on
@@ -393,7 +394,7 @@ def unary_costs(problem: GloriaProblem, pool: Pool, options: Sequence[Option]) -
     return [(start, end_cost(problem, pool, blocks)) for blocks in options]
 
 
-def unary_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> tuple[float, float]:
+def unary_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> tuple[Cost, Cost]:
     """(start + internal cycle weight, end-edge weight) of an option."""
     return unary_costs(problem, pool, (blocks,))[0]
 
@@ -424,9 +425,9 @@ def option_problem(problem: GloriaProblem, pool: Pool, blocks: Option) -> str | 
     return None
 
 
-def total_cost(problem: GloriaProblem, options: Sequence[Option]) -> float:
+def total_cost(problem: GloriaProblem, options: Sequence[Option]) -> Cost:
     """Cost of a choice of one option per pool (no validity check)."""
-    cost = 0
+    cost: Cost = 0
     for pool in problem.pools:
         inner, end = unary_cost(problem, pool, options[pool.index])
         cost += inner + end

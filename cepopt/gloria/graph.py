@@ -14,12 +14,13 @@ same graph, so their values are comparable on the same candidates.
 from __future__ import annotations
 
 import time
-from collections.abc import ItemsView, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
+from typing import Protocol, cast
 
 from cepopt.gloria.cost import Option, TermTable, block_index, block_positions, plan_from_options, unary_costs
 from cepopt.gloria.plan import GloriaPlan
-from cepopt.gloria.problem import GloriaProblem
+from cepopt.gloria.problem import Cost, GloriaProblem
 
 __all__ = ["BuildTimeout", "CandidateGraph", "EdgeTable", "check_deadline", "complete_edges", "describe_option",
            "pool_graph_is_forest"]
@@ -40,14 +41,18 @@ def describe_option(option) -> str:
     return " ".join("(" + ",".join(b.queries) + ")" + (f"^{b.snapshot}" if b.snapshot else "") for b in option)
 
 
-Row = list[tuple[int, float]]
+Row = list[tuple[int, Cost]]
 
 
 class _RowItems(ItemsView):
     """``table.items()`` read off the rows (no pair dictionary built)."""
 
-    def __iter__(self):
-        for i, row in enumerate(self._mapping.rows):
+    def __init__(self, table: EdgeTable):
+        super().__init__(table)
+        self._table = table
+
+    def __iter__(self) -> Iterator[tuple[tuple[int, int], Cost]]:
+        for i, row in enumerate(self._table.rows):
             for j, w in row:
                 yield (i, j), w
 
@@ -67,14 +72,14 @@ class EdgeTable(Mapping):
 
     def __init__(self, rows: list[Row]):
         self.rows = rows
-        self._pairs: dict[tuple[int, int], float] | None = None
+        self._pairs: dict[tuple[int, int], Cost] | None = None
 
-    def _lookup(self) -> dict[tuple[int, int], float]:
+    def _lookup(self) -> dict[tuple[int, int], Cost]:
         if self._pairs is None:
             self._pairs = {(i, j): w for i, row in enumerate(self.rows) for j, w in row}
         return self._pairs
 
-    def __getitem__(self, pair: tuple[int, int]) -> float:
+    def __getitem__(self, pair: tuple[int, int]) -> Cost:
         return self._lookup()[pair]
 
     def __contains__(self, pair: object) -> bool:
@@ -82,11 +87,10 @@ class EdgeTable(Mapping):
         asks one pair per table, not worth a dictionary."""
         if self._pairs is not None:
             return pair in self._pairs
-        try:
-            i, j = pair  # type: ignore[misc]
-        except (TypeError, ValueError):
+        if not isinstance(pair, tuple) or len(pair) != 2:
             return False
-        if not 0 <= i < len(self.rows):
+        i, j = pair
+        if not isinstance(i, int) or not 0 <= i < len(self.rows):
             return False
         for column, _ in self.rows[i]:
             if column == j:
@@ -125,10 +129,10 @@ class CandidateGraph:
     problem: GloriaProblem
     space: str
     options: list[list[Option]]
-    inner: list[list[float]] = field(default_factory=list)
-    end: list[list[float]] = field(default_factory=list)
+    inner: list[list[Cost]] = field(default_factory=list)
+    end: list[list[Cost]] = field(default_factory=list)
     allowed: dict[tuple[int, int], EdgeTable] = field(default_factory=dict)
-    d_s: list[list[float]] | None = None
+    d_s: list[list[Cost]] | None = None
     best_in: list[list[dict[int, int]]] | None = None
     stats: dict = field(default_factory=dict)
     #: every generated node as (pool, option, d_s, survived pruning); empty for non-generated spaces
@@ -145,7 +149,7 @@ class CandidateGraph:
     def plan(self, choice: list[int]) -> GloriaPlan:
         return plan_from_options(self.problem, [self.options[p][j] for p, j in enumerate(choice)])
 
-    def weight(self, choice: list[int]) -> float:
+    def weight(self, choice: list[int]) -> Cost:
         """Path weight of a choice of one node per pool (inf when some pair is not allowed)."""
         total = sum(self.inner[p][j] + self.end[p][j] for p, j in enumerate(choice))
         for (a, b), table in self.allowed.items():
@@ -180,10 +184,10 @@ def _carried_blocks(options: list[Option], carried: frozenset[str],
     return [tuple(map(o.__getitem__, positions(index))) for o, index in zip(options, indexes, strict=True)]
 
 
-def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> list[float | None]:
+def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> list[Cost | None]:
     """The weight from one node of a to each given node of b, or None where b is not derivable, summed
     over the edge's terms."""
-    out: list[float | None] = []
+    out: list[Cost | None] = []
     for j in range(len(b_sides[0])):
         if all(t.derivable(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)):
             out.append(sum(t.cost(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)))
@@ -226,11 +230,11 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
     if len(tables) == 1:  # the usual case: one term, its weight function called directly
         side_a, weight, sides_b = tables[0].side_a, tables[0].weight, b_sides[0]
 
-        def weights(i: int) -> list[float | None]:
+        def weights(i: int) -> list[Cost | None]:
             sa = side_a(opts_a[i], indexes_a[i])
             return [weight(sa, sb) for sb in sides_b]
     else:
-        def weights(i: int) -> list[float | None]:
+        def weights(i: int) -> list[Cost | None]:
             return _weights(tables, [t.side_a(opts_a[i], indexes_a[i]) for t in tables], b_sides)
     rows: dict = {}
     row_of = []  # each node of a's row
@@ -265,14 +269,14 @@ def _rows_into_one_node(table: TermTable, opts_a: list[Option], indexes_a: list[
     return EdgeTable(row_of)
 
 
-def _row(weights: list[float | None], column: list[int] | None) -> Row:
+def _row(weights: list[Cost | None], column: list[int] | None) -> Row:
     """A node of a's row from its weights to the distinct restrictions of b (None: not derivable);
     ``column``: each node of b's restriction (None when each node is its own)."""
     if column is not None:
-        return [(j, weights[c]) for j, c in enumerate(column) if weights[c] is not None]
+        return [(j, w) for j, c in enumerate(column) if (w := weights[c]) is not None]
     if None in weights:
         return [(j, w) for j, w in enumerate(weights) if w is not None]
-    return list(enumerate(weights))
+    return list(enumerate(cast(list[Cost], weights)))
 
 
 def complete_edges(graph: CandidateGraph, deadline: float | None = None) -> None:
@@ -284,7 +288,18 @@ def complete_edges(graph: CandidateGraph, deadline: float | None = None) -> None
                      for (a, b) in problem.edges}
 
 
-def pool_graph_is_forest(problem: GloriaProblem) -> bool:
+class PoolGraph(Protocol):
+    """What :func:`pool_graph_is_forest` reads of a problem: a :class:`GloriaProblem`, or any object with
+    these two attributes (a Protocol: compiled code checks the type of an argument annotated with a class)."""
+
+    @property
+    def pools(self) -> Sized: ...
+
+    @property
+    def edges(self) -> Iterable[tuple[int, int]]: ...
+
+
+def pool_graph_is_forest(problem: PoolGraph) -> bool:
     """Is the undirected pool graph (pools adjacent when they share a pair term) a forest (§4.3)?"""
     root = list(range(len(problem.pools)))  # union-find: an edge inside one tree closes a cycle
 
