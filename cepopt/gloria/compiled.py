@@ -34,7 +34,8 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["COMPILED_MODULES", "MANIFEST", "PURE_PYTHON_ENV", "compiled_modules", "guard", "source_hash"]
+__all__ = ["COMPILED_MODULES", "MANIFEST", "PURE_PYTHON_ENV", "available_modules", "compiled_modules", "guard",
+           "source_hash"]
 
 #: the modules of cepopt.gloria that setup.py compiles: the search's hot path (problem build, node
 #: generation, edge tables, pruning, path search) and their cost model. plan.py stays Python: Block
@@ -86,30 +87,39 @@ class PureSourceFinder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, source)
 
 
+def _built(directory: Path) -> tuple[list[str], dict[str, str]]:
+    """(the modules with an extension beside their source, the manifest's records)."""
+    manifest = directory / MANIFEST
+    recorded: dict[str, str] = json.loads(manifest.read_text())["modules"] if manifest.exists() else {}
+    names = dict.fromkeys([*COMPILED_MODULES, *recorded])
+    return [m for m in names if _has_extension(directory, m)], recorded
+
+
+def available_modules(directory: Path = _HERE) -> tuple[str, ...]:
+    """The modules an import would run compiled without ``CEPOPT_PURE_PYTHON``: all that have an
+    extension when every one matches its source, else none."""
+    built, recorded = _built(directory)
+    return () if _stale(directory, built, recorded) else tuple(built)
+
+
 def guard(directory: Path = _HERE, package: str = _PACKAGE) -> tuple[str, ...]:
     """Decide, before any of them is imported, whether the package's compiled modules may be used;
     when not, install a :class:`PureSourceFinder` for them. Returns (and :func:`compiled_modules` then
     reports) the modules that will load compiled."""
     global _compiled
-    built = [m for m in COMPILED_MODULES if _has_extension(directory, m)]
-    manifest = directory / MANIFEST
-    recorded: dict[str, str] = json.loads(manifest.read_text())["modules"] if manifest.exists() else {}
-    built += [m for m in recorded if m not in built and _has_extension(directory, m)]
-    if not built:
-        _compiled = ()
-        return _compiled
+    built, recorded = _built(directory)
     stale = _stale(directory, built, recorded)
-    if stale or pure_python_requested():
+    if built and (stale or pure_python_requested()):
         if stale:
+            one = len(stale) == 1
             warnings.warn(f"cepopt: compiled {', '.join(f'{package}.{m}' for m in stale)} "
-                          f"{'does' if len(stale) == 1 else 'do'} not match {'its' if len(stale) == 1 else 'their'}"
-                          " source (edited since the build?): running all of cepopt.gloria as pure Python; "
-                          "reinstall (pip install -e .) to compile again", RuntimeWarning, stacklevel=3)
+                          f"{'does' if one else 'do'} not match {'its' if one else 'their'} source (edited "
+                          "since the build?): running all of cepopt.gloria as pure Python; reinstall "
+                          "(pip install -e .) to compile again", RuntimeWarning, stacklevel=3)
         names = {f"{package}.{m}": directory / f"{m}.py" for m in built}
         if not any(isinstance(f, PureSourceFinder) and f.sources == names for f in sys.meta_path):
             sys.meta_path.insert(0, PureSourceFinder(names))
-        _compiled = ()
-        return _compiled
+        built = []
     _compiled = tuple(built)
     return _compiled
 
