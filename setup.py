@@ -25,8 +25,6 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
 PACKAGE_DIR = ROOT / "cepopt" / "gloria"
-#: the name of mypyc's shared library (a top-level extension module the per-module shims import)
-GROUP = "cepopt_gloria"
 
 
 def _load_compiled_module():
@@ -37,6 +35,8 @@ def _load_compiled_module():
 
 
 COMPILED = _load_compiled_module()
+#: mypyc's name for the group of compiled modules; their shared library is GROUP + "__mypyc"
+GROUP = COMPILED.SHARED_LIBRARY.removesuffix("__mypyc")
 
 
 def _warn(message: str) -> None:
@@ -50,7 +50,7 @@ def _remove_in_place_builds() -> None:
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             (PACKAGE_DIR / f"{module}{suffix}").unlink(missing_ok=True)
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        (ROOT / f"{GROUP}__mypyc{suffix}").unlink(missing_ok=True)
+        (ROOT / f"{COMPILED.SHARED_LIBRARY}{suffix}").unlink(missing_ok=True)
     (PACKAGE_DIR / COMPILED.MANIFEST).unlink(missing_ok=True)
 
 
@@ -101,7 +101,16 @@ class OptionalBuildExt(build_ext):
         return outputs
 
 
+def _metadata_only() -> bool:
+    """pip asks for the build requirements and the metadata (``egg_info``, ``dist_info``) before it
+    builds: mypyc's type check and C generation (seconds) are then skipped."""
+    commands = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
+    return bool(commands) and all(c in ("egg_info", "dist_info", "sdist") or os.sep in c for c in commands)
+
+
 def _extensions() -> list:
+    if _metadata_only():
+        return []
     if COMPILED.pure_python_requested():
         print(f"cepopt: {COMPILED.PURE_PYTHON_ENV}=1: not compiling the GLORIA modules", file=sys.stderr)
         _remove_in_place_builds()

@@ -4,6 +4,7 @@ sources, in use after a normal install, and never run when stale."""
 from __future__ import annotations
 
 import importlib.machinery
+import importlib.util
 import json
 import os
 import shlex
@@ -15,17 +16,19 @@ from pathlib import Path
 
 import pytest
 
+import cepopt
 from cepopt.gloria.compiled import (
     COMPILED_MODULES,
     MANIFEST,
     PURE_PYTHON_ENV,
+    SHARED_LIBRARY,
     available_modules,
     compiled_modules,
     source_hash,
 )
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGE = REPO / "cepopt"
+PACKAGE = Path(cepopt.__file__).resolve().parent  # the installed package (the checkout, when editable)
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
@@ -94,8 +97,7 @@ def _copy_package(tmp_path: Path, with_extensions: bool) -> Path:
     skip = shutil.ignore_patterns("__pycache__", *(() if with_extensions else ("*.so", "*.pyd", MANIFEST)))
     shutil.copytree(PACKAGE, tmp_path / "cepopt", ignore=skip)
     if with_extensions:
-        for lib in REPO.glob("*__mypyc*"):
-            shutil.copy(lib, tmp_path)
+        shutil.copy(importlib.util.find_spec(SHARED_LIBRARY).origin, tmp_path)
     return tmp_path / "cepopt" / "gloria"
 
 
