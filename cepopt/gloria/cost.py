@@ -75,8 +75,8 @@ from cepopt.gloria.plan import Block, GloriaPlan, sort_blocks
 from cepopt.gloria.problem import Cost, Frequency, GloriaProblem, PairTerm, Pool
 from cepopt.solution import Objective
 
-__all__ = ["OBJECTIVE", "evaluate", "predict", "pair_cost", "pair_derivable", "unary_cost", "unary_costs",
-           "block_positions", "option_problem", "plan_options", "plan_from_options", "start_cost",
+__all__ = ["ASide", "BSide", "OBJECTIVE", "evaluate", "predict", "pair_cost", "pair_derivable", "unary_cost",
+           "unary_costs", "block_positions", "option_problem", "plan_options", "plan_from_options", "start_cost",
            "baseline_options", "total_cost", "edge_cost", "edge_derivable"]
 
 Option = tuple[Block, ...]
@@ -184,6 +184,16 @@ def pair_derivable(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blo
     return True
 
 
+#: :meth:`TermTable.side_a`: (fixed cost, [(a query of sub, sub, x, block queries, evaluation)],
+#: (whole shared blocks [(a query, sub, x)], loose queries, the option, its block index)). Typed, like
+#: :data:`BSide`, so that compiled code (mypyc) reads them with native tuple, dict and set operations.
+ASide = tuple[Cost, list[tuple[str, frozenset[str], str, frozenset[str], Cost]],
+              tuple[list[tuple[str, frozenset[str], str]], list[str], Option, dict[str, int]]]
+#: :meth:`TermTable.side_b`: (each query's block, the inherited blocks [(block, its primary queries, one
+#: of them)] or None)
+BSide = tuple[dict[str, Block], list[tuple[Block, frozenset[str], str]] | None]
+
+
 class TermTable:
     """:func:`pair_cost` and :func:`pair_derivable` of one pair term over many option pairs, with every part
     that depends on one side only computed once per option (what GLORIA's graph build spends its time on),
@@ -215,7 +225,7 @@ class TermTable:
             factors = self._shared[x] = (f[ei] * flen(problem, x, ei) * problem.g(ej), f[ej] * f[x])
         return factors
 
-    def side_a(self, blocks_a: Option, index: dict[str, int] | None = None):
+    def side_a(self, blocks_a: Option, index: dict[str, int] | None = None) -> ASide:
         """(cost that no b-option changes, [(a query of sub, sub, x, block queries, evaluation)] of shared
         blocks whose evaluation REUSE saves, derivability data) for one option of pool a; ``index``: each
         query's block position in the option (:func:`block_index`), computed once per option by the caller."""
@@ -228,7 +238,7 @@ class TermTable:
         else:
             restricted = _restricted_at(blocks_a, index, self.queries)
         fixed: Cost = 0
-        shared = []
+        shared: list[tuple[str, frozenset[str], str, frozenset[str], Cost]] = []
         entry, split, factors = term.entry, self.split, self._shared
         for block, sub in restricted:
             share = self.problem.share(term.a, term.t, block.queries, self.queries) if split else 1
@@ -247,7 +257,7 @@ class TermTable:
         if self.checks:
             prim = self.prim
             for block, sub in restricted:  # the primary queries are some of the term's
-                if not prim.issuperset(sub):
+                if not prim >= sub:
                     sub = sub & prim
                     if not sub:
                         continue
@@ -257,18 +267,18 @@ class TermTable:
                     loose.extend(sub)
         return fixed, shared, (whole, loose, blocks_a, index)
 
-    def side_b(self, blocks_b: Option):
+    def side_b(self, blocks_b: Option) -> BSide:
         """(where each query's block is, the inherited blocks holding primary queries, or None when some
         inherited block mixes in other queries: then no option of pool a derives this one). ``blocks_b``:
         an option of pool b, or its blocks that hold a query of the term (all the term reads)."""
-        where_b = {q: b for b in blocks_b for q in b.queries}
-        inherited = []
+        where_b: dict[str, Block] = {q: b for b in blocks_b for q in b.queries}
+        inherited: list[tuple[Block, frozenset[str], str]] = []
         if self.checks:
             prim, ej = self.prim, self.ej
             for block in blocks_b:
                 if block.snapshot is None or block.snapshot == ej:
                     continue
-                inside = prim.intersection(block.queries)
+                inside = prim & block.members  # set operators, not methods: a generic call compiled
                 if not inside:
                     continue
                 if len(inside) != len(block.queries):
@@ -276,12 +286,12 @@ class TermTable:
                 inherited.append((block, inside, next(iter(inside))))
         return where_b, inherited
 
-    def weight(self, a_side, b_side) -> Cost | None:
+    def weight(self, a_side: ASide, b_side: BSide) -> Cost | None:
         """:meth:`cost` where :meth:`derivable`, else None (one call for the graph build)."""
         return self.cost(a_side, b_side) if self.derivable(a_side, b_side) else None
 
     @staticmethod
-    def cost(a_side, b_side) -> Cost:
+    def cost(a_side: ASide, b_side: BSide) -> Cost:
         fixed, shared, _ = a_side
         if not shared:
             return fixed
@@ -289,13 +299,12 @@ class TermTable:
         cost = fixed
         for q, sub, x, queries, evaluation in shared:
             first = where_b.get(q)
-            if (first is not None and first.snapshot == x and sub.issubset(first.queries)
-                    and queries.issuperset(first.queries)):
+            if first is not None and first.snapshot == x and sub <= first.members and queries >= first.members:
                 continue  # REUSE
             cost += evaluation
         return cost
 
-    def derivable(self, a_side, b_side) -> bool:
+    def derivable(self, a_side: ASide, b_side: BSide) -> bool:
         if not self.checks:
             return True
         whole, loose, blocks_a, index = a_side[2]
@@ -307,9 +316,9 @@ class TermTable:
             target = where_b.get(q)
             if target is None:
                 return False
-            if target.snapshot == x and len(target.queries) == len(sub) and sub.issuperset(target.queries):
+            if target.snapshot == x and len(target.queries) == len(sub) and sub >= target.members:
                 continue  # REUSE
-            if target.snapshot != ej or not sub.issubset(target.queries):
+            if target.snapshot != ej or not sub <= target.members:
                 return False
         for q in loose:
             tb = where_b.get(q)
@@ -319,7 +328,7 @@ class TermTable:
         for block, inside, q in inherited:
             k = index.get(q)
             src = None if k is None else blocks_a[k]
-            if src is None or src.snapshot != block.snapshot or not prim.intersection(src.queries) == inside:
+            if src is None or src.snapshot != block.snapshot or (prim & src.members) != inside:
                 return False
         return True
 

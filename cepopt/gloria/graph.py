@@ -18,7 +18,16 @@ from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
-from cepopt.gloria.cost import Option, TermTable, block_index, block_positions, plan_from_options, unary_costs
+from cepopt.gloria.cost import (
+    ASide,
+    BSide,
+    Option,
+    TermTable,
+    block_index,
+    block_positions,
+    plan_from_options,
+    unary_costs,
+)
 from cepopt.gloria.plan import GloriaPlan
 from cepopt.gloria.problem import Cost, GloriaProblem
 
@@ -184,7 +193,7 @@ def _carried_blocks(options: list[Option], carried: frozenset[str],
     return [tuple(map(o.__getitem__, positions(index))) for o, index in zip(options, indexes, strict=True)]
 
 
-def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> list[Cost | None]:
+def _weights(tables: list[TermTable], a_sides: list[ASide], b_sides: list[list[BSide]]) -> list[Cost | None]:
     """The weight from one node of a to each given node of b, or None where b is not derivable, summed
     over the edge's terms."""
     out: list[Cost | None] = []
@@ -228,11 +237,12 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
         return _rows_into_one_node(tables[0], opts_a, indexes_a, keys_a, b_parts[0], deadline)
     b_sides = [[t.side_b(part) for part in b_parts] for t in tables]
     if len(tables) == 1:  # the usual case: one term, its weight function called directly
-        side_a, weight, sides_b = tables[0].side_a, tables[0].weight, b_sides[0]
+        # (as a method of the table, not bound once to a local: compiled, that call is a native one)
+        table, sides_b = tables[0], b_sides[0]
 
         def weights(i: int) -> list[Cost | None]:
-            sa = side_a(opts_a[i], indexes_a[i])
-            return [weight(sa, sb) for sb in sides_b]
+            sa = table.side_a(opts_a[i], indexes_a[i])
+            return [table.weight(sa, sb) for sb in sides_b]
     else:
         def weights(i: int) -> list[Cost | None]:
             return _weights(tables, [t.side_a(opts_a[i], indexes_a[i]) for t in tables], b_sides)
@@ -256,14 +266,14 @@ def _rows_into_one_node(table: TermTable, opts_a: list[Option], indexes_a: list[
     node, and most are entered by a fork from a pool of 3 to 37 nodes (kleeneRatio workload_5: 98 of the
     179 tables, about 2 of the 4.6 ms of edge tables); skipping the general per-row weight lists and
     columns there takes 2 % of the instructions of the whole search (callgrind: 126.3 -> 123.8 M)."""
-    side_a, weight, side_b = table.side_a, table.weight, table.side_b(part_b)
+    side_b = table.side_b(part_b)
     rows: dict = {}
     row_of = []  # each node of a's row
     for i, key in enumerate(keys_a):
         row = rows.get(key)
         if row is None:
             check_deadline(deadline)
-            w = weight(side_a(opts_a[i], indexes_a[i]), side_b)
+            w = table.weight(table.side_a(opts_a[i], indexes_a[i]), side_b)
             row = rows[key] = [] if w is None else [(0, w)]
         row_of.append(row)
     return EdgeTable(row_of)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from typing import Final
 
 from cepopt.errors import MethodLimitError
 from cepopt.gloria.cost import Option, block_index, block_positions, unary_costs
@@ -37,7 +38,7 @@ from cepopt.gloria.pruning import distances, prune_nodes
 __all__ = ["MODES", "generate", "kleene_options", "seq_nodes"]
 
 MODES = ("noprune", "gloria", "safe")
-INF = float("inf")
+INF: Final = float("inf")  # Final: compiled code reads it as a constant
 
 
 def kleene_options(pool: Pool) -> list[Option]:
@@ -91,6 +92,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
             shared, unshared = restrict_blocks(dict.fromkeys(key), prim)
             for block in shared:  # REUSE (P1), or a local snapshot of Ej (P2)
                 x = block.snapshot
+                assert x is not None  # restrict_blocks: the shared blocks
                 choice: list[tuple[Block, ...]] = [(block,)]
                 if x != ej and (mode != "gloria" or f[ej] < f[x]):
                     choice.append((block.resnapshot(ej),))
@@ -101,7 +103,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
                     choice.append((Block(tuple(unshared), ej),))
                 choices.append(choice)
             for combo in itertools.product(*choices):
-                parts.add(sort_blocks(itertools.chain.from_iterable(combo)))
+                parts.add(sort_blocks([block for part in combo for block in part]))
         parts_per_source.append(sorted(parts))  # canonical order (Block: tuple order)
     if pool.start_queries:
         start = [_singles(pool.start_queries)]
@@ -117,7 +119,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
     if len(parts_per_source) == 1:  # its parts are sorted already
         nodes = list(parts_per_source[0])
     else:
-        nodes = [sort_blocks(itertools.chain.from_iterable(c)) for c in itertools.product(*parts_per_source)]
+        nodes = [sort_blocks([block for part in c for block in part]) for c in itertools.product(*parts_per_source)]
     if sizes != len(covered):  # a query with two sources (no template we know): combinations may repeat
         nodes = list(dict.fromkeys(nodes))
     # Otherwise every source's parts partition its own queries, so distinct combinations give distinct

@@ -20,6 +20,8 @@ The search is exact only on forest-shaped pool graphs (stats ``pool_graph_is_for
 
 from __future__ import annotations
 
+from typing import Final
+
 import networkx as nx
 
 from cepopt.gloria.cost import Option, edge_cost, edge_derivable, unary_cost
@@ -29,7 +31,7 @@ from cepopt.gloria.problem import Cost
 
 __all__ = ["search", "search_value", "tree_dp"]
 
-INF = float("inf")
+INF: Final = float("inf")  # Final: compiled code reads it as a constant
 
 
 def _distances(graph: CandidateGraph) -> list[list[Cost]]:

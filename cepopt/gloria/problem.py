@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 from cepopt.allocation import collector_paused
 from cepopt.errors import CepoptError
-from cepopt.gloria.template import Template, build_template
+from cepopt.gloria.template import QueryTemplate, Template, build_template
 from cepopt.model import Condition, Filter, Query
 from cepopt.params import check_keys
 
@@ -357,14 +357,14 @@ def _seq_pools(workload, template: Template, classes: dict[str, int], pools: lis
             pool_of[n][t] = pool.index
 
 
-def _seq_transitions(qt) -> frozenset[Transition]:
+def _seq_transitions(qt: QueryTemplate) -> frozenset[Transition]:
     """The query's transitions outside its Kleene cycles (each cycle is one Kleene super-pool)."""
     if not qt.cycles:
         return qt.transitions
     return qt.transitions.difference(*(cyc.transitions for cyc in qt.cycles))
 
 
-def _primary(qt, pools: list[Pool], pool_of: dict[str, dict[Transition, int]], a: int, ej: str) -> bool:
+def _primary(qt: QueryTemplate, pools: list[Pool], pool_of: dict[str, dict[Transition, int]], a: int, ej: str) -> bool:
     """Is pool a the designated predecessor (derivability source) of the query's transition from Ej?"""
     if qt.start == ej:
         return False

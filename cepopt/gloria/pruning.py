@@ -35,7 +35,7 @@ nodes never prune each other.
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from cepopt.gloria.cost import Option
 from cepopt.gloria.problem import Cost, GloriaProblem, Pool
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["distances", "prune_nodes", "upstream_is_tree"]
 
-INF = float("inf")
+INF: Final = float("inf")  # Final: compiled code reads it as a constant
 
 
 def distances(d_s_preds: dict[int, list[Cost]], tables: dict[int, EdgeTable],
