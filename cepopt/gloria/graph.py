@@ -110,7 +110,10 @@ class EdgeTable(Mapping):
         return (pair for pair, _ in self.items())
 
     def __len__(self) -> int:
-        return sum(map(len, self.rows))
+        pairs = 0
+        for row in self.rows:  # a loop, not sum(map(len, ...)): native when compiled
+            pairs += len(row)
+        return pairs
 
     def items(self) -> _RowItems:
         return _RowItems(self)
@@ -312,16 +315,17 @@ class PoolGraph(Protocol):
 def pool_graph_is_forest(problem: PoolGraph) -> bool:
     """Is the undirected pool graph (pools adjacent when they share a pair term) a forest (§4.3)?"""
     root = list(range(len(problem.pools)))  # union-find: an edge inside one tree closes a cycle
-
-    def find(p: int) -> int:
-        while root[p] != p:
-            root[p] = root[root[p]]
-            p = root[p]
-        return p
-
-    for a, b in {(min(e), max(e)) for e in problem.edges}:  # undirected, each pair once
-        ra, rb = find(a), find(b)
+    for a, b in {(a, b) if a < b else (b, a) for a, b in problem.edges}:  # undirected, each pair once
+        ra, rb = _find(root, a), _find(root, b)
         if ra == rb:
             return False
         root[ra] = rb
     return True
+
+
+def _find(root: list[int], p: int) -> int:
+    """The root of p's tree (union-find with path halving)."""
+    while root[p] != p:
+        root[p] = root[root[p]]
+        p = root[p]
+    return p
