@@ -18,6 +18,11 @@ module is loaded from its ``.py`` source instead, by a meta-path finder for exac
 a stale source is named in one warning. All or none: compiled modules call each other's compiled
 functions directly, so one fresh source among stale extensions would still run the old code.
 
+Writing for the compiled modules: mypy must accept them (else setup.py warns and installs pure Python);
+annotations are checked at run time (an argument annotated with a class must be one: hence the Protocol
+of ``graph.pool_graph_is_forest``); ``float`` is a C double (costs are ``Any``); and a compiled class's
+``functools.cached_property`` is a plain property, recomputed on every use (GloriaProblem caches by hand).
+
 This module imports only the standard library: ``setup.py`` loads it by path to read the module list.
 """
 
