@@ -13,4 +13,13 @@ Modules, one algorithm each:
 * ``greedy``      the paper's Greedy baseline (§8.1)
 * ``exhaustive``  every set partition x snapshot type (Eq. 1) and brute force
 * ``methods``     the Family declaration and the registered methods
+* ``compiled``    which modules setup.py compiles (mypyc), and the guard against stale compiled code
 """
+
+# Before any submodule is imported: compiled modules that no longer match their sources (an edited
+# editable checkout) or CEPOPT_PURE_PYTHON=1 make every compiled module load from its source (compiled.py).
+from cepopt.gloria.compiled import compiled_modules, guard
+
+guard()
+
+__all__ = ["compiled_modules"]

@@ -72,11 +72,11 @@ from operator import itemgetter
 
 from cepopt.errors import CepoptError
 from cepopt.gloria.plan import Block, GloriaPlan, sort_blocks
-from cepopt.gloria.problem import GloriaProblem, PairTerm, Pool
+from cepopt.gloria.problem import Cost, Frequency, GloriaProblem, PairTerm, Pool
 from cepopt.solution import Objective
 
-__all__ = ["OBJECTIVE", "evaluate", "predict", "pair_cost", "pair_derivable", "unary_cost", "unary_costs",
-           "block_positions", "option_problem", "plan_options", "plan_from_options", "start_cost",
+__all__ = ["ASide", "BSide", "OBJECTIVE", "evaluate", "predict", "pair_cost", "pair_derivable", "unary_cost",
+           "unary_costs", "block_positions", "option_problem", "plan_options", "plan_from_options", "start_cost",
            "baseline_options", "total_cost", "edge_cost", "edge_derivable"]
 
 Option = tuple[Block, ...]
@@ -85,7 +85,7 @@ OBJECTIVE = Objective("Cost", "Gloria cost model, Eqs. 2-4 and §3.2 edge weight
                       "operations: propagations + evaluations")
 
 
-def flen(problem: GloriaProblem, x: str, ei: str) -> float:
+def flen(problem: GloriaProblem, x: str, ei: str) -> Frequency:
     """Expression length at a predecessor of type Ei for snapshot type X (§3.2)."""
     return 1 if x == ei else problem.freq[x]
 
@@ -123,11 +123,11 @@ def _restricted_at(blocks: Sequence[Block], index: dict[str, int],
     return [(blocks[k], frozenset(groups[k])) for k in sorted(groups)]
 
 
-def pair_cost(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blocks_b: Option) -> float:
+def pair_cost(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blocks_b: Option) -> Cost:
     """Weight of one pair term (cost of Ej with predecessor Ei) for the options of its two pools."""
     ei, ej = term.t
     f = problem.freq
-    cost = 0
+    cost: Cost = 0
     where_b = None
     for block, sub in _restricted(blocks_a, term.queries):
         share = problem.share(term.a, term.t, block.queries, term.queries)
@@ -184,6 +184,16 @@ def pair_derivable(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blo
     return True
 
 
+#: :meth:`TermTable.side_a`: (fixed cost, [(a query of sub, sub, x, block queries, evaluation)],
+#: (whole shared blocks [(a query, sub, x)], loose queries, the option, its block index)). Typed, like
+#: :data:`BSide`, so that compiled code (mypyc) reads them with native tuple, dict and set operations.
+ASide = tuple[Cost, list[tuple[str, frozenset[str], str, frozenset[str], Cost]],
+              tuple[list[tuple[str, frozenset[str], str]], list[str], Option, dict[str, int]]]
+#: :meth:`TermTable.side_b`: (each query's block, the inherited blocks [(block, its primary queries, one
+#: of them)] or None)
+BSide = tuple[dict[str, Block], list[tuple[Block, frozenset[str], str]] | None]
+
+
 class TermTable:
     """:func:`pair_cost` and :func:`pair_derivable` of one pair term over many option pairs, with every part
     that depends on one side only computed once per option (what GLORIA's graph build spends its time on),
@@ -215,7 +225,7 @@ class TermTable:
             factors = self._shared[x] = (f[ei] * flen(problem, x, ei) * problem.g(ej), f[ej] * f[x])
         return factors
 
-    def side_a(self, blocks_a: Option, index: dict[str, int] | None = None):
+    def side_a(self, blocks_a: Option, index: dict[str, int] | None = None) -> ASide:
         """(cost that no b-option changes, [(a query of sub, sub, x, block queries, evaluation)] of shared
         blocks whose evaluation REUSE saves, derivability data) for one option of pool a; ``index``: each
         query's block position in the option (:func:`block_index`), computed once per option by the caller."""
@@ -227,8 +237,8 @@ class TermTable:
             restricted = [] if k is None else [(blocks_a[k], self.queries)]
         else:
             restricted = _restricted_at(blocks_a, index, self.queries)
-        fixed = 0
-        shared = []
+        fixed: Cost = 0
+        shared: list[tuple[str, frozenset[str], str, frozenset[str], Cost]] = []
         entry, split, factors = term.entry, self.split, self._shared
         for block, sub in restricted:
             share = self.problem.share(term.a, term.t, block.queries, self.queries) if split else 1
@@ -242,11 +252,12 @@ class TermTable:
                 fixed += evaluation * len(sub)
             else:
                 shared.append((next(iter(sub)), sub, x, block.members, evaluation * len(sub)))
-        whole, loose = [], []
+        whole: list[tuple[str, frozenset[str], str]] = []
+        loose: list[str] = []
         if self.checks:
             prim = self.prim
             for block, sub in restricted:  # the primary queries are some of the term's
-                if not prim.issuperset(sub):
+                if not prim >= sub:
                     sub = sub & prim
                     if not sub:
                         continue
@@ -256,18 +267,18 @@ class TermTable:
                     loose.extend(sub)
         return fixed, shared, (whole, loose, blocks_a, index)
 
-    def side_b(self, blocks_b: Option):
+    def side_b(self, blocks_b: Option) -> BSide:
         """(where each query's block is, the inherited blocks holding primary queries, or None when some
         inherited block mixes in other queries: then no option of pool a derives this one). ``blocks_b``:
         an option of pool b, or its blocks that hold a query of the term (all the term reads)."""
-        where_b = {q: b for b in blocks_b for q in b.queries}
-        inherited = []
+        where_b: dict[str, Block] = {q: b for b in blocks_b for q in b.queries}
+        inherited: list[tuple[Block, frozenset[str], str]] = []
         if self.checks:
             prim, ej = self.prim, self.ej
             for block in blocks_b:
                 if block.snapshot is None or block.snapshot == ej:
                     continue
-                inside = prim.intersection(block.queries)
+                inside = prim & block.members  # set operators, not methods: a generic call compiled
                 if not inside:
                     continue
                 if len(inside) != len(block.queries):
@@ -275,12 +286,12 @@ class TermTable:
                 inherited.append((block, inside, next(iter(inside))))
         return where_b, inherited
 
-    def weight(self, a_side, b_side) -> float | None:
+    def weight(self, a_side: ASide, b_side: BSide) -> Cost | None:
         """:meth:`cost` where :meth:`derivable`, else None (one call for the graph build)."""
         return self.cost(a_side, b_side) if self.derivable(a_side, b_side) else None
 
     @staticmethod
-    def cost(a_side, b_side) -> float:
+    def cost(a_side: ASide, b_side: BSide) -> Cost:
         fixed, shared, _ = a_side
         if not shared:
             return fixed
@@ -288,13 +299,12 @@ class TermTable:
         cost = fixed
         for q, sub, x, queries, evaluation in shared:
             first = where_b.get(q)
-            if (first is not None and first.snapshot == x and sub.issubset(first.queries)
-                    and queries.issuperset(first.queries)):
+            if first is not None and first.snapshot == x and sub <= first.members and queries >= first.members:
                 continue  # REUSE
             cost += evaluation
         return cost
 
-    def derivable(self, a_side, b_side) -> bool:
+    def derivable(self, a_side: ASide, b_side: BSide) -> bool:
         if not self.checks:
             return True
         whole, loose, blocks_a, index = a_side[2]
@@ -306,9 +316,9 @@ class TermTable:
             target = where_b.get(q)
             if target is None:
                 return False
-            if target.snapshot == x and len(target.queries) == len(sub) and sub.issuperset(target.queries):
+            if target.snapshot == x and len(target.queries) == len(sub) and sub >= target.members:
                 continue  # REUSE
-            if target.snapshot != ej or not sub.issubset(target.queries):
+            if target.snapshot != ej or not sub <= target.members:
                 return False
         for q in loose:
             tb = where_b.get(q)
@@ -318,12 +328,12 @@ class TermTable:
         for block, inside, q in inherited:
             k = index.get(q)
             src = None if k is None else blocks_a[k]
-            if src is None or src.snapshot != block.snapshot or not prim.intersection(src.queries) == inside:
+            if src is None or src.snapshot != block.snapshot or (prim & src.members) != inside:
                 return False
         return True
 
 
-def edge_cost(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blocks_b: Option) -> float:
+def edge_cost(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blocks_b: Option) -> Cost:
     return sum(pair_cost(problem, term, blocks_a, blocks_b) for term in problem.edges[(a, b)])
 
 
@@ -331,7 +341,7 @@ def edge_derivable(problem: GloriaProblem, a: int, b: int, blocks_a: Option, blo
     return all(pair_derivable(problem, term, blocks_a, blocks_b) for term in problem.edges[(a, b)])
 
 
-def start_cost(problem: GloriaProblem, pool: Pool) -> float:
+def start_cost(problem: GloriaProblem, pool: Pool) -> Cost:
     """Start edges into the pool: f(Es) |Q_start| (independent of the option, §3.2); under
     fork_accounting=once f(Es) is charged once per query over the pools it starts in."""
     if problem.unit_shares:  # their sum is the count
@@ -339,10 +349,10 @@ def start_cost(problem: GloriaProblem, pool: Pool) -> float:
     return problem.freq[pool.source] * sum(problem.start_share(q) for q in pool.start_queries)
 
 
-def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
+def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> Cost:
     f = problem.freq
     split = not problem.unit_shares
-    cost = 0
+    cost: Cost = 0
     for t, ending in pool.ends:
         ei, ee = t
         for block, sub in _restricted(blocks, ending):
@@ -355,14 +365,14 @@ def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     return cost
 
 
-def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
+def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> Cost:
     """Internal weight P.w of a Kleene super-pool option (§6, V1/V2); under fork_accounting=once each
     internal edge is charged its share of the fan-out of its first transition (module docstring)."""
     f = problem.freq
     shared = blocks[0].snapshot if len(blocks) == 1 and blocks[0].snapshot is not None else None
     n = len(pool.queries)
     split = not problem.unit_shares
-    cost = 0
+    cost: Cost = 0
     if shared is None:  # every query a block of its own (n under "edge", where each share is 1)
         for t, _t2 in pool.internal:
             ei, ej = t
@@ -380,7 +390,7 @@ def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> float:
     return cost
 
 
-def unary_costs(problem: GloriaProblem, pool: Pool, options: Sequence[Option]) -> list[tuple[float, float]]:
+def unary_costs(problem: GloriaProblem, pool: Pool, options: Sequence[Option]) -> list[tuple[Cost, Cost]]:
     """(start + internal cycle weight, end-edge weight) of each option of the pool (the start edges,
     alike for every option, priced once). A SEQ pool no query ends in has end weight 0 (what
     :func:`end_cost` sums over no end edge) for every option: 381 of the 482 options generated on
@@ -393,7 +403,7 @@ def unary_costs(problem: GloriaProblem, pool: Pool, options: Sequence[Option]) -
     return [(start, end_cost(problem, pool, blocks)) for blocks in options]
 
 
-def unary_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> tuple[float, float]:
+def unary_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> tuple[Cost, Cost]:
     """(start + internal cycle weight, end-edge weight) of an option."""
     return unary_costs(problem, pool, (blocks,))[0]
 
@@ -424,9 +434,9 @@ def option_problem(problem: GloriaProblem, pool: Pool, blocks: Option) -> str | 
     return None
 
 
-def total_cost(problem: GloriaProblem, options: Sequence[Option]) -> float:
+def total_cost(problem: GloriaProblem, options: Sequence[Option]) -> Cost:
     """Cost of a choice of one option per pool (no validity check)."""
-    cost = 0
+    cost: Cost = 0
     for pool in problem.pools:
         inner, end = unary_cost(problem, pool, options[pool.index])
         cost += inner + end

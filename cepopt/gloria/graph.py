@@ -14,12 +14,22 @@ same graph, so their values are comparable on the same candidates.
 from __future__ import annotations
 
 import time
-from collections.abc import ItemsView, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
+from typing import Protocol, cast
 
-from cepopt.gloria.cost import Option, TermTable, block_index, block_positions, plan_from_options, unary_costs
+from cepopt.gloria.cost import (
+    ASide,
+    BSide,
+    Option,
+    TermTable,
+    block_index,
+    block_positions,
+    plan_from_options,
+    unary_costs,
+)
 from cepopt.gloria.plan import GloriaPlan
-from cepopt.gloria.problem import GloriaProblem
+from cepopt.gloria.problem import Cost, GloriaProblem
 
 __all__ = ["BuildTimeout", "CandidateGraph", "EdgeTable", "check_deadline", "complete_edges", "describe_option",
            "pool_graph_is_forest"]
@@ -40,14 +50,18 @@ def describe_option(option) -> str:
     return " ".join("(" + ",".join(b.queries) + ")" + (f"^{b.snapshot}" if b.snapshot else "") for b in option)
 
 
-Row = list[tuple[int, float]]
+Row = list[tuple[int, Cost]]
 
 
 class _RowItems(ItemsView):
     """``table.items()`` read off the rows (no pair dictionary built)."""
 
-    def __iter__(self):
-        for i, row in enumerate(self._mapping.rows):
+    def __init__(self, table: EdgeTable):
+        super().__init__(table)
+        self._table = table
+
+    def __iter__(self) -> Iterator[tuple[tuple[int, int], Cost]]:
+        for i, row in enumerate(self._table.rows):
             for j, w in row:
                 yield (i, j), w
 
@@ -67,14 +81,14 @@ class EdgeTable(Mapping):
 
     def __init__(self, rows: list[Row]):
         self.rows = rows
-        self._pairs: dict[tuple[int, int], float] | None = None
+        self._pairs: dict[tuple[int, int], Cost] | None = None
 
-    def _lookup(self) -> dict[tuple[int, int], float]:
+    def _lookup(self) -> dict[tuple[int, int], Cost]:
         if self._pairs is None:
             self._pairs = {(i, j): w for i, row in enumerate(self.rows) for j, w in row}
         return self._pairs
 
-    def __getitem__(self, pair: tuple[int, int]) -> float:
+    def __getitem__(self, pair: tuple[int, int]) -> Cost:
         return self._lookup()[pair]
 
     def __contains__(self, pair: object) -> bool:
@@ -82,11 +96,10 @@ class EdgeTable(Mapping):
         asks one pair per table, not worth a dictionary."""
         if self._pairs is not None:
             return pair in self._pairs
-        try:
-            i, j = pair  # type: ignore[misc]
-        except (TypeError, ValueError):
+        if not isinstance(pair, tuple) or len(pair) != 2:
             return False
-        if not 0 <= i < len(self.rows):
+        i, j = pair
+        if not isinstance(i, int) or not 0 <= i < len(self.rows):
             return False
         for column, _ in self.rows[i]:
             if column == j:
@@ -97,7 +110,10 @@ class EdgeTable(Mapping):
         return (pair for pair, _ in self.items())
 
     def __len__(self) -> int:
-        return sum(map(len, self.rows))
+        pairs = 0
+        for row in self.rows:  # a loop, not sum(map(len, ...)): native when compiled
+            pairs += len(row)
+        return pairs
 
     def items(self) -> _RowItems:
         return _RowItems(self)
@@ -125,10 +141,10 @@ class CandidateGraph:
     problem: GloriaProblem
     space: str
     options: list[list[Option]]
-    inner: list[list[float]] = field(default_factory=list)
-    end: list[list[float]] = field(default_factory=list)
+    inner: list[list[Cost]] = field(default_factory=list)
+    end: list[list[Cost]] = field(default_factory=list)
     allowed: dict[tuple[int, int], EdgeTable] = field(default_factory=dict)
-    d_s: list[list[float]] | None = None
+    d_s: list[list[Cost]] | None = None
     best_in: list[list[dict[int, int]]] | None = None
     stats: dict = field(default_factory=dict)
     #: every generated node as (pool, option, d_s, survived pruning); empty for non-generated spaces
@@ -145,7 +161,7 @@ class CandidateGraph:
     def plan(self, choice: list[int]) -> GloriaPlan:
         return plan_from_options(self.problem, [self.options[p][j] for p, j in enumerate(choice)])
 
-    def weight(self, choice: list[int]) -> float:
+    def weight(self, choice: list[int]) -> Cost:
         """Path weight of a choice of one node per pool (inf when some pair is not allowed)."""
         total = sum(self.inner[p][j] + self.end[p][j] for p, j in enumerate(choice))
         for (a, b), table in self.allowed.items():
@@ -180,10 +196,10 @@ def _carried_blocks(options: list[Option], carried: frozenset[str],
     return [tuple(map(o.__getitem__, positions(index))) for o, index in zip(options, indexes, strict=True)]
 
 
-def _weights(tables: list[TermTable], a_sides: list, b_sides: list[list]) -> list[float | None]:
+def _weights(tables: list[TermTable], a_sides: list[ASide], b_sides: list[list[BSide]]) -> list[Cost | None]:
     """The weight from one node of a to each given node of b, or None where b is not derivable, summed
     over the edge's terms."""
-    out: list[float | None] = []
+    out: list[Cost | None] = []
     for j in range(len(b_sides[0])):
         if all(t.derivable(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)):
             out.append(sum(t.cost(sa, sb[j]) for t, sa, sb in zip(tables, a_sides, b_sides, strict=True)))
@@ -224,13 +240,14 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
         return _rows_into_one_node(tables[0], opts_a, indexes_a, keys_a, b_parts[0], deadline)
     b_sides = [[t.side_b(part) for part in b_parts] for t in tables]
     if len(tables) == 1:  # the usual case: one term, its weight function called directly
-        side_a, weight, sides_b = tables[0].side_a, tables[0].weight, b_sides[0]
+        # (as a method of the table, not bound once to a local: compiled, that call is a native one)
+        table, sides_b = tables[0], b_sides[0]
 
-        def weights(i: int) -> list[float | None]:
-            sa = side_a(opts_a[i], indexes_a[i])
-            return [weight(sa, sb) for sb in sides_b]
+        def weights(i: int) -> list[Cost | None]:
+            sa = table.side_a(opts_a[i], indexes_a[i])
+            return [table.weight(sa, sb) for sb in sides_b]
     else:
-        def weights(i: int) -> list[float | None]:
+        def weights(i: int) -> list[Cost | None]:
             return _weights(tables, [t.side_a(opts_a[i], indexes_a[i]) for t in tables], b_sides)
     rows: dict = {}
     row_of = []  # each node of a's row
@@ -252,27 +269,27 @@ def _rows_into_one_node(table: TermTable, opts_a: list[Option], indexes_a: list[
     node, and most are entered by a fork from a pool of 3 to 37 nodes (kleeneRatio workload_5: 98 of the
     179 tables, about 2 of the 4.6 ms of edge tables); skipping the general per-row weight lists and
     columns there takes 2 % of the instructions of the whole search (callgrind: 126.3 -> 123.8 M)."""
-    side_a, weight, side_b = table.side_a, table.weight, table.side_b(part_b)
+    side_b = table.side_b(part_b)
     rows: dict = {}
     row_of = []  # each node of a's row
     for i, key in enumerate(keys_a):
         row = rows.get(key)
         if row is None:
             check_deadline(deadline)
-            w = weight(side_a(opts_a[i], indexes_a[i]), side_b)
+            w = table.weight(table.side_a(opts_a[i], indexes_a[i]), side_b)
             row = rows[key] = [] if w is None else [(0, w)]
         row_of.append(row)
     return EdgeTable(row_of)
 
 
-def _row(weights: list[float | None], column: list[int] | None) -> Row:
+def _row(weights: list[Cost | None], column: list[int] | None) -> Row:
     """A node of a's row from its weights to the distinct restrictions of b (None: not derivable);
     ``column``: each node of b's restriction (None when each node is its own)."""
     if column is not None:
-        return [(j, weights[c]) for j, c in enumerate(column) if weights[c] is not None]
+        return [(j, w) for j, c in enumerate(column) if (w := weights[c]) is not None]
     if None in weights:
         return [(j, w) for j, w in enumerate(weights) if w is not None]
-    return list(enumerate(weights))
+    return list(enumerate(cast(list[Cost], weights)))
 
 
 def complete_edges(graph: CandidateGraph, deadline: float | None = None) -> None:
@@ -284,19 +301,31 @@ def complete_edges(graph: CandidateGraph, deadline: float | None = None) -> None
                      for (a, b) in problem.edges}
 
 
-def pool_graph_is_forest(problem: GloriaProblem) -> bool:
+class PoolGraph(Protocol):
+    """What :func:`pool_graph_is_forest` reads of a problem: a :class:`GloriaProblem`, or any object with
+    these two attributes (a Protocol: compiled code checks the type of an argument annotated with a class)."""
+
+    @property
+    def pools(self) -> Sized: ...
+
+    @property
+    def edges(self) -> Iterable[tuple[int, int]]: ...
+
+
+def pool_graph_is_forest(problem: PoolGraph) -> bool:
     """Is the undirected pool graph (pools adjacent when they share a pair term) a forest (§4.3)?"""
     root = list(range(len(problem.pools)))  # union-find: an edge inside one tree closes a cycle
-
-    def find(p: int) -> int:
-        while root[p] != p:
-            root[p] = root[root[p]]
-            p = root[p]
-        return p
-
-    for a, b in {(min(e), max(e)) for e in problem.edges}:  # undirected, each pair once
-        ra, rb = find(a), find(b)
+    for a, b in {(a, b) if a < b else (b, a) for a, b in problem.edges}:  # undirected, each pair once
+        ra, rb = _find(root, a), _find(root, b)
         if ra == rb:
             return False
         root[ra] = rb
     return True
+
+
+def _find(root: list[int], p: int) -> int:
+    """The root of p's tree (union-find with path halving)."""
+    while root[p] != p:
+        root[p] = root[root[p]]
+        p = root[p]
+    return p

@@ -30,6 +30,7 @@ from typing import Literal
 
 from cepopt.allocation import collector_paused
 from cepopt.gloria import cost
+from cepopt.gloria.compiled import compiled_modules
 from cepopt.gloria.exhaustive import brute_force, exhaustive_graph
 from cepopt.gloria.graph import BuildTimeout, CandidateGraph
 from cepopt.gloria.greedy import greedy as greedy_options
@@ -104,6 +105,8 @@ def _searched(problem: GloriaProblem, mode: str, max_nodes: int, time_limit: flo
         stats = {**graph.stats, **stats}
         del graph  # freed while paused: the collector never scans it
     stats["optimizer_time_s"] = time.perf_counter() - start
+    # which code was timed: the compiled modules (setup.py, cepopt/gloria/compiled.py), [] = pure Python
+    stats["compiled_modules"] = list(compiled_modules())
     return MethodResult(plan, status="feasible", stats=stats,
                         message="GLORIA path search: exact only on forest-shaped pool graphs")
 

@@ -26,18 +26,19 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from typing import Final
 
 from cepopt.errors import MethodLimitError
 from cepopt.gloria.cost import Option, block_index, block_positions, unary_costs
 from cepopt.gloria.graph import CandidateGraph, EdgeTable, edge_table
 from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
-from cepopt.gloria.problem import GloriaProblem, Pool
+from cepopt.gloria.problem import Cost, GloriaProblem, Pool
 from cepopt.gloria.pruning import distances, prune_nodes
 
 __all__ = ["MODES", "generate", "kleene_options", "seq_nodes"]
 
 MODES = ("noprune", "gloria", "safe")
-INF = float("inf")
+INF: Final = float("inf")  # Final: compiled code reads it as a constant
 
 
 def kleene_options(pool: Pool) -> list[Option]:
@@ -91,7 +92,8 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
             shared, unshared = restrict_blocks(dict.fromkeys(key), prim)
             for block in shared:  # REUSE (P1), or a local snapshot of Ej (P2)
                 x = block.snapshot
-                choice = [(block,)]
+                assert x is not None  # restrict_blocks: the shared blocks
+                choice: list[tuple[Block, ...]] = [(block,)]
                 if x != ej and (mode != "gloria" or f[ej] < f[x]):
                     choice.append((block.resnapshot(ej),))
                 choices.append(choice)
@@ -101,7 +103,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
                     choice.append((Block(tuple(unshared), ej),))
                 choices.append(choice)
             for combo in itertools.product(*choices):
-                parts.add(sort_blocks(itertools.chain.from_iterable(combo)))
+                parts.add(sort_blocks([block for part in combo for block in part]))
         parts_per_source.append(sorted(parts))  # canonical order (Block: tuple order)
     if pool.start_queries:
         start = [_singles(pool.start_queries)]
@@ -117,7 +119,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
     if len(parts_per_source) == 1:  # its parts are sorted already
         nodes = list(parts_per_source[0])
     else:
-        nodes = [sort_blocks(itertools.chain.from_iterable(c)) for c in itertools.product(*parts_per_source)]
+        nodes = [sort_blocks([block for part in c for block in part]) for c in itertools.product(*parts_per_source)]
     if sizes != len(covered):  # a query with two sources (no template we know): combinations may repeat
         nodes = list(dict.fromkeys(nodes))
     # Otherwise every source's parts partition its own queries, so distinct combinations give distinct
@@ -138,16 +140,16 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
                                "another query's); GLORIA's pool-by-pool generation needs a DAG")
     n = len(problem.pools)
     options: list[list[Option]] = [[] for _ in range(n)]
-    inner: list[list[float]] = [[] for _ in range(n)]
-    end: list[list[float]] = [[] for _ in range(n)]
-    d_s: list[list[float]] = [[] for _ in range(n)]
-    d_full: list[list[float]] = [[] for _ in range(n)]
+    inner: list[list[Cost]] = [[] for _ in range(n)]
+    end: list[list[Cost]] = [[] for _ in range(n)]
+    d_s: list[list[Cost]] = [[] for _ in range(n)]
+    d_full: list[list[Cost]] = [[] for _ in range(n)]
     best_in: list[list[dict[int, int]]] = [[] for _ in range(n)]
     #: each kept option's query -> block position, computed once for every edge that leaves the pool
     indexes: list[list[dict[str, int]]] = [[] for _ in range(n)]
     allowed: dict[tuple[int, int], EdgeTable] = {}
     generated = pruned = 0
-    trace: list[tuple[int, Option, float, bool]] = []
+    trace: list[tuple[int, Option, Cost, bool]] = []
     for b in problem.order:
         pool = problem.pools[b]
         if pool.kind == "kleene":
@@ -194,6 +196,7 @@ def generate(problem: GloriaProblem, mode: str = "gloria", *, max_nodes: int = 2
             d_full[b], _ = distances({a: d_full[a] for a in tables}, tables,
                                      [inner[b][k] + end[b][k] for k in range(len(options[b]))])
         if b in problem.succs:  # only edges leaving the pool and its successors' parts read them
+            assert cand_index is not None  # computed for every pool with successors
             indexes[b] = cand_index if len(options[b]) == len(cand) else [cand_index[j] for j in keep]
     graph = CandidateGraph(problem, mode, options, inner, end, allowed, d_s, best_in)
     graph.trace = trace

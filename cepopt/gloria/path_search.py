@@ -20,36 +20,48 @@ The search is exact only on forest-shaped pool graphs (stats ``pool_graph_is_for
 
 from __future__ import annotations
 
+from typing import Final
+
 import networkx as nx
 
 from cepopt.gloria.cost import Option, edge_cost, edge_derivable, unary_cost
 from cepopt.gloria.graph import CandidateGraph, pool_graph_is_forest
 from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
+from cepopt.gloria.problem import Cost
 
 __all__ = ["search", "search_value", "tree_dp"]
 
-INF = float("inf")
+INF: Final = float("inf")  # Final: compiled code reads it as a constant
 
 
-def search_value(graph: CandidateGraph) -> float:
+def _distances(graph: CandidateGraph) -> list[list[Cost]]:
+    if graph.d_s is None:
+        raise ValueError("the path search needs a generated graph (its d_s)")
+    return graph.d_s
+
+
+def search_value(graph: CandidateGraph) -> Cost:
     """Eq. 22 summed at the end nodes (the published search's own value)."""
-    total = 0.0
+    d_s = _distances(graph)
+    total: Cost = 0.0
     for pool in graph.problem.pools:
         if pool.ends:
             p = pool.index
-            total += min(graph.d_s[p][j] + graph.end[p][j] for j in range(len(graph.options[p])))
+            total += min(d_s[p][j] + graph.end[p][j] for j in range(len(graph.options[p])))
     return total
 
 
-def _message(graph: CandidateGraph, p: int, c: int, belief_c: list[float]) -> tuple[list[float], list[int]]:
+def _message(graph: CandidateGraph, p: int, c: int, belief_c: list[Cost]) -> tuple[list[Cost], list[int]]:
     """Min-sum message from child pool c to its parent p: per node of p, the cheapest belief of c plus
     the pair's weight, and the node of c giving it (the first one on a tie; INF and -1 when no node
     of c may be paired with it). Reads only the allowed pairs, by rows (:class:`EdgeTable`)."""
     size = len(graph.options[p])
     if (p, c) in graph.allowed:  # p is the edge's first pool: one row of c's nodes per node of p
-        msg, arg = [], []
+        msg: list[Cost] = []
+        arg: list[int] = []
         for row in graph.allowed[(p, c)].rows:
-            best, bj = INF, -1
+            best: Cost = INF
+            bj = -1
             for jc, w in row:  # increasing jc: the first minimum stays
                 v = belief_c[jc] + w
                 if v < best:
@@ -57,7 +69,8 @@ def _message(graph: CandidateGraph, p: int, c: int, belief_c: list[float]) -> tu
             msg.append(best)
             arg.append(bj)
         return msg, arg
-    msg, arg = [INF] * size, [-1] * size
+    msg = [INF] * size
+    arg = [-1] * size
     for jc, row in enumerate(graph.allowed[(c, p)].rows):  # increasing jc: the first minimum stays
         bc = belief_c[jc]
         for ip, w in row:
@@ -77,9 +90,9 @@ def tree_dp(graph: CandidateGraph) -> list[int]:
     phi = [[graph.inner[p][j] + graph.end[p][j] for j in range(len(graph.options[p]))] for p in range(n)]
     choice = [-1] * n
     for comp in nx.connected_components(g):
-        root = min(comp)
-        order = list(nx.dfs_preorder_nodes(g, root))
-        parent = {root: None}
+        root: int = min(comp)
+        order: list[int] = list(nx.dfs_preorder_nodes(g, root))
+        parent: dict[int, int | None] = {root: None}
         for u in order:
             for v in g.neighbors(u):
                 if v not in parent:
@@ -117,9 +130,11 @@ def _getpaths(graph: CandidateGraph) -> tuple[list[int], int]:
     n = len(problem.pools)
     choice = [-1] * n
     conflicts = 0
+    d_s, best_in = _distances(graph), graph.best_in
+    assert best_in is not None  # set with d_s
     ends = [p.index for p in problem.pools if p.ends]
     for e in ends:
-        j = min(range(len(graph.options[e])), key=lambda j: (graph.d_s[e][j] + graph.end[e][j], j))
+        j = min(range(len(graph.options[e])), key=lambda j: (d_s[e][j] + graph.end[e][j], j))
         stack = [(e, j)]
         while stack:
             b, j = stack.pop()
@@ -127,10 +142,10 @@ def _getpaths(graph: CandidateGraph) -> tuple[list[int], int]:
                 conflicts += choice[b] != j
                 continue
             choice[b] = j
-            stack.extend(graph.best_in[b][j].items())
+            stack.extend(best_in[b][j].items())
     for b in range(n):
         if choice[b] < 0:
-            choice[b] = min(range(len(graph.options[b])), key=lambda j: (graph.d_s[b][j], j))
+            choice[b] = min(range(len(graph.options[b])), key=lambda j: (d_s[b][j], j))
     return choice, conflicts
 
 
@@ -149,7 +164,7 @@ def search(graph: CandidateGraph) -> tuple[list[Option], dict]:
     chosen: dict[int, Option] = {}
     node: dict[int, int] = {}  # pool -> its chosen node, when that is a node of the graph (not repaired)
     repaired = 0
-    for b in problem.order:
+    for b in problem.order or ():  # a generated graph's problem has an order
         preds = problem.preds.get(b, [])
         current = graph.options[b][choice[b]]
         # between two nodes of the graph, the allowed pairs are the derivable ones
@@ -160,7 +175,8 @@ def search(graph: CandidateGraph) -> tuple[list[Option], dict]:
             continue
         repaired += 1
         pool = problem.pools[b]
-        best, best_cost = None, INF
+        best: Option | None = None
+        best_cost: Cost = INF
         for cand in graph.options[b]:
             if not all(edge_derivable(problem, a, b, chosen[a], cand) for a in preds):
                 continue

@@ -44,7 +44,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cepopt.errors import CepoptError
 
@@ -75,8 +75,15 @@ class Block(tuple):
 
     #: the queries as a set, built with the block
     members: frozenset[str]
-    queries = property(itemgetter(0), doc="The queries, sorted by name.")
-    snapshot = property(itemgetter(1), doc="The snapshot type, None for an unshared block.")
+    if TYPE_CHECKING:  # the two properties' types, for type checkers and the compiled modules (compiled.py)
+        @property
+        def queries(self) -> tuple[str, ...]: ...
+
+        @property
+        def snapshot(self) -> str | None: ...
+    else:
+        queries = property(itemgetter(0), doc="The queries, sorted by name.")
+        snapshot = property(itemgetter(1), doc="The snapshot type, None for an unshared block.")
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"a Block is immutable: cannot set {name!r}")

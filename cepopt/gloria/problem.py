@@ -36,18 +36,28 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import cached_property
 from typing import Any, NamedTuple
 
 from cepopt.allocation import collector_paused
 from cepopt.errors import CepoptError
-from cepopt.gloria.template import Template, build_template
+from cepopt.gloria.template import QueryTemplate, Template, build_template
 from cepopt.model import Condition, Filter, Query
 from cepopt.params import check_keys
 
-__all__ = ["GloriaProblem", "PairTerm", "Pool", "build", "PROBLEM_OPTIONS"]
+__all__ = ["Cost", "Frequency", "GloriaProblem", "PairTerm", "Pool", "build", "PROBLEM_OPTIONS"]
 
 Transition = tuple[str, str]
+#: An event type's frequency: an int when integral (costs then stay exact ints), else a float.
+Frequency = Any
+#: A cost or distance: an int or a float, or an exact Fraction under ``fork_accounting="once"``
+#: (:meth:`GloriaProblem.share`).
+#:
+#: Both are typed ``Any`` on purpose, for the compiled modules (cepopt/gloria/compiled.py): mypyc stores
+#: a value annotated ``float`` as a C double (an int frequency would turn every cost into a float, 307 ->
+#: 307.0 in JSON), and it checks results against mypy's inferred types, which for ``int * x`` with ``x``
+#: of type ``Any`` or ``Fraction`` is ``int`` (a Fraction there raised TypeError). ``Any`` keeps Python's
+#: own numeric tower.
+Cost = Any
 
 #: --param keys that shape the problem (the rest go to the methods).
 PROBLEM_OPTIONS = frozenset({"cost_model", "kleene_cycle_cost", "fork_accounting"})
@@ -64,7 +74,7 @@ class Pool(NamedTuple):
     0.4 us, and the problem build makes one per transition and sharing class (172 on a published
     100-query workload)."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the field shadows tuple.index, on purpose
     kind: str
     transitions: tuple[Transition, ...]
     queries: frozenset[str]
@@ -105,7 +115,7 @@ class GloriaProblem:
     name: str | None
     workload: Any
     template: Template
-    freq: dict[str, float]
+    freq: dict[str, Frequency]
     cost_model: str
     kleene_cycle_cost: str
     pools: list[Pool]
@@ -120,11 +130,21 @@ class GloriaProblem:
     fork_accounting: str = "edge"
     #: cache of share() and start_share()
     _shares: dict = field(default_factory=dict, repr=False)
+    # Caches filled on first use (fanout, _primary). Not functools.cached_property: compiled (mypyc) a
+    # cached_property is a plain property, which would recompute the value on every use.
+    _fanout: dict[tuple[int, Transition], tuple[frozenset[str], ...]] | None = field(
+        default=None, repr=False, compare=False)
+    _primary_of: dict[tuple[int, int], frozenset[str]] | None = field(default=None, repr=False, compare=False)
 
-    @cached_property
+    @property
     def fanout(self) -> dict[tuple[int, Transition], tuple[frozenset[str], ...]]:
         """(pool, transition t) -> query sets of the edges that price t's target from the pool (module
         doc). Computed on first use: only ``fork_accounting="once"`` reads it."""
+        if self._fanout is None:
+            self._fanout = self._fanout_of()
+        return self._fanout
+
+    def _fanout_of(self) -> dict[tuple[int, Transition], tuple[frozenset[str], ...]]:
         fanout: dict[tuple[int, Transition], list[frozenset[str]]] = {}
         for term in self.terms:
             fanout.setdefault((term.a, term.t), []).append(term.queries)
@@ -141,14 +161,14 @@ class GloriaProblem:
         functions then skip the calls."""
         return self.fork_accounting == "edge"
 
-    def f(self, event_type: str) -> float:
+    def f(self, event_type: str) -> Frequency:
         return self.freq[event_type]
 
-    def g(self, event_type: str) -> float:
+    def g(self, event_type: str) -> Frequency:
         """The |E| factor of Cost_share: 1 under the paper's Eq. 3, f(E) under cost_model=physical."""
         return 1 if self.cost_model == "paper" else self.freq[event_type]
 
-    def share(self, p: int, t: Transition, queries: tuple[str, ...], successor: frozenset[str]):
+    def share(self, p: int, t: Transition, queries: tuple[str, ...], successor: frozenset[str]) -> Cost:
         """The part of a block's propagation term charged on one edge of its fan-out (spec §10 A6).
 
         ``fork_accounting="edge"``: 1 (every edge pays the whole term). ``"once"``: the block ``S =
@@ -168,7 +188,7 @@ class GloriaProblem:
             self._shares[key] = value
         return value
 
-    def start_share(self, q: str):
+    def start_share(self, q: str) -> Cost:
         """Share of the start edge of query ``q`` into one pool: 1 under "edge"; under "once" 1 / the
         number of pools ``q`` starts in (two in ``SEQ(B+, C)``: the cycle of B and the SEQ pool of
         ``B -> C``), so ``f(Es)`` is charged once per query."""
@@ -190,10 +210,13 @@ class GloriaProblem:
         """The queries whose designated predecessor of pool b is pool a (their blocks derive from a's)."""
         return self._primary[(a, b)]
 
-    @cached_property
+    @property
     def _primary(self) -> dict[tuple[int, int], frozenset[str]]:
         """:meth:`primary_queries` of every edge, computed once (node generation asks per pool)."""
-        return {edge: frozenset().union(*(t.primary for t in terms)) for edge, terms in self.edges.items()}
+        if self._primary_of is None:
+            self._primary_of = {edge: frozenset().union(*(t.primary for t in terms))
+                                for edge, terms in self.edges.items()}
+        return self._primary_of
 
     def admissible_snapshots(self, pool: Pool, queries: frozenset[str]) -> list[str]:
         """Snapshot types a shared block of ``queries`` may carry in a SEQ pool: the source Ei or an
@@ -270,10 +293,10 @@ def _build(instance: Any, options: dict[str, Any]) -> GloriaProblem:
     return problem
 
 
-def _frequencies(instance: Any, template: Template) -> dict[str, float]:
+def _frequencies(instance: Any, template: Template) -> dict[str, Frequency]:
     """The frequency of every event type of the workload, in order of first use (the template's queries
     are the workload's, in order, each with its types in pattern order)."""
-    freq: dict[str, float] = {}
+    freq: dict[str, Frequency] = {}
     rates = dict(instance.statistics.rate_map)
     for event_type in dict.fromkeys(t for qt in template.queries.values() for t in qt.order):
         if event_type not in rates:
@@ -334,14 +357,14 @@ def _seq_pools(workload, template: Template, classes: dict[str, int], pools: lis
             pool_of[n][t] = pool.index
 
 
-def _seq_transitions(qt) -> frozenset[Transition]:
+def _seq_transitions(qt: QueryTemplate) -> frozenset[Transition]:
     """The query's transitions outside its Kleene cycles (each cycle is one Kleene super-pool)."""
     if not qt.cycles:
         return qt.transitions
     return qt.transitions.difference(*(cyc.transitions for cyc in qt.cycles))
 
 
-def _primary(qt, pools: list[Pool], pool_of: dict[str, dict[Transition, int]], a: int, ej: str) -> bool:
+def _primary(qt: QueryTemplate, pools: list[Pool], pool_of: dict[str, dict[Transition, int]], a: int, ej: str) -> bool:
     """Is pool a the designated predecessor (derivability source) of the query's transition from Ej?"""
     if qt.start == ej:
         return False

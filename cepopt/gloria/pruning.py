@@ -35,21 +35,21 @@ nodes never prune each other.
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from cepopt.gloria.cost import Option
-from cepopt.gloria.problem import GloriaProblem, Pool
+from cepopt.gloria.problem import Cost, GloriaProblem, Pool
 
 if TYPE_CHECKING:
     from cepopt.gloria.graph import EdgeTable
 
 __all__ = ["distances", "prune_nodes", "upstream_is_tree"]
 
-INF = float("inf")
+INF: Final = float("inf")  # Final: compiled code reads it as a constant
 
 
-def distances(d_s_preds: dict[int, list[float]], tables: dict[int, EdgeTable],
-              inner: list[float]) -> tuple[list[float], list[dict[int, int]]]:
+def distances(d_s_preds: dict[int, list[Cost]], tables: dict[int, EdgeTable],
+              inner: list[Cost]) -> tuple[list[Cost], list[dict[int, int]]]:
     """Eq. 22 for one pool: (d_s per node, arg-min predecessor node per predecessor pool; the first
     such node on a tie)."""
     n = len(inner)
@@ -58,7 +58,7 @@ def distances(d_s_preds: dict[int, list[float]], tables: dict[int, EdgeTable],
     d_s = list(inner)
     best: list[dict[int, int]] = [{} for _ in range(n)]
     for a, table in tables.items():
-        mins = [INF] * n
+        mins: list[Cost] = [INF] * n
         arg = [-1] * n
         for i, (d, row) in enumerate(zip(d_s_preds[a], table.rows, strict=True)):
             for j, w in row:
@@ -72,14 +72,15 @@ def distances(d_s_preds: dict[int, list[float]], tables: dict[int, EdgeTable],
     return d_s, best
 
 
-def _distance_of_one(d_s_preds: dict[int, list[float]], tables: dict[int, EdgeTable],
-                     inner: float) -> tuple[list[float], list[dict[int, int]]]:
+def _distance_of_one(d_s_preds: dict[int, list[Cost]], tables: dict[int, EdgeTable],
+                     inner: Cost) -> tuple[list[Cost], list[dict[int, int]]]:
     """:func:`distances` of a pool of one node (each row ``[(0, w)]`` or empty): the same sums in the
     same order, with one running minimum per table instead of lists over the nodes. Two thirds of a
     published workload's pools hold one node (one query): 1.9 instead of 3.1 us on a 13-row table."""
     d, best = inner, {}
     for a, table in tables.items():
-        low, arg = INF, -1
+        low: Cost = INF
+        arg = -1
         for i, (dp, row) in enumerate(zip(d_s_preds[a], table.rows, strict=True)):
             if row:
                 v = dp + row[0][1]
@@ -105,7 +106,7 @@ def _snapshots(option: Option) -> dict[tuple[str, ...], str | None]:
     return dict(option)
 
 
-def _delta(problem: GloriaProblem, pool: Pool, x_keep: dict, drop: Option) -> float:
+def _delta(problem: GloriaProblem, pool: Pool, x_keep: dict, drop: Option) -> Cost:
     """``x_keep``: :func:`_snapshots` of the pruning node."""
     f = problem.freq
     outgoing = []
@@ -113,7 +114,7 @@ def _delta(problem: GloriaProblem, pool: Pool, x_keep: dict, drop: Option) -> fl
     for p in (pool.index, *problem.succs.get(pool.index, [])):
         outgoing += [(term.t, term.queries) for s in problem.succs.get(p, []) for term in problem.edges[(p, s)]]
         outgoing += problem.pools[p].ends
-    delta = 0
+    delta: Cost = 0
     for (ei, ej), queries in outgoing:
         for block in drop:
             if block.snapshot is not None and block.snapshot == ei and queries.intersection(block.queries):
@@ -146,7 +147,7 @@ def upstream_is_tree(problem: GloriaProblem, b: int) -> bool:
     return True
 
 
-def _pointwise(tables: dict[int, EdgeTable], inner: list[float], k: int, m: int) -> float:
+def _pointwise(tables: dict[int, EdgeTable], inner: list[Cost], k: int, m: int) -> Cost:
     """Worst case, over every predecessor node n_m can follow, of the change from n_m to n_k."""
     change = inner[k] - inner[m]
     for table in tables.values():
@@ -159,9 +160,9 @@ def _pointwise(tables: dict[int, EdgeTable], inner: list[float], k: int, m: int)
     return change
 
 
-def prune_nodes(problem: GloriaProblem, pool: Pool, options: list[Option], d_s: list[float],
+def prune_nodes(problem: GloriaProblem, pool: Pool, options: list[Option], d_s: list[Cost],
                 rule: str, tables: dict[int, EdgeTable] | None = None,
-                inner: list[float] | None = None) -> list[bool]:
+                inner: list[Cost] | None = None) -> list[bool]:
     """Which nodes survive node pruning (rule "paper" or "safe"); unreachable nodes never survive.
 
     The safe rule compares d_s only when the pool's ancestors form an in-tree (no fork above it);

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import networkx as nx
 
 from cepopt.errors import CepoptError
-from cepopt.model import Kleene, Pattern, Query, Seq, Type, Workload
+from cepopt.model import Kleene, Pattern, Query, Seq, Type, Workload, iter_types
 
 __all__ = ["KleeneCycle", "QueryTemplate", "Template", "build_template", "query_template"]
 
@@ -102,9 +101,10 @@ class Template:
     kleene: frozenset[Transition]
     queries: dict[str, QueryTemplate] = field(default_factory=dict)
 
-    @cached_property
+    @property
     def sccs(self) -> tuple[frozenset[str], ...]:
-        """The Kleene sub-graphs (computed on first use: the optimizer itself reads the per-query cycles)."""
+        """The Kleene sub-graphs, computed on each use: the optimizer itself reads the per-query cycles
+        (and a compiled, mypyc, frozen class could not cache it)."""
         graph = nx.DiGraph()
         graph.add_nodes_from(t for qt in self.queries.values() for t in qt.order)
         graph.add_edges_from(self.transitions)
@@ -133,7 +133,8 @@ def _walk(p: Pattern, outermost: bool, leaves: list[str], trans: set[Transition]
         leaves.append(p.name)
         return p.name, p.name
     if isinstance(p, Seq):
-        first = last = None
+        first: str | None = None
+        last: str | None = None
         for item in p.items:
             if isinstance(item, Type):  # a leaf read in place, most items are (build_template 0.78 -> 0.71 ms)
                 f = l_ = item.name
@@ -145,6 +146,7 @@ def _walk(p: Pattern, outermost: bool, leaves: list[str], trans: set[Transition]
             else:
                 trans.add((last, f))
             last = l_
+        assert first is not None and last is not None  # a SEQ is never empty (model.Seq)
         return first, last
     if isinstance(p, Kleene):
         if not outermost:
@@ -183,7 +185,7 @@ def query_template(query: Query) -> QueryTemplate:
     try:
         first, last = _walk(query.pattern, True, leaves, trans, feedback, cycles)
     except CepoptError:
-        _check_repeats(query, [leaf.name for leaf in query.pattern.leaves()])
+        _check_repeats(query, [leaf.name for leaf in iter_types(query.pattern)])
         raise
     _check_repeats(query, leaves)
     return QueryTemplate(str(query.name), frozenset(trans), first, last, tuple(cycles), frozenset(feedback),
