@@ -185,9 +185,13 @@ def time_parse(path: Path, repeats: int = 3) -> float:
 
 
 def _timings(instance, path: Path, methods: tuple[str, ...], repeats: int, warmups: int) -> dict:
-    """:func:`time_search` of each method and :func:`time_parse` of the file."""
+    """:func:`time_search` of each method, :func:`time_parse` of the file, and which GLORIA modules ran
+    compiled (cepopt/gloria/compiled.py)."""
+    from cepopt.gloria import compiled_modules
+
     out: dict = {m: time_search(instance, m, repeats, warmups) for m in methods}
     out["parse"] = time_parse(path, repeats)
+    out["compiled_modules"] = compiled_modules()
     return out
 
 
@@ -198,8 +202,9 @@ _WORKER = ("import pickle, sys; from cepopt.experiments.gloria_latency import _t
 
 def time_in_fresh_process(instance, path: Path, methods: Sequence[str], repeats: int,
                           warmups: int = 2) -> dict:
-    """``{method: (cpu s, wall s)}`` (:func:`time_search`) and ``{"parse": cpu s}`` (:func:`time_parse`),
-    measured in a new Python process that holds nothing but ``instance``.
+    """``{method: (cpu s, wall s)}`` (:func:`time_search`), ``{"parse": cpu s}`` (:func:`time_parse`) and
+    ``{"compiled_modules": names}`` (the GLORIA modules that ran compiled), measured in a new Python
+    process that holds nothing but ``instance``.
 
     Why a process of its own: the same search timed inside the experiment's process, whose heap holds the
     run's instances, solver models and results, took 10-50 % longer (more memory for the allocator and

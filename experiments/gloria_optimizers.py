@@ -132,6 +132,7 @@ def _java_timings(point: dict, inst, repeats: int) -> dict[str, dict]:
     warmups = WARMUPS if repeats > 1 else 0
     times = time_in_fresh_process(inst, GLORIA_DATA / "workloads" / point["instance"], TIMED, repeats, warmups)
     parse = round(1000 * times["parse"], 3)
+    compiled = " ".join(times["compiled_modules"]) or "none (pure Python)"
     out = {}
     for label in TIMED:
         cpu, wall = times[label]
@@ -139,7 +140,8 @@ def _java_timings(point: dict, inst, repeats: int) -> dict[str, dict]:
         out[label] = {"search_cpu_ms": ours, "search_wall_ms": round(1000 * wall, 3), "parse_cpu_ms": parse,
                       "java_ms": java, "java_iterations": latency.iterations, "java_table": latency.table,
                       "java_queries": latency.queries, "java_ratio": ours / java if java > 0 else None,
-                      "java_ratio_with_parse": (ours + parse) / java if java > 0 else None}
+                      "java_ratio_with_parse": (ours + parse) / java if java > 0 else None,
+                      "compiled_modules": compiled}
     return out
 
 
@@ -256,6 +258,10 @@ def _java_lines(df) -> list[str]:
              "(experiments/gloria_latency.py): `ratio_with_parse` adds our parse time (`parse_cpu_ms`). "
              "`matched` is false where the file holds more queries than the table's QueryNum: ours then "
              "solves the bigger workload."]
+    if "compiled_modules" in df:
+        ran = sorted(df["compiled_modules"].dropna().unique())
+        lines += ["", "GLORIA modules that ran compiled (mypyc, cepopt/gloria/compiled.py) in the timed "
+                      "processes: " + "; ".join(f"`{r}`" for r in ran) + "."]
     lines += [_ratio_line(out, label) for label in TIMED if f"{label}_ratio" in out
               and out[f"{label}_ratio"].notna().any()]
     lines += ["", markdown_table(out)]

@@ -37,6 +37,27 @@ def test_a_disabled_collector_stays_disabled():
         gc.enable()
 
 
+def test_what_the_block_built_goes_to_the_oldest_generation_unscanned():
+    with collector_paused():
+        built = [[i] for i in range(2000)]
+    assert gc.get_count()[0] < 2000  # not counted as young objects still to scan
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(x) in oldest for x in built)
+
+
+def test_objects_frozen_by_others_stay_frozen():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector_paused():
+            built = [[i] for i in range(100)]
+        assert gc.get_freeze_count() == frozen
+        oldest = {id(o) for o in gc.get_objects(generation=2)}
+        assert not any(id(x) in oldest for x in built)
+    finally:
+        gc.unfreeze()
+
+
 @pytest.mark.parametrize("method", ["gloria", "noprune", "greedy"])
 def test_methods_leave_the_collector_enabled(method):
     sol = solve("gloria-fig7", method)

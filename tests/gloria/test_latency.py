@@ -136,7 +136,11 @@ def test_time_in_fresh_process_times_every_method_and_the_parse():
     path = GLORIA_DATA / "workloads" / "stock/MixWorkload/workload_12.txt"
     inst = import_workload(path, GLORIA_DATA / "event_type_frequencies.csv", "stock")
     times = time_in_fresh_process(inst, path, ("gloria", "greedy"), repeats=2, warmups=1)
-    assert set(times) == {"gloria", "greedy", "parse"}
+    assert set(times) == {"gloria", "greedy", "parse", "compiled_modules"}
+    from cepopt.registry import solve
+
+    # the worker runs the code this process runs (compiled, or pure under CEPOPT_PURE_PYTHON=1)
+    assert list(times["compiled_modules"]) == solve("gloria-fig7", "gloria").stats["compiled_modules"]
     assert all(cpu > 0 and wall > 0 for cpu, wall in (times["gloria"], times["greedy"]))
     assert times["parse"] > 0
 
