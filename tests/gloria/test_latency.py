@@ -141,7 +141,7 @@ def test_time_in_fresh_process_times_every_method_and_the_parse():
 
     # the worker runs the code this process runs (compiled, or pure under CEPOPT_PURE_PYTHON=1)
     assert list(times["compiled_modules"]) == solve("gloria-fig7", "gloria").stats["compiled_modules"]
-    assert all(cpu > 0 and wall > 0 for cpu, wall in (times["gloria"], times["greedy"]))
+    assert all(len(times[m]) == 2 and min(times[m]) > 0 for m in ("gloria", "greedy"))  # (cpu, wall) seconds
     assert times["parse"] > 0
 
 
