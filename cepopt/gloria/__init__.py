@@ -3,6 +3,8 @@
 Modules, one algorithm each:
 
 * ``template``    the GRETA-style template (transitions, start/end types, Kleene cycles, SCCs; §2.2)
+* ``block``       Block: one Q-set of a transition (queries, snapshot type)
+* ``canonical``   options in canonical form: blocks sorted, blocks cut to an edge's queries
 * ``plan``        GloriaPlan: one annotated partition of the queries per transition (Defs 2.6, 2.7)
 * ``problem``     pools (SEQ transitions, Kleene super-pools), sharing classes, pair terms
 * ``cost``        the one cost model (Eqs 2-4, §3.2 edge weights, §6 cycle weights V1/V2)

@@ -43,9 +43,9 @@ __all__ = ["COMPILED_MODULES", "MANIFEST", "PURE_PYTHON_ENV", "SHARED_LIBRARY", 
            "compiled_modules", "guard", "source_hash"]
 
 #: the modules of cepopt.gloria that setup.py compiles: the search's hot path (problem build, node
-#: generation, edge tables, pruning, path search) and their cost model. plan.py stays Python: Block
-#: subclasses tuple, which mypyc cannot compile as a native class.
-COMPILED_MODULES = ("cost", "graph", "nodes", "pruning", "path_search", "problem", "template")
+#: generation, edge tables, pruning, path search), their cost model and the canonical form of options.
+#: block.py and plan.py stay Python: Block subclasses tuple, which mypyc cannot compile as a native class.
+COMPILED_MODULES = ("canonical", "cost", "graph", "nodes", "pruning", "path_search", "problem", "template")
 #: mypyc's shared library: a top-level extension module that the compiled modules' small shims import
 SHARED_LIBRARY = "cepopt_gloria__mypyc"
 #: the build's record of the compiled sources (module -> SHA-256 of its .py)

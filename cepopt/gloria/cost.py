@@ -71,7 +71,9 @@ from collections.abc import Sequence
 from operator import itemgetter
 
 from cepopt.errors import CepoptError
-from cepopt.gloria.plan import Block, GloriaPlan, sort_blocks
+from cepopt.gloria.block import Block
+from cepopt.gloria.canonical import sort_blocks
+from cepopt.gloria.plan import GloriaPlan
 from cepopt.gloria.problem import Cost, Frequency, GloriaProblem, PairTerm, Pool
 from cepopt.solution import Objective
 
@@ -486,11 +488,14 @@ def plan_options(problem: GloriaProblem, plan: GloriaPlan) -> list[Option]:
 
 
 def plan_from_options(problem: GloriaProblem, options: Sequence[Option]) -> GloriaPlan:
+    """The plan of one option per pool. The pools of a transition hold disjoint queries and an option
+    partitions its pool's queries, so a transition's blocks are disjoint when every option is one of its
+    pool's (what every method returns; a query in two blocks of an option is not caught here)."""
     blocks: dict[tuple[str, str], list[Block]] = {}
     for pool in problem.pools:
         for t in pool.transitions:
             blocks.setdefault(t, []).extend(options[pool.index])
-    return GloriaPlan.from_blocks(blocks)
+    return GloriaPlan.from_blocks(blocks, disjoint=True)
 
 
 def baseline_options(problem: GloriaProblem) -> list[Option]:

@@ -29,9 +29,10 @@ import math
 from typing import Final
 
 from cepopt.errors import MethodLimitError
+from cepopt.gloria.block import Block
+from cepopt.gloria.canonical import restrict_blocks, sort_blocks
 from cepopt.gloria.cost import Option, block_index, block_positions, unary_costs
 from cepopt.gloria.graph import CandidateGraph, EdgeTable, edge_table
-from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import Cost, GloriaProblem, Pool
 from cepopt.gloria.pruning import distances, prune_nodes
 

@@ -24,9 +24,10 @@ from typing import Final
 
 import networkx as nx
 
+from cepopt.gloria.block import Block
+from cepopt.gloria.canonical import restrict_blocks, sort_blocks
 from cepopt.gloria.cost import Option, edge_cost, edge_derivable, unary_cost
 from cepopt.gloria.graph import CandidateGraph, pool_graph_is_forest
-from cepopt.gloria.plan import Block, restrict_blocks, sort_blocks
 from cepopt.gloria.problem import Cost
 
 __all__ = ["search", "search_value", "tree_dp"]

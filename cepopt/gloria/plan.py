@@ -43,98 +43,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cepopt.errors import CepoptError
+from cepopt.gloria.block import Block
+from cepopt.gloria.canonical import restrict_blocks, sort_blocks
 
 __all__ = ["Block", "GloriaPlan", "TransitionPlan", "plan_from_json", "plan_to_json", "restrict_blocks",
            "sort_blocks"]
-
-
-class Block(tuple):
-    """One Q-set of a transition: ``queries`` (sorted names) and ``snapshot`` (None = unshared).
-
-    Immutable, and stored as the tuple ``(queries, snapshot)``: blocks key the graph build's
-    dictionaries and sets and are sorted there thousands of times per workload, and a tuple hashes,
-    compares and orders in C. The tuple order is the canonical block order (queries, then snapshot
-    type): an unshared block holds one query and a shared one at least two, so two blocks with the same
-    queries are both shared or both unshared, and None is never compared with a type."""
-
-    def __new__(cls, queries: Iterable[str], snapshot: str | None = None) -> Block:
-        queries = tuple(sorted(queries))
-        if not queries:
-            raise CepoptError("a Gloria block needs at least one query")
-        if snapshot is None and len(queries) != 1:
-            raise CepoptError(f"unshared block {list(queries)} must hold exactly one query")
-        if snapshot is not None and len(queries) < 2:
-            raise CepoptError(f"shared block {list(queries)} must hold at least two queries")
-        block = tuple.__new__(cls, (queries, snapshot))
-        block.__dict__["members"] = frozenset(queries)  # a shared block is tested against many nodes
-        return block
-
-    #: the queries as a set, built with the block
-    members: frozenset[str]
-    if TYPE_CHECKING:  # the two properties' types, for type checkers and the compiled modules (compiled.py)
-        @property
-        def queries(self) -> tuple[str, ...]: ...
-
-        @property
-        def snapshot(self) -> str | None: ...
-    else:
-        queries = property(itemgetter(0), doc="The queries, sorted by name.")
-        snapshot = property(itemgetter(1), doc="The snapshot type, None for an unshared block.")
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"a Block is immutable: cannot set {name!r}")
-
-    def __reduce__(self):
-        return (Block, tuple(self))
-
-    def __repr__(self) -> str:
-        return f"Block(queries={self[0]!r}, snapshot={self[1]!r})"
-
-    @property
-    def shared(self) -> bool:
-        return self[1] is not None
-
-    def resnapshot(self, snapshot: str) -> Block:
-        """The shared block of the same queries with snapshot type ``snapshot``.
-
-        Why not ``Block(self.queries, snapshot)``: the queries are sorted and checked already and their
-        set is built; node generation makes every local snapshot (P2) and every Kleene ``(Q_K)^X`` this
-        way, about 160 blocks per published 100-query workload, in under half the constructor's time
-        (0.5 against 1.3 us)."""
-        if snapshot is None or len(self[0]) < 2:
-            raise CepoptError(f"block {list(self[0])} cannot be shared with snapshot {snapshot!r}")
-        block = tuple.__new__(Block, (self[0], snapshot))
-        block.__dict__["members"] = self.__dict__["members"]
-        return block
-
-    def to_json(self) -> dict:
-        return {"queries": list(self[0]), "snapshot": self[1]}
-
-
-def sort_blocks(blocks: Iterable[Block]) -> tuple[Block, ...]:
-    """The blocks in canonical order (:class:`Block`: tuple order)."""
-    return tuple(sorted(blocks))
-
-
-def restrict_blocks(blocks: Iterable[Block], queries: frozenset[str]) -> tuple[list[Block], list[str]]:
-    """``blocks`` cut to ``queries``: the shared blocks that keep at least two queries (snapshot kept, so
-    they can be REUSEd) and the queries left unshared (unshared before, or a shared block cut to one
-    query by a fork, A8)."""
-    shared: list[Block] = []
-    unshared: list[str] = []
-    for block in blocks:
-        sub = queries.intersection(block.queries)
-        if not sub:
-            continue
-        if block.snapshot is not None and len(sub) >= 2:  # the block itself when it keeps every query
-            shared.append(block if len(sub) == len(block.queries) else Block(tuple(sub), block.snapshot))
-        else:
-            unshared.extend(sub)
-    return shared, unshared
 
 
 @dataclass(frozen=True)
@@ -157,6 +73,19 @@ class TransitionPlan:
                                       f"{self.source}->{self.target}")
                 seen.update(block.queries)
         object.__setattr__(self, "blocks", blocks)
+
+    @classmethod
+    def of_disjoint(cls, source: str, target: str, blocks: Iterable[Block]) -> TransitionPlan:
+        """The plan of blocks known to hold disjoint queries (the options of a candidate graph: each
+        partitions its own pool's queries, and the pools of one transition hold different queries):
+        sorted as the constructor sorts them, without its check for a query in two blocks. Why: the
+        search decodes one plan of ~180 transitions per published workload, and that check was about 3 %
+        of the compiled search (tests/gloria/test_plan_from_options.py compares it with the constructor)."""
+        plan = object.__new__(cls)
+        object.__setattr__(plan, "source", source)
+        object.__setattr__(plan, "target", target)
+        object.__setattr__(plan, "blocks", sort_blocks(blocks))
+        return plan
 
     @property
     def transition(self) -> tuple[str, str]:
@@ -192,8 +121,11 @@ class GloriaPlan:
         object.__setattr__(self, "transitions", tps)
 
     @classmethod
-    def from_blocks(cls, blocks: Mapping[tuple[str, str], Iterable[Block]]) -> GloriaPlan:
-        return cls(tuple(TransitionPlan(s, t, tuple(bs)) for (s, t), bs in sorted(blocks.items())))
+    def from_blocks(cls, blocks: Mapping[tuple[str, str], Iterable[Block]], *, disjoint: bool = False) -> GloriaPlan:
+        """The plan of each transition's blocks; ``disjoint``: the caller knows that no query is in two
+        blocks of a transition (:meth:`TransitionPlan.of_disjoint`)."""
+        make = TransitionPlan.of_disjoint if disjoint else TransitionPlan
+        return cls(tuple(make(s, t, tuple(bs)) for (s, t), bs in sorted(blocks.items())))
 
     @cached_property
     def _by_transition(self) -> dict[tuple[str, str], TransitionPlan]:
