@@ -56,8 +56,8 @@ SWEEP = (10, 20, 40, 80, 160, 320)
 #: timed against the authors' published Java optimizer latency (experiments/gloria_latency.py)
 TIMED = ("gloria", "noprune", "greedy")
 #: repeats of a timed search (median taken), after WARMUPS untimed runs; the quick grid times once
-TIMING_REPEATS = 7
-WARMUPS = 2
+TIMING_REPEATS = 15
+WARMUPS = 3
 #: the published workload of the quick grid (when the data is present): small, with a published latency
 QUICK_PUBLISHED = "stock/MixWorkload/workload_12.txt"
 
