@@ -193,7 +193,7 @@ def _carried_blocks(options: list[Option], carried: frozenset[str],
         (q,) = carried
         return [o[index[q]] for o, index in zip(options, indexes, strict=True)]
     positions = block_positions(carried)
-    return [tuple(map(o.__getitem__, positions(index))) for o, index in zip(options, indexes, strict=True)]
+    return [tuple([o[k] for k in positions(index)]) for o, index in zip(options, indexes, strict=True)]
 
 
 def _weights(tables: list[TermTable], a_sides: list[ASide], b_sides: list[list[BSide]]) -> list[Cost | None]:

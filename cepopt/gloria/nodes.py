@@ -84,7 +84,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
         positions = block_positions(prim)
         for k, nk in enumerate(options[a]):
             at = positions(block_index(nk) if indexes is None else indexes[a][k])
-            key = tuple(map(nk.__getitem__, at))
+            key = tuple([nk[j] for j in at])
             if key in seen:
                 continue
             seen.add(key)
