@@ -10,7 +10,7 @@ the time limit (model building included). On every published workload file that 
 tables measured (experiments/gloria_latency.py says how the tables were matched to the files), the
 optimizer time of gloria, noprune and greedy from the parsed queries and frequencies to the plan
 (:func:`~cepopt.experiments.gloria_latency.time_search`: process CPU time, median of repeats after warm-up
-runs, in a fresh process per file: :func:`~cepopt.experiments.gloria_latency.time_in_fresh_process`), and the
+runs, in fresh processes: :func:`~cepopt.experiments.gloria_latency.time_in_fresh_process`), and the
 time to parse the file (which the authors' timer includes), against the published Java median.
 Reported: the true optimum's status and time on every file,
 how far the published search (gloria), NoPrune and the optimum over the NOPRUNE candidate nodes are
@@ -58,7 +58,8 @@ TIMED = ("gloria", "noprune", "greedy")
 #: repeats of a timed search (median taken), after WARMUPS untimed runs; the quick grid times once
 TIMING_REPEATS = 15
 WARMUPS = 3
-#: fresh processes per timed file (the smallest median is reported); the quick grid uses one
+#: fresh processes per timed file, one before the solvers and the rest after (the smallest median is
+#: reported); the quick grid uses one
 PROCESSES = 3
 #: the published workload of the quick grid (when the data is present): small, with a published latency
 QUICK_PUBLISHED = "stock/MixWorkload/workload_12.txt"
@@ -122,20 +123,32 @@ def _instance(point: dict):
     return inst, meta
 
 
-def _java_timings(point: dict, inst, repeats: int) -> dict[str, dict]:
-    """Per timed method, our time on the point's file and the published Java latency of the file (empty
-    without one). Ours: the median of ``repeats`` runs after ``WARMUPS`` untimed ones, in each of
-    ``PROCESSES`` fresh processes (gloria_latency.time_in_fresh_process); the smallest of those medians
-    is the figure (another tenant of a shared machine only ever adds time), the largest is kept beside it
-    (``search_cpu_ms_worst``)."""
-    from cepopt.experiments.gloria_latency import published_latencies, time_in_fresh_process
+def _timing_runs(point: dict, inst, repeats: int, processes: int) -> list[dict]:
+    """``processes`` fresh-process timings (gloria_latency.time_in_fresh_process) of the point's file,
+    none for a file without a published Java latency."""
+    from cepopt.experiments.gloria_latency import time_in_fresh_process
 
-    latency = published_latencies(GLORIA_DATA).get(point["instance"]) if point["source"] == "shipped" else None
-    if latency is None:
-        return {}
-    warmups, processes = (WARMUPS, PROCESSES) if repeats > 1 else (0, 1)
+    if point["source"] != "shipped" or _latency(point) is None:
+        return []
+    warmups = WARMUPS if repeats > 1 else 0
     path = GLORIA_DATA / "workloads" / point["instance"]
-    runs = [time_in_fresh_process(inst, path, TIMED, repeats, warmups) for _ in range(processes)]
+    return [time_in_fresh_process(inst, path, TIMED, repeats, warmups) for _ in range(processes)]
+
+
+def _latency(point: dict):
+    from cepopt.experiments.gloria_latency import published_latencies
+
+    return published_latencies(GLORIA_DATA).get(point["instance"])
+
+
+def _java_timings(point: dict, runs: list[dict]) -> dict[str, dict]:
+    """Per timed method, our time on the point's file and the published Java latency of the file (empty
+    without one). Ours: in each fresh-process timing (``runs``) the median of ``TIMING_REPEATS`` runs
+    after ``WARMUPS`` untimed ones; the smallest of those medians is the figure (another tenant of a
+    shared machine only ever adds time), the largest is kept beside it (``search_cpu_ms_worst``)."""
+    if not runs:
+        return {}
+    latency = _latency(point)
     parse = round(1000 * min(r["parse"] for r in runs), 3)
     compiled = " ".join(runs[0]["compiled_modules"]) or "none (pure Python)"
     out = {}
@@ -166,7 +179,10 @@ def run(point: dict) -> list[dict]:
     if quick and point["source"] == "shipped":
         skip.add("cpsat-exhaustive")  # a published workload has pools beyond its max_options
     repeats = 1 if "runs" in point else TIMING_REPEATS  # only the quick grid's points say "runs"
-    timings = _java_timings(point, inst, repeats)
+    processes = 1 if "runs" in point else PROCESSES
+    # one timing before the solvers and the others after them, seconds apart: a slow spell of a shared
+    # machine (another tenant) then rarely spans all of them
+    runs = _timing_runs(point, inst, repeats, 1)
     rows = []
     for label, method, params in RUNS:
         if label in skip:
@@ -179,9 +195,9 @@ def run(point: dict) -> list[dict]:
                      "nodes": st.get("nodes"), "edges": st.get("edges"),
                      "model_vars": (st.get("x_variables") or 0) + (st.get("y_variables") or 0) or None,
                      "search_value": st.get("search_value"), "consistent": st.get("consistent"),
-                     "message": sol.message[:120],
-                     **timings.get(label, {})})
-    return rows
+                     "message": sol.message[:120]})
+    timings = _java_timings(point, runs + _timing_runs(point, inst, repeats, processes - 1))
+    return [{**row, **timings.get(row["run"], {})} for row in rows]
 
 
 def _true_optimum_lines(df, obj, tim, tol: float) -> list[str]:
@@ -263,8 +279,9 @@ def _java_lines(df) -> list[str]:
              f"CPU time of {TIMING_REPEATS} runs after {WARMUPS} untimed ones (1 run in --quick) on this machine "
              "(see the run's load below), in a fresh process that holds only the timed workload (inside the "
              "experiment's own process the same code ran 10-50 % slower); each file is timed in "
-             f"{PROCESSES} such processes and the smallest median is the figure (another tenant of a shared "
-             "machine only adds time; `ratio_worst` uses the largest). "
+             f"{PROCESSES} such processes, one before the point's solvers and the others after them, and the "
+             "smallest median is the figure (another tenant of a shared machine only adds time; "
+             "`ratio_worst` uses the largest). "
              "`ratio` = ours / Java (below 1: ours faster), ours timed from the parsed queries and event "
              "frequencies to the plan: the problem build (template, pools), the candidate graph (node "
              "generation, edges, pruning), the search and the decoded plan; not the cost model's "
