@@ -208,10 +208,10 @@ def time_in_fresh_process(instance, path: Path, methods: Sequence[str], repeats:
 
     Why a process of its own: the same search timed inside the experiment's process, whose heap holds the
     run's instances, solver models and results, took 10-50 % longer (more memory for the allocator and
-    the cyclic collector to walk) than in a fresh process, which is how a user runs ``cepopt solve`` and
-    how the authors timed their Java optimizer (one JVM per run). Process CPU time is the figure: it
-    leaves out the time other processes take from a shared machine. A plain interpreter started with the
-    arguments pickled on stdin (not multiprocessing's spawn, which re-imports the caller's main script)."""
+    the cyclic collector to walk) than in a fresh process, which is how a user runs ``cepopt solve``.
+    Process CPU time is the figure: it leaves out the time other processes take from a shared machine.
+    A plain interpreter started with the arguments pickled on stdin (not multiprocessing's spawn, which
+    re-imports the caller's main script)."""
     args = pickle.dumps((instance, Path(path), tuple(methods), repeats, warmups))
     done = subprocess.run([sys.executable, "-c", _WORKER], input=args, capture_output=True, check=False)
     if done.returncode:
