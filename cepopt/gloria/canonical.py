@@ -27,11 +27,11 @@ def restrict_blocks(blocks: Iterable[Block], queries: frozenset[str]) -> tuple[l
     shared: list[Block] = []
     unshared: list[str] = []
     for block in blocks:
-        sub = queries.intersection(block.queries)
+        sub = queries.intersection(block[0])
         if not sub:
             continue
-        if block.snapshot is not None and len(sub) >= 2:  # the block itself when it keeps every query
-            shared.append(block if len(sub) == len(block.queries) else Block(tuple(sub), block.snapshot))
+        if block[1] is not None and len(sub) >= 2:  # the block itself when it keeps every query
+            shared.append(block if len(sub) == len(block[0]) else Block(tuple(sub), block[1]))
         else:
             unshared.extend(sub)
     return shared, unshared

@@ -94,14 +94,22 @@ def flen(problem: GloriaProblem, x: str, ei: str) -> Frequency:
 
 def _restricted(blocks: Sequence[Block], queries: frozenset[str]):
     for block in blocks:
-        sub = queries.intersection(block.queries)
+        sub = queries.intersection(block[0])
         if sub:
             yield block, sub
 
 
+def _member(queries: frozenset[str]) -> str:
+    """Some query of a non-empty set: ``next(iter(queries))``, which compiled (mypyc) looks up and calls
+    as a Python builtin, a loop it runs natively."""
+    for q in queries:
+        return q
+    raise ValueError("no query in an empty set")
+
+
 def block_index(blocks: Sequence[Block]) -> dict[str, int]:
     """Each query's block position in an option."""
-    return {q: k for k, b in enumerate(blocks) for q in b.queries}
+    return {q: k for k, b in enumerate(blocks) for q in b[0]}
 
 
 def block_positions(queries: frozenset[str]):
@@ -187,10 +195,10 @@ def pair_derivable(problem: GloriaProblem, term: PairTerm, blocks_a: Option, blo
 
 
 #: :meth:`TermTable.side_a`: (fixed cost, [(a query of sub, sub, x, block queries, evaluation)],
-#: (whole shared blocks [(a query, sub, x)], loose queries, the option, its block index)). Typed, like
+#: (whole shared blocks [(a query, sub, x)], loose queries (as sets), the option, its block index)). Typed, like
 #: :data:`BSide`, so that compiled code (mypyc) reads them with native tuple, dict and set operations.
 ASide = tuple[Cost, list[tuple[str, frozenset[str], str, frozenset[str], Cost]],
-              tuple[list[tuple[str, frozenset[str], str]], list[str], Option, dict[str, int]]]
+              tuple[list[tuple[str, frozenset[str], str]], list[frozenset[str]], Option, dict[str, int]]]
 #: :meth:`TermTable.side_b`: (each query's block, the inherited blocks [(block, its primary queries, one
 #: of them)] or None)
 BSide = tuple[dict[str, Block], list[tuple[Block, frozenset[str], str]] | None]
@@ -209,7 +217,7 @@ class TermTable:
         self.ej = term.t2[0]
         self.queries = term.queries
         #: the one query of a term that carries one (the usual fork to a single query), else None
-        self.single = next(iter(term.queries)) if len(term.queries) == 1 else None
+        self.single = _member(term.queries) if len(term.queries) == 1 else None
         self.prim = term.primary
         self.checks = bool(term.primary) and not term.entry  # derivability is enforced on this term
         self.split = not problem.unit_shares
@@ -243,8 +251,8 @@ class TermTable:
         shared: list[tuple[str, frozenset[str], str, frozenset[str], Cost]] = []
         entry, split, factors = term.entry, self.split, self._shared
         for block, sub in restricted:
-            share = self.problem.share(term.a, term.t, block.queries, self.queries) if split else 1
-            x = block.snapshot
+            share = self.problem.share(term.a, term.t, block[0], self.queries) if split else 1
+            x = block[1]
             if x is None:
                 fixed += self.unshared * len(sub) * share
                 continue
@@ -253,9 +261,9 @@ class TermTable:
             if entry:
                 fixed += evaluation * len(sub)
             else:
-                shared.append((next(iter(sub)), sub, x, block.members, evaluation * len(sub)))
+                shared.append((_member(sub), sub, x, block.members, evaluation * len(sub)))
         whole: list[tuple[str, frozenset[str], str]] = []
-        loose: list[str] = []
+        loose: list[frozenset[str]] = []  # queries unshared, or alone in a block: as sets, not copied
         if self.checks:
             prim = self.prim
             for block, sub in restricted:  # the primary queries are some of the term's
@@ -263,29 +271,29 @@ class TermTable:
                     sub = sub & prim
                     if not sub:
                         continue
-                if block.snapshot is not None and len(sub) >= 2:
-                    whole.append((next(iter(sub)), sub, block.snapshot))
+                if block[1] is not None and len(sub) >= 2:
+                    whole.append((_member(sub), sub, block[1]))
                 else:
-                    loose.extend(sub)
+                    loose.append(sub)
         return fixed, shared, (whole, loose, blocks_a, index)
 
     def side_b(self, blocks_b: Option) -> BSide:
         """(where each query's block is, the inherited blocks holding primary queries, or None when some
         inherited block mixes in other queries: then no option of pool a derives this one). ``blocks_b``:
         an option of pool b, or its blocks that hold a query of the term (all the term reads)."""
-        where_b: dict[str, Block] = {q: b for b in blocks_b for q in b.queries}
+        where_b: dict[str, Block] = {q: b for b in blocks_b for q in b[0]}
         inherited: list[tuple[Block, frozenset[str], str]] = []
         if self.checks:
             prim, ej = self.prim, self.ej
             for block in blocks_b:
-                if block.snapshot is None or block.snapshot == ej:
+                if block[1] is None or block[1] == ej:
                     continue
                 inside = prim & block.members  # set operators, not methods: a generic call compiled
                 if not inside:
                     continue
-                if len(inside) != len(block.queries):
+                if len(inside) != len(block[0]):
                     return where_b, None
-                inherited.append((block, inside, next(iter(inside))))
+                inherited.append((block, inside, _member(inside)))
         return where_b, inherited
 
     def weight(self, a_side: ASide, b_side: BSide) -> Cost | None:
@@ -301,7 +309,7 @@ class TermTable:
         cost = fixed
         for q, sub, x, queries, evaluation in shared:
             first = where_b.get(q)
-            if first is not None and first.snapshot == x and sub <= first.members and queries >= first.members:
+            if first is not None and first[1] == x and sub <= first.members and queries >= first.members:
                 continue  # REUSE
             cost += evaluation
         return cost
@@ -318,19 +326,20 @@ class TermTable:
             target = where_b.get(q)
             if target is None:
                 return False
-            if target.snapshot == x and len(target.queries) == len(sub) and sub >= target.members:
+            if target[1] == x and len(target[0]) == len(sub) and sub >= target.members:
                 continue  # REUSE
-            if target.snapshot != ej or not sub <= target.members:
+            if target[1] != ej or not sub <= target.members:
                 return False
-        for q in loose:
-            tb = where_b.get(q)
-            if tb is None or not (tb.snapshot is None or tb.snapshot == ej):
-                return False
+        for sub in loose:
+            for q in sub:
+                tb = where_b.get(q)
+                if tb is None or not (tb[1] is None or tb[1] == ej):
+                    return False
         prim = self.prim
         for block, inside, q in inherited:
             k = index.get(q)
             src = None if k is None else blocks_a[k]
-            if src is None or src.snapshot != block.snapshot or (prim & src.members) != inside:
+            if src is None or src[1] != block[1] or (prim & src.members) != inside:
                 return False
         return True
 
@@ -358,11 +367,11 @@ def end_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> Cost:
     for t, ending in pool.ends:
         ei, ee = t
         for block, sub in _restricted(blocks, ending):
-            share = problem.share(pool.index, t, block.queries, ending) if split else 1
-            if block.snapshot is None:
+            share = problem.share(pool.index, t, block[0], ending) if split else 1
+            if block[1] is None:
                 cost += f[ei] * f[ee] * len(sub) * share
             else:
-                x = block.snapshot
+                x = block[1]
                 cost += f[ei] * flen(problem, x, ei) * problem.g(ee) * share + f[ee] * f[x] * len(sub)
     return cost
 
@@ -371,7 +380,7 @@ def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> Cost:
     """Internal weight P.w of a Kleene super-pool option (§6, V1/V2); under fork_accounting=once each
     internal edge is charged its share of the fan-out of its first transition (module docstring)."""
     f = problem.freq
-    shared = blocks[0].snapshot if len(blocks) == 1 and blocks[0].snapshot is not None else None
+    shared = blocks[0][1] if len(blocks) == 1 and blocks[0][1] is not None else None
     n = len(pool.queries)
     split = not problem.unit_shares
     cost: Cost = 0
@@ -384,7 +393,7 @@ def cycle_cost(problem: GloriaProblem, pool: Pool, blocks: Option) -> Cost:
     v2 = problem.kleene_cycle_cost == "V2"
     for t, _t2 in pool.internal:
         ei, ej = t
-        share = problem.share(pool.index, t, blocks[0].queries, pool.queries) if split else 1
+        share = problem.share(pool.index, t, blocks[0][0], pool.queries) if split else 1
         if v2 and ej == shared:
             cost += f[ei] * f[shared] * n * share
         else:

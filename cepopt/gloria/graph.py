@@ -189,11 +189,13 @@ def _carried_blocks(options: list[Option], carried: frozenset[str],
     ``indexes``: :func:`~cepopt.gloria.cost.block_index` of every option, if known."""
     if indexes is None:
         indexes = [block_index(o) for o in options]
+    elif len(indexes) != len(options):  # zip(strict=True)'s check: compiled, a plain zip runs natively
+        raise ValueError(f"{len(indexes)} block indexes for {len(options)} options")
     if len(carried) == 1:  # a fork to one query: the query's block
         (q,) = carried
-        return [o[index[q]] for o, index in zip(options, indexes, strict=True)]
+        return [o[index[q]] for o, index in zip(options, indexes)]
     positions = block_positions(carried)
-    return [tuple([o[k] for k in positions(index)]) for o, index in zip(options, indexes, strict=True)]
+    return [tuple([o[k] for k in positions(index)]) for o, index in zip(options, indexes)]
 
 
 def _weights(tables: list[TermTable], a_sides: list[ASide], b_sides: list[list[BSide]]) -> list[Cost | None]:

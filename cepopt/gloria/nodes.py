@@ -23,9 +23,9 @@ of spec §4.2).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
+from collections.abc import Iterable
 from typing import Final
 
 from cepopt.errors import MethodLimitError
@@ -52,13 +52,23 @@ def kleene_options(pool: Pool) -> list[Option]:
     return options
 
 
-@functools.lru_cache(maxsize=65536)
+#: the unshared block of each query name, made once (blocks are immutable). A dictionary rather than
+#: ``functools.lru_cache``: compiled code reads it natively. Emptied when it reaches _SINGLES_MAX.
+_SINGLES: dict[str, Block] = {}
+_SINGLES_MAX: Final = 65536
+
+
 def _single(q: str) -> Block:
-    return Block((q,))
+    block = _SINGLES.get(q)
+    if block is None:
+        if len(_SINGLES) >= _SINGLES_MAX:
+            _SINGLES.clear()
+        block = _SINGLES[q] = Block((q,))
+    return block
 
 
-def _singles(queries) -> tuple[Block, ...]:
-    return tuple(map(_single, sorted(queries)))
+def _singles(queries: Iterable[str]) -> tuple[Block, ...]:
+    return tuple([_single(q) for q in sorted(queries)])
 
 
 def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], mode: str,
@@ -92,7 +102,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
             # its distinct blocks holding a primary query (in any order: every part is sorted below)
             shared, unshared = restrict_blocks(dict.fromkeys(key), prim)
             for block in shared:  # REUSE (P1), or a local snapshot of Ej (P2)
-                x = block.snapshot
+                x = block[1]
                 assert x is not None  # restrict_blocks: the shared blocks
                 choice: list[tuple[Block, ...]] = [(block,)]
                 if x != ej and (mode != "gloria" or f[ej] < f[x]):

@@ -34,7 +34,6 @@ nodes never prune each other.
 
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import TYPE_CHECKING, Final
 
 from cepopt.gloria.cost import Option
@@ -60,7 +59,9 @@ def distances(d_s_preds: dict[int, list[Cost]], tables: dict[int, EdgeTable],
     for a, table in tables.items():
         mins: list[Cost] = [INF] * n
         arg = [-1] * n
-        for i, (d, row) in enumerate(zip(d_s_preds[a], table.rows, strict=True)):
+        d_a, rows = d_s_preds[a], table.rows
+        _check_rows(d_a, rows)
+        for i, (d, row) in enumerate(zip(d_a, rows)):
             for j, w in row:
                 v = d + w
                 if v < mins[j]:  # rows come in increasing i: the first minimum stays
@@ -72,6 +73,13 @@ def distances(d_s_preds: dict[int, list[Cost]], tables: dict[int, EdgeTable],
     return d_s, best
 
 
+def _check_rows(d_s_a: list[Cost], rows: list) -> None:
+    """One distance per row (per node of the predecessor): ``zip(strict=True)``'s check, made apart
+    because compiled (mypyc) a plain ``zip`` in a loop runs natively and one with a keyword does not."""
+    if len(d_s_a) != len(rows):
+        raise ValueError(f"{len(d_s_a)} distances for {len(rows)} rows")
+
+
 def _distance_of_one(d_s_preds: dict[int, list[Cost]], tables: dict[int, EdgeTable],
                      inner: Cost) -> tuple[list[Cost], list[dict[int, int]]]:
     """:func:`distances` of a pool of one node (each row ``[(0, w)]`` or empty): the same sums in the
@@ -81,7 +89,9 @@ def _distance_of_one(d_s_preds: dict[int, list[Cost]], tables: dict[int, EdgeTab
     for a, table in tables.items():
         low: Cost = INF
         arg = -1
-        for i, (dp, row) in enumerate(zip(d_s_preds[a], table.rows, strict=True)):
+        d_a, rows = d_s_preds[a], table.rows
+        _check_rows(d_a, rows)
+        for i, (dp, row) in enumerate(zip(d_a, rows)):
             if row:
                 v = dp + row[0][1]
                 if v < low:  # rows come in increasing i: the first minimum stays
@@ -95,10 +105,7 @@ def _distance_of_one(d_s_preds: dict[int, list[Cost]], tables: dict[int, EdgeTab
 def _shape(option: Option) -> tuple:
     """The partition with which blocks are unshared: the blocks' queries say both (a block is
     unshared exactly when it holds one query)."""
-    return tuple(map(_QUERIES, option))
-
-
-_QUERIES = itemgetter(0)  # a Block's queries (Block is the tuple (queries, snapshot))
+    return tuple([block[0] for block in option])  # a Block is the tuple (queries, snapshot)
 
 
 def _snapshots(option: Option) -> dict[tuple[str, ...], str | None]:
@@ -126,7 +133,8 @@ def _dominates(problem: GloriaProblem, keep: Option, x_keep: dict, drop: Option)
     """``x_keep``: :func:`_snapshots` of ``keep``."""
     f = problem.freq
     for block in drop:
-        if block.snapshot is not None and f[x_keep[block.queries]] > f[block.snapshot]:
+        x = block[1]  # a Block is the tuple (queries, snapshot): read by index, natively when compiled
+        if x is not None and f[x_keep[block[0]]] > f[x]:
             return False
     return keep != drop
 
