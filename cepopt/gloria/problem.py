@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from cepopt.allocation import collector_paused
 from cepopt.errors import CepoptError
 from cepopt.gloria.template import KleeneCycle, QueryTemplate, Template, build_template
-from cepopt.model import Condition, Filter, Kleene, Pattern, Query, Seq, Type
+from cepopt.model import Aggregate, Condition, Equivalence, Filter, Kleene, Pattern, Query, Seq, Type
 from cepopt.params import check_keys
 
 __all__ = ["Cost", "Frequency", "GloriaProblem", "PairTerm", "Pool", "build", "PROBLEM_OPTIONS"]
@@ -235,21 +235,35 @@ class GloriaProblem:
 
 
 def _class_key(q: Query) -> tuple:
+    """The sharing class of a query (module docstring): one pass over its predicates and one over its
+    RETURN items, each field read once (a read of a field of the model's Python objects is a generic
+    attribute lookup from compiled code)."""
     def norm_ref(ref):
         return q.type_of(ref) if ref is not None else None
 
-    slide = q.window.slide if q.window.slide is not None else q.window.length
-    filters, conds = [], []
-    for p in q.where:  # one pass over the predicates
+    window = q.window
+    slide = window.slide if window.slide is not None else window.length
+    filters, conds, equivalences = [], [], []
+    for p in q.where:
         if isinstance(p, Filter):
             filters.append((norm_ref(p.ref), p.attr, p.op, repr(p.value)))
-        if isinstance(p, Condition):
-            conds.append((norm_ref(p.left.ref), p.left.attr, p.op, norm_ref(p.right.ref), p.right.attr))
+        elif isinstance(p, Condition):
+            left, right = p.left, p.right
+            conds.append((norm_ref(left.ref), left.attr, p.op, norm_ref(right.ref), right.attr))
+        elif isinstance(p, Equivalence):
+            equivalences.append(p.attr)
     filters.sort()
     conds.sort()
+    equivalences.sort()
     group = tuple(sorted([(norm_ref(a.ref), a.attr) for a in q.group_by]))
-    aggs = tuple(sorted([(a.func, norm_ref(a.ref), a.attr) for a in q.aggregates if a.func in ("MIN", "MAX")]))
-    return (group, tuple(sorted(q.equivalences)), slide, tuple(filters), tuple(conds), aggs)
+    aggs = []
+    for item in q.returns:
+        if isinstance(item, Aggregate):
+            func = item.func
+            if func in ("MIN", "MAX"):
+                aggs.append((func, norm_ref(item.ref), item.attr))
+    aggs.sort()
+    return (group, tuple(equivalences), slide, tuple(filters), tuple(conds), tuple(aggs))
 
 
 def _options(instance_params: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, str]:
