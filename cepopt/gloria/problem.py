@@ -238,8 +238,8 @@ def _class_key(q: Query) -> tuple:
     """The sharing class of a query (module docstring): one pass over its predicates and one over its
     RETURN items, each field read once (a read of a field of the model's Python objects is a generic
     attribute lookup from compiled code)."""
-    def norm_ref(ref):
-        return q.type_of(ref) if ref is not None else None
+    def norm_ref(ref):  # "" for no reference (a GROUP-BY attribute of every event): sorts beside types
+        return q.type_of(ref) if ref is not None else ""
 
     window = q.window
     slide = window.slide if window.slide is not None else window.length
@@ -261,7 +261,7 @@ def _class_key(q: Query) -> tuple:
         if isinstance(item, Aggregate):
             func = item.func
             if func in ("MIN", "MAX"):
-                aggs.append((func, norm_ref(item.ref), item.attr))
+                aggs.append((func, norm_ref(item.ref), item.attr or ""))
     aggs.sort()
     return (group, tuple(equivalences), slide, tuple(filters), tuple(conds), tuple(aggs))
 
