@@ -381,7 +381,8 @@ def _seq_pools(workload, template: Template, classes: dict[str, int], pools: lis
                 slot[1].add(name)
             if start_type == t[0]:
                 slot[2].add(name)
-    for (t, cls), (names, ending, start) in sorted(seq.items(), key=lambda item: item[0]):
+    for t, cls in sorted(seq):  # the keys alone: sorting items would compare each key twice
+        names, ending, start = seq[(t, cls)]
         members = frozenset(names)
         pool = Pool(len(pools), "seq", (t,), members, t[0], t[1], frozenset(), frozenset(start),
                     ((t, frozenset(ending)),) if ending else (), (), cls)
@@ -429,8 +430,12 @@ def _pair_terms(workload, template: Template, pools: list[Pool],
                 slot[0].add(name)
                 if pools[b].kind != "kleene" and _primary(qt, pools, pool_of, a, t2[0]):
                     slot[1].add(name)
-    return [PairTerm(a, b, t, t2, frozenset(qs), frozenset(pr), pools[b].kind == "kleene")
-            for (a, b, t, t2), (qs, pr) in sorted(raw.items())]
+    out = []
+    for key in sorted(raw):  # the keys alone: sorting items would compare each key twice
+        a, b, t, t2 = key
+        qs, pr = raw[key]
+        out.append(PairTerm(a, b, t, t2, frozenset(qs), frozenset(pr), pools[b].kind == "kleene"))
+    return out
 
 
 def _link(problem: GloriaProblem) -> None:

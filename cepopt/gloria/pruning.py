@@ -108,13 +108,8 @@ def _shape(option: Option) -> tuple:
     return tuple([block[0] for block in option])  # a Block is the tuple (queries, snapshot)
 
 
-def _snapshots(option: Option) -> dict[tuple[str, ...], str | None]:
-    """Each block's queries -> its snapshot type (a Block is the pair (queries, snapshot))."""
-    return dict(option)
-
-
-def _delta(problem: GloriaProblem, pool: Pool, x_keep: dict, drop: Option) -> Cost:
-    """``x_keep``: :func:`_snapshots` of the pruning node."""
+def _delta(problem: GloriaProblem, pool: Pool, keep: Option, drop: Option) -> Cost:
+    """``keep`` and ``drop``: two nodes of one shape (:func:`_shape`), whose blocks pair up by position."""
     f = problem.freq
     outgoing = []
     # edges with Ei = X_m(b) leave the pool or, after a Kleene exit snapshot, a successor (module docstring)
@@ -123,18 +118,23 @@ def _delta(problem: GloriaProblem, pool: Pool, x_keep: dict, drop: Option) -> Co
         outgoing += problem.pools[p].ends
     delta: Cost = 0
     for (ei, ej), queries in outgoing:
-        for block in drop:
+        for kept, block in zip(keep, drop):
             if block.snapshot is not None and block.snapshot == ei and queries.intersection(block.queries):
-                delta += f[ei] * (f[x_keep[block.queries]] - 1) * problem.g(ej)
+                x_keep = kept.snapshot
+                assert x_keep is not None  # it faces a shared block (_dominates)
+                delta += f[ei] * (f[x_keep] - 1) * problem.g(ej)
     return delta
 
 
-def _dominates(problem: GloriaProblem, keep: Option, x_keep: dict, drop: Option) -> bool:
-    """``x_keep``: :func:`_snapshots` of ``keep``."""
+def _dominates(problem: GloriaProblem, keep: Option, drop: Option) -> bool:
+    """``keep`` and ``drop``: two nodes of one shape (:func:`_shape`). Their blocks pair up by position:
+    both hold the same blocks' queries, and the canonical order of blocks with distinct queries is the
+    order of their queries. A block is shared exactly when it holds two queries or more, so a shared
+    block of ``drop`` faces a shared block of ``keep``."""
     f = problem.freq
-    for block in drop:
+    for kept, block in zip(keep, drop):
         x = block[1]  # a Block is the tuple (queries, snapshot): read by index, natively when compiled
-        if x is not None and f[x_keep[block[0]]] > f[x]:
+        if x is not None and f[kept[1]] > f[x]:
             return False
     return keep != drop
 
@@ -179,7 +179,6 @@ def prune_nodes(problem: GloriaProblem, pool: Pool, options: list[Option], d_s: 
     alive = [d < INF for d in d_s]
     tree = rule == "paper" or upstream_is_tree(problem, pool.index)
     groups: dict[tuple, list[int]] = {}
-    snapshots: dict[int, dict] = {}  # of the kept nodes that may prune others
     for j, option in enumerate(options):
         if alive[j]:
             groups.setdefault(_shape(option), []).append(j)
@@ -190,20 +189,19 @@ def prune_nodes(problem: GloriaProblem, pool: Pool, options: list[Option], d_s: 
         for m in sorted(members, key=lambda j: (d_s[j], j)):
             pruned = False
             for k in kept:
-                if not _dominates(problem, options[k], snapshots[k], options[m]):
+                if not _dominates(problem, options[k], options[m]):
                     continue
                 if rule == "paper":
                     pruned = d_s[k] < d_s[m]
                 elif tree:
-                    pruned = d_s[k] + _delta(problem, pool, snapshots[k], options[m]) <= d_s[m]
+                    pruned = d_s[k] + _delta(problem, pool, options[k], options[m]) <= d_s[m]
                 else:
                     pruned = _pointwise(tables or {}, inner or [0.0] * len(options), k, m) \
-                        + _delta(problem, pool, snapshots[k], options[m]) <= 0
+                        + _delta(problem, pool, options[k], options[m]) <= 0
                 if pruned:
                     break
             if pruned:
                 alive[m] = False
             else:
                 kept.append(m)
-                snapshots[m] = _snapshots(options[m])
     return alive

@@ -206,7 +206,7 @@ def build_template(workload: Workload | Iterable[Query]) -> Template:
         for t in qt.transitions:
             trans.setdefault(t, set()).add(name)
         kleene |= qt.feedback
-    return Template({t: frozenset(qs) for t, qs in sorted(trans.items())},
+    return Template({t: frozenset(trans[t]) for t in sorted(trans)},
                     {n: qt.start for n, qt in per_query.items()},
                     {n: qt.end for n, qt in per_query.items()},
                     frozenset(kleene), per_query)
