@@ -12,7 +12,13 @@ from collections.abc import Iterable
 
 from cepopt.gloria.block import Block
 
-__all__ = ["restrict_blocks", "sort_blocks"]
+__all__ = ["queries_of", "restrict_blocks", "sort_blocks"]
+
+
+def queries_of(block: Block) -> tuple[str, ...]:
+    """A block's queries (``block[0]``; Block is the tuple (queries, snapshot)), typed as a tuple so that
+    compiled code loops over them natively rather than through the iterator protocol."""
+    return block[0]
 
 
 def sort_blocks(blocks: Iterable[Block]) -> tuple[Block, ...]:
@@ -27,7 +33,7 @@ def restrict_blocks(blocks: Iterable[Block], queries: frozenset[str]) -> tuple[l
     shared: list[Block] = []
     unshared: list[str] = []
     for block in blocks:
-        sub = [q for q in block[0] if q in queries]  # a native loop; frozenset.intersection is a call
+        sub = [q for q in queries_of(block) if q in queries]  # native; frozenset.intersection is a call
         if not sub:
             continue
         if block[1] is not None and len(sub) >= 2:  # the block itself when it keeps every query

@@ -72,7 +72,7 @@ from operator import itemgetter
 
 from cepopt.errors import CepoptError
 from cepopt.gloria.block import Block
-from cepopt.gloria.canonical import sort_blocks
+from cepopt.gloria.canonical import queries_of, sort_blocks
 from cepopt.gloria.plan import GloriaPlan
 from cepopt.gloria.problem import Cost, Frequency, GloriaProblem, PairTerm, Pool
 from cepopt.solution import Objective
@@ -109,7 +109,7 @@ def _member(queries: frozenset[str]) -> str:
 
 def block_index(blocks: Sequence[Block]) -> dict[str, int]:
     """Each query's block position in an option."""
-    return {q: k for k, b in enumerate(blocks) for q in b[0]}
+    return {q: k for k, b in enumerate(blocks) for q in queries_of(b)}
 
 
 def block_positions(queries: frozenset[str]):
@@ -281,7 +281,7 @@ class TermTable:
         """(where each query's block is, the inherited blocks holding primary queries, or None when some
         inherited block mixes in other queries: then no option of pool a derives this one). ``blocks_b``:
         an option of pool b, or its blocks that hold a query of the term (all the term reads)."""
-        where_b: dict[str, Block] = {q: b for b in blocks_b for q in b[0]}
+        where_b: dict[str, Block] = {q: b for b in blocks_b for q in queries_of(b)}
         inherited: list[tuple[Block, frozenset[str], str]] = []
         if self.checks:
             prim, ej = self.prim, self.ej
@@ -299,6 +299,45 @@ class TermTable:
     def weight(self, a_side: ASide, b_side: BSide) -> Cost | None:
         """:meth:`cost` where :meth:`derivable`, else None (one call for the graph build)."""
         return self.cost(a_side, b_side) if self.derivable(a_side, b_side) else None
+
+    def single_weight(self, block: Block | None, b_side: BSide) -> Cost | None:
+        """:meth:`weight` of a one-query term (``self.single``) from an option of pool a whose block of
+        that query is ``block`` (None: the option lacks it), without building the a side: the same
+        values, in the same arithmetic order.
+
+        What is left of :meth:`side_a`, :meth:`derivable` and :meth:`cost` with one query: no whole
+        shared block (a sub of one query), the query loose when primary, and no inherited block (a
+        shared block of pool b holds two queries, so it is never inside the term's primary queries).
+        Why: two thirds of a published workload's edges are forks to one query; building the a side
+        took half of their tables' instructions."""
+        where_b, inherited = b_side
+        q = self.single
+        assert q is not None  # a one-query term
+        if self.checks:
+            if inherited is None:
+                return None
+            if block is not None and q in self.prim:
+                tb = where_b.get(q)
+                if tb is None or not (tb[1] is None or tb[1] == self.ej):
+                    return None
+        fixed: Cost = 0
+        if block is None:
+            return fixed
+        term = self.term
+        share = self.problem.share(term.a, term.t, block[0], self.queries) if self.split else 1
+        x = block[1]
+        if x is None:
+            fixed += self.unshared * 1 * share
+            return fixed
+        propagation, evaluation = self._shared.get(x) or self._factors(x)
+        fixed += propagation * share
+        if term.entry:
+            fixed += evaluation * 1
+            return fixed
+        first = where_b.get(q)
+        if first is not None and first[1] == x and block.members >= first.members:
+            return fixed  # REUSE (q is in the block holding it)
+        return fixed + evaluation * 1
 
     @staticmethod
     def cost(a_side: ASide, b_side: BSide) -> Cost:

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 from cepopt.allocation import collector_paused
 from cepopt.errors import CepoptError
-from cepopt.gloria.template import KleeneCycle, QueryTemplate, Template, build_template
+from cepopt.gloria.template import KleeneCycle, QueryTemplate, Template, build_template, cycle_of_type
 from cepopt.model import Aggregate, Condition, Equivalence, Filter, Kleene, Pattern, Query, Seq, Type
 from cepopt.params import check_keys
 
@@ -402,7 +402,7 @@ def _primary(qt: QueryTemplate, pools: list[Pool], pool_of: dict[str, dict[Trans
     """Is pool a the designated predecessor (derivability source) of the query's transition from Ej?"""
     if qt.start == ej:
         return False
-    cyc = qt.cycle_of_type(ej)
+    cyc = cycle_of_type(qt, ej)
     if cyc is None:
         return True
     return pools[a].kind == "kleene" and a == pool_of[qt.name][min(cyc.transitions)]

@@ -26,7 +26,7 @@ import networkx as nx
 from cepopt.errors import CepoptError
 from cepopt.model import Kleene, Pattern, Query, Seq, Type, Workload, iter_types
 
-__all__ = ["KleeneCycle", "QueryTemplate", "Template", "build_template", "query_template"]
+__all__ = ["KleeneCycle", "QueryTemplate", "Template", "build_template", "cycle_of_type", "query_template"]
 
 Transition = tuple[str, str]
 
@@ -67,10 +67,7 @@ class QueryTemplate(NamedTuple):
         return None
 
     def cycle_of_type(self, event_type: str) -> KleeneCycle | None:
-        for cyc in self.cycles:
-            if event_type in cyc.types:
-                return cyc
-        return None
+        return cycle_of_type(self, event_type)
 
     def predecessors(self, event_type: str) -> tuple[str, ...]:
         """pe(E, q): the predecessor types of ``event_type`` in this query."""
@@ -88,6 +85,16 @@ class QueryTemplate(NamedTuple):
                     seen.add(a)
                     stack.append(a)
         return frozenset(seen)
+
+
+def cycle_of_type(qt: QueryTemplate, event_type: str) -> KleeneCycle | None:
+    """The query's outermost Kleene cycle through ``event_type``, or None. A function beside the method
+    :meth:`QueryTemplate.cycle_of_type`: compiled code calls a function natively and a named tuple's
+    method as a Python method."""
+    for cyc in qt.cycles:
+        if event_type in cyc.types:
+            return cyc
+    return None
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,11 @@ def test_term_tables_equal_the_reference_edge_functions(case, accounting):
                 sb = table.side_b(ob)
                 assert table.derivable(sa, sb) == pair_derivable(problem, term, oa, ob)
                 assert table.cost(sa, sb) == pair_cost(problem, term, oa, ob)
+                if table.single is not None:  # a fork to one query: its own shortcut, same weight
+                    block = next((blk for blk in oa if table.single in blk.queries), None)
+                    expected = pair_cost(problem, term, oa, ob) if pair_derivable(problem, term, oa, ob) else None
+                    weight = table.single_weight(block, sb)
+                    assert weight == expected and type(weight) is type(expected)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
