@@ -68,7 +68,6 @@ snapshot Ei. Inside a Kleene group every transition carries the same plan.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import itemgetter
 
 from cepopt.errors import CepoptError
 from cepopt.gloria.block import Block
@@ -78,7 +77,7 @@ from cepopt.gloria.problem import Cost, Frequency, GloriaProblem, PairTerm, Pool
 from cepopt.solution import Objective
 
 __all__ = ["ASide", "BSide", "OBJECTIVE", "evaluate", "predict", "pair_cost", "pair_derivable", "unary_cost",
-           "unary_costs", "block_positions", "option_problem", "plan_options", "plan_from_options", "start_cost",
+           "unary_costs", "restriction", "option_problem", "plan_options", "plan_from_options", "start_cost",
            "baseline_options", "total_cost", "edge_cost", "edge_derivable"]
 
 Option = tuple[Block, ...]
@@ -112,13 +111,11 @@ def block_index(blocks: Sequence[Block]) -> dict[str, int]:
     return {q: k for k, b in enumerate(blocks) for q in queries_of(b)}
 
 
-def block_positions(queries: frozenset[str]):
-    """A :func:`block_index` -> the block positions of ``queries`` (a tuple, in one fixed order of the
-    queries): a node's restriction to some queries read by position, without a set or a sort."""
-    if len(queries) == 1:
-        (q,) = queries
-        return lambda index: (index[q],)
-    return itemgetter(*queries)
+def restriction(option: Option, index: dict[str, int], queries: list[str]) -> tuple[Block, ...]:
+    """The block of each of ``queries`` (a list: one fixed order) in an option, given its
+    :func:`block_index`: a node's restriction to some queries read by position, without a set or a
+    sort (two options give equal tuples exactly when they hold the same blocks with these queries)."""
+    return tuple([option[index[q]] for q in queries])
 
 
 def _restricted_at(blocks: Sequence[Block], index: dict[str, int],

@@ -24,8 +24,8 @@ from cepopt.gloria.cost import (
     Option,
     TermTable,
     block_index,
-    block_positions,
     plan_from_options,
+    restriction,
     unary_costs,
 )
 from cepopt.gloria.plan import GloriaPlan
@@ -194,8 +194,8 @@ def _carried_blocks(options: list[Option], carried: frozenset[str],
     if len(carried) == 1:  # a fork to one query: the query's block
         (q,) = carried
         return [o[index[q]] for o, index in zip(options, indexes)]
-    positions = block_positions(carried)
-    return [tuple([o[k] for k in positions(index)]) for o, index in zip(options, indexes)]
+    queries = list(carried)
+    return [restriction(o, index, queries) for o, index in zip(options, indexes)]
 
 
 def _weights(tables: list[TermTable], a_sides: list[ASide], b_sides: list[list[BSide]]) -> list[Cost | None]:

@@ -31,7 +31,7 @@ from typing import Final
 from cepopt.errors import MethodLimitError
 from cepopt.gloria.block import Block
 from cepopt.gloria.canonical import restrict_blocks, sort_blocks
-from cepopt.gloria.cost import Option, block_index, block_positions, unary_costs
+from cepopt.gloria.cost import Option, block_index, restriction, unary_costs
 from cepopt.gloria.graph import CandidateGraph, EdgeTable, edge_table
 from cepopt.gloria.problem import Cost, GloriaProblem, Pool
 from cepopt.gloria.pruning import distances, prune_nodes
@@ -91,10 +91,9 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
         sizes += len(prim)
         parts: set[Option] = set()
         seen: set[tuple[Block, ...]] = set()  # the block of each primary query (in one fixed order)
-        positions = block_positions(prim)
+        in_order = list(prim)
         for k, nk in enumerate(options[a]):
-            at = positions(block_index(nk) if indexes is None else indexes[a][k])
-            key = tuple([nk[j] for j in at])
+            key = restriction(nk, block_index(nk) if indexes is None else indexes[a][k], in_order)
             if key in seen:
                 continue
             seen.add(key)

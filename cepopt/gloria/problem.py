@@ -214,7 +214,9 @@ class GloriaProblem:
     def _primary(self) -> dict[tuple[int, int], frozenset[str]]:
         """:meth:`primary_queries` of every edge, computed once (node generation asks per pool)."""
         if self._primary_of is None:
-            self._primary_of = {edge: frozenset().union(*(t.primary for t in terms))
+            # one term per edge, as a rule: its set as it is (a union is a generic call, compiled)
+            self._primary_of = {edge: terms[0].primary if len(terms) == 1
+                                else frozenset().union(*(t.primary for t in terms))
                                 for edge, terms in self.edges.items()}
         return self._primary_of
 
