@@ -12,13 +12,19 @@ from collections.abc import Iterable
 
 from cepopt.gloria.block import Block
 
-__all__ = ["queries_of", "restrict_blocks", "sort_blocks"]
+__all__ = ["distinct_blocks", "queries_of", "restrict_blocks", "sort_blocks"]
 
 
 def queries_of(block: Block) -> tuple[str, ...]:
     """A block's queries (``block[0]``; Block is the tuple (queries, snapshot)), typed as a tuple so that
     compiled code loops over them natively rather than through the iterator protocol."""
     return block[0]
+
+
+def distinct_blocks(blocks: tuple[Block, ...]) -> tuple[Block, ...]:
+    """The blocks without repeats, in order of first occurrence: ``tuple(dict.fromkeys(blocks))``, with a
+    dictionary display that compiled code builds natively (``dict.fromkeys`` is a generic call)."""
+    return tuple({block: None for block in blocks})
 
 
 def sort_blocks(blocks: Iterable[Block]) -> tuple[Block, ...]:

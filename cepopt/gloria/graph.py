@@ -18,6 +18,7 @@ from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
+from cepopt.gloria.canonical import distinct_blocks
 from cepopt.gloria.cost import (
     ASide,
     BSide,
@@ -237,7 +238,7 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
     else:  # b node -> its distinct restriction (its blocks that hold the terms' queries: all they read)
         distinct: dict = {}
         column = [distinct.setdefault(key, len(distinct)) for key in _carried_blocks(opts_b, carried, indexes_b)]
-        b_parts = [(key,) for key in distinct] if len(carried) == 1 else [tuple(dict.fromkeys(key)) for key in distinct]
+        b_parts = [(key,) for key in distinct] if len(carried) == 1 else [distinct_blocks(key) for key in distinct]
     if len(tables) == 1 and len(opts_b) == 1:  # one term into one node (a fork to a one-query pool)
         return _rows_into_one_node(tables[0], opts_a, indexes_a, keys_a, b_parts[0], deadline)
     b_sides = [[t.side_b(part) for part in b_parts] for t in tables]

@@ -30,7 +30,7 @@ from typing import Final
 
 from cepopt.errors import MethodLimitError
 from cepopt.gloria.block import Block
-from cepopt.gloria.canonical import restrict_blocks, sort_blocks
+from cepopt.gloria.canonical import distinct_blocks, restrict_blocks, sort_blocks
 from cepopt.gloria.cost import Option, block_index, restriction, unary_costs
 from cepopt.gloria.graph import CandidateGraph, EdgeTable, edge_table
 from cepopt.gloria.problem import Cost, GloriaProblem, Pool
@@ -99,7 +99,7 @@ def seq_nodes(problem: GloriaProblem, pool: Pool, options: list[list[Option]], m
             seen.add(key)
             choices: list[list[tuple[Block, ...]]] = []
             # its distinct blocks holding a primary query (in any order: every part is sorted below)
-            shared, unshared = restrict_blocks(dict.fromkeys(key), prim)
+            shared, unshared = restrict_blocks(distinct_blocks(key), prim)
             for block in shared:  # REUSE (P1), or a local snapshot of Ej (P2)
                 x = block[1]
                 assert x is not None  # restrict_blocks: the shared blocks
