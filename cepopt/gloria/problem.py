@@ -416,13 +416,12 @@ def _pair_terms(workload, template: Template, pools: list[Pool],
     raw: dict[tuple[int, int, Transition, Transition], list[set[str]]] = {}
     for qt in template.queries.values():  # the workload's queries, in order
         name = qt.name
-        leaving: dict[str, list[Transition]] = {}  # the query's transitions by source type
-        for t2 in qt.transitions:
-            leaving.setdefault(t2[0], []).append(t2)
-        at = pool_of[name]
-        for t in qt.transitions:
-            for t2 in leaving.get(t[1], ()):
-                a, b = at[t], at[t2]
+        at = pool_of[name]  # each of the query's transitions -> its pool
+        leaving: dict[str, list[tuple[Transition, int]]] = {}  # the query's transitions (and pools) by source type
+        for t2, b in at.items():
+            leaving.setdefault(t2[0], []).append((t2, b))
+        for t, a in at.items():
+            for t2, b in leaving.get(t[1], ()):
                 if a == b:
                     continue
                 key = (a, b, t, t2)
