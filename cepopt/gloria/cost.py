@@ -81,6 +81,9 @@ __all__ = ["ASide", "BSide", "OBJECTIVE", "evaluate", "predict", "pair_cost", "p
            "baseline_options", "total_cost", "edge_cost", "edge_derivable"]
 
 Option = tuple[Block, ...]
+# The graph build's functions below (TermTable, end_cost, cycle_cost, ...) read a block by index,
+# ``block[0]`` its queries and ``block[1]`` its snapshot (Block is that tuple): compiled (mypyc), the
+# ``queries`` / ``snapshot`` properties are generic attribute lookups, about 10,000 per published file.
 
 OBJECTIVE = Objective("Cost", "Gloria cost model, Eqs. 2-4 and §3.2 edge weights, in operations", "min",
                       "operations: propagations + evaluations")
@@ -323,7 +326,7 @@ class TermTable:
         term = self.term
         share = self.problem.share(term.a, term.t, block[0], self.queries) if self.split else 1
         x = block[1]
-        if x is None:
+        if x is None:  # "* 1": side_a's "* len(sub)", kept for the same arithmetic
             fixed += self.unshared * 1 * share
             return fixed
         propagation, evaluation = self._shared.get(x) or self._factors(x)
