@@ -300,10 +300,16 @@ class TermTable:
         """:meth:`cost` where :meth:`derivable`, else None (one call for the graph build)."""
         return self.cost(a_side, b_side) if self.derivable(a_side, b_side) else None
 
+    def single_block(self, blocks_a: Option, index: dict[str, int]) -> Block | None:
+        """The block of a one-query term's query (``self.single``) in an option of pool a, given its
+        :func:`block_index`; None when the option lacks it: all :meth:`single_weight` reads of it."""
+        k = index.get(self.single) if self.single is not None else None
+        return None if k is None else blocks_a[k]
+
     def single_weight(self, block: Block | None, b_side: BSide) -> Cost | None:
         """:meth:`weight` of a one-query term (``self.single``) from an option of pool a whose block of
-        that query is ``block`` (None: the option lacks it), without building the a side: the same
-        values, in the same arithmetic order.
+        that query is ``block`` (:meth:`single_block`), without building the a side: the same values, in
+        the same arithmetic order.
 
         What is left of :meth:`side_a`, :meth:`derivable` and :meth:`cost` with one query: no whole
         shared block (a sub of one query), the query loose when primary, and no inherited block (a

@@ -243,11 +243,10 @@ def edge_table(problem: GloriaProblem, a: int, b: int, opts_a: list[Option], opt
         return _rows_into_one_node(tables[0], opts_a, indexes_a, keys_a, b_parts[0], deadline)
     b_sides = [[t.side_b(part) for part in b_parts] for t in tables]
     if len(tables) == 1 and tables[0].single is not None:  # a fork to one query: read its block only
-        table, sides_b, q = tables[0], b_sides[0], tables[0].single
+        table, sides_b = tables[0], b_sides[0]
 
         def weights(i: int) -> list[Cost | None]:
-            k = indexes_a[i].get(q)
-            block = None if k is None else opts_a[i][k]
+            block = table.single_block(opts_a[i], indexes_a[i])
             return [table.single_weight(block, sb) for sb in sides_b]
     elif len(tables) == 1:  # the usual case: one term, its weight function called directly
         # (as a method of the table, not bound once to a local: compiled, that call is a native one)
@@ -280,18 +279,16 @@ def _rows_into_one_node(table: TermTable, opts_a: list[Option], indexes_a: list[
     179 tables, about 2 of the 4.6 ms of edge tables); skipping the general per-row weight lists and
     columns there takes 2 % of the instructions of the whole search (callgrind: 126.3 -> 123.8 M)."""
     side_b = table.side_b(part_b)
-    q = table.single
     rows: dict = {}
     row_of = []  # each node of a's row
     for i, key in enumerate(keys_a):
         row = rows.get(key)
         if row is None:
             check_deadline(deadline)
-            if q is None:
+            if table.single is None:
                 w = table.weight(table.side_a(opts_a[i], indexes_a[i]), side_b)
             else:  # a fork to one query: read its block only
-                k = indexes_a[i].get(q)
-                w = table.single_weight(None if k is None else opts_a[i][k], side_b)
+                w = table.single_weight(table.single_block(opts_a[i], indexes_a[i]), side_b)
             row = rows[key] = [] if w is None else [(0, w)]
         row_of.append(row)
     return EdgeTable(row_of)

@@ -70,7 +70,7 @@ def _small_space(case, accounting):
 def test_term_tables_equal_the_reference_edge_functions(case, accounting):
     """The graph build's per-option precomputation (cost.TermTable) gives cost.pair_cost and
     cost.pair_derivable on every pair of options of adjacent pools."""
-    from cepopt.gloria.cost import TermTable, pair_cost, pair_derivable
+    from cepopt.gloria.cost import TermTable, block_index, pair_cost, pair_derivable
 
     problem, graph = _small_space(case, accounting)
     for term in problem.terms:
@@ -83,6 +83,7 @@ def test_term_tables_equal_the_reference_edge_functions(case, accounting):
                 assert table.cost(sa, sb) == pair_cost(problem, term, oa, ob)
                 if table.single is not None:  # a fork to one query: its own shortcut, same weight
                     block = next((blk for blk in oa if table.single in blk.queries), None)
+                    assert table.single_block(oa, block_index(oa)) == block
                     expected = pair_cost(problem, term, oa, ob) if pair_derivable(problem, term, oa, ob) else None
                     weight = table.single_weight(block, sb)
                     assert weight == expected and type(weight) is type(expected)
