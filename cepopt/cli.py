@@ -60,6 +60,12 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
+def _add_verbose(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--verbose", action="store_true",
+                   help="show Spark's and the JVM's own log on stderr (by default it goes to "
+                        "~/.cache/cepopt/logs/spark-PID.log, and an error is one line)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="cepopt", description=(
         "Exact plan selection for complex event processing (Sharon, Hamlet, Gloria, Kolchinsky & "
@@ -114,7 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "(default: the CSV header and first rows, or the Parquet footer)")
     p.add_argument("--engine", choices=["spark", "local"], default="spark",
                    help="spark (default; --master) or local (in process, no JVM: small streams)")
-    p.add_argument("--output", metavar="PATH", help="write the results (.csv or .parquet; Spark writes a folder)")
+    p.add_argument("--output", metavar="FILE", help="write the results to one file, FILE.csv or FILE.parquet "
+                                                    "(the same on both engines)")
     p.add_argument("--master", metavar="URL", help="Spark master (default local[*] or $CEPOPT_SPARK_MASTER)")
     p.add_argument("--estimate-stats", action="store_true",
                    help="measure rates (and join selectivities) on the stream and plan with them")
@@ -122,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-work", type=float, metavar="N",
                    help="refuse plans whose predicted work is above N operations (default: the memory in bytes)")
     _add_solver_options(p)
+    _add_verbose(p)
 
     p = sub.add_parser("experiment", help="run an experiment (writes CSV, PNG and markdown)",
                        description="Run experiment NAME; results go to ./cepopt-results/NAME/ "
@@ -132,12 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="output folder (default ./cepopt-results/NAME)")
     p.add_argument("--no-resume", action="store_true", help="start over instead of resuming")
     p.add_argument("--master", metavar="URL", help="run grid points as Spark tasks on this cluster")
+    _add_verbose(p)
 
     p = sub.add_parser("demo", help="solve the papers' examples with every method and execute plans on Spark")
     p.add_argument("--quick", action="store_true", help="smaller generated workloads and streams")
     p.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     p.add_argument("--time-limit", type=time_limit_argument, default=10.0, metavar="S",
                    help="seconds per method call")
+    _add_verbose(p)
 
     p = sub.add_parser("methods", help="list every family and method")
     p.add_argument("--json", action="store_true", help="print JSON instead of a list")
@@ -417,6 +427,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = list(sys.argv[1:] if argv is None else argv)
         args = parser.parse_args(argv)
         args.argv = argv
+        if getattr(args, "verbose", False):
+            os.environ["CEPOPT_SPARK_LOG"] = "stderr"
         if args.command is None:
             parser.print_help()
             return 0

@@ -74,8 +74,8 @@ class Execution:
 
 def check_inputs(ex: Execution) -> None:
     """Everything that can be checked before work starts: fail in a second, not after Spark starts."""
-    from cepopt.executor.api import results_format
     from cepopt.executor.engines import ENGINES
+    from cepopt.executor.output import check_output
     from cepopt.instance import Instance, load
 
     if ex.engine not in ENGINES:
@@ -83,8 +83,7 @@ def check_inputs(ex: Execution) -> None:
     if not isinstance(ex.instance, Instance):
         ex.instance = load(ex.instance)
     if ex.output:
-        results_format(ex.output)
-        _check_writable(ex.output, "--output")
+        check_output(ex.output)
     if ex.save_stats:
         _check_writable(ex.save_stats, "--save-stats")
     if ex.max_work is not None and not (isinstance(ex.max_work, int | float) and ex.max_work > 0):

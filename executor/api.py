@@ -26,6 +26,7 @@ import pandas as pd
 
 from cepopt.errors import CepoptError, UnknownNameError
 from cepopt.executor import results as res
+from cepopt.executor.output import results_format, write_results, write_spark_results
 
 __all__ = ["ExecutionResult", "driver_module", "execute", "results_format", "spark_digest", "write_results"]
 
@@ -177,7 +178,8 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
 
     ``events``: a pandas or Spark DataFrame, event dicts, or a stream path / URI (``schema``: its Spark
     DDL, else declared from the file). ``source`` names the stream in error messages. With ``output``
-    the Spark engine writes the results there (CSV or Parquet by extension) in the same job. Extra
+    the results are written there: one file, CSV or Parquet by extension (executor/output.py), on
+    either engine. Extra
     keywords go to the driver's ``compile`` (or ``execute``) when it accepts them.
     """
     from cepopt.executor.engines import ENGINES
@@ -189,7 +191,7 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
     if isinstance(events, str | Path):
         source = source or str(events)
     if not hasattr(driver, "compile"):
-        return _execute_native(driver, problem, plan, events, engine, spark, master, schema, options)
+        return _execute_native(driver, problem, plan, events, engine, spark, master, schema, output, options)
     compiled = driver.compile(problem, plan, **_accepted(driver.compile, options))
     if engine == "local":
         from cepopt.executor.engines import run_local
@@ -261,7 +263,8 @@ def _accepted(fn, options: dict) -> dict:
     return {k: v for k, v in options.items() if k in params}
 
 
-def _execute_native(driver, problem, plan, events, engine: str, spark, master, schema, options) -> ExecutionResult:
+def _execute_native(driver, problem, plan, events, engine: str, spark, master, schema, output,
+                    options) -> ExecutionResult:
     """A driver that runs plans itself (join order: a join tree of DataFrames)."""
     params = inspect.signature(driver.execute).parameters
     if engine == "local" and "engine" not in params:
@@ -270,7 +273,10 @@ def _execute_native(driver, problem, plan, events, engine: str, spark, master, s
     if "engine" in params:
         kwargs["engine"] = engine
     if engine == "local":
-        return driver.execute(problem, plan, _local_events(events), None, **kwargs)
+        result = driver.execute(problem, plan, _local_events(events), None, **kwargs)
+        if output:
+            write_results(result.results, output)
+        return result
     from cepopt.executor.session import get_spark
 
     spark = spark or get_spark(master, small=_small(_size(events)))
@@ -279,28 +285,6 @@ def _execute_native(driver, problem, plan, events, engine: str, spark, master, s
     result.engine = "spark"
     if not result.time_s or math.isnan(result.time_s):
         result.time_s = time.perf_counter() - start
+    if output:
+        write_spark_results(result.results, output)
     return result
-
-
-def results_format(output: str | Path) -> str:
-    """``csv`` or ``parquet`` by the extension of ``output``."""
-    suffix = Path(str(output).rstrip("/")).suffix.lower()
-    if suffix == ".csv":
-        return "csv"
-    if suffix in (".parquet", ".pq"):
-        return "parquet"
-    raise CepoptError(f"{output}: unknown results format (use .csv or .parquet)")
-
-
-def write_results(results: pd.DataFrame, output: str | Path) -> None:
-    """Write a pandas results frame as CSV or Parquet by extension; values as exact text (ints can exceed
-    2^63). A Spark results DataFrame is written by the engine (executor.engines.write_frame)."""
-    output = Path(output)
-    fmt = results_format(output)
-    df = results.copy()
-    df["value"] = [res.value_text(v) for v in df["value"]]
-    output.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "csv":
-        df.to_csv(output, index=False)
-    else:
-        df.to_parquet(output, index=False)

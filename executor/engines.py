@@ -356,13 +356,16 @@ def _spark_progress(sc, progress: Progress, done: threading.Event) -> threading.
 def spark_failure(exc: BaseException, source: str | None = None) -> CepoptError:
     """One line for a failed Spark job: the user error it carries (a bad event, a kernel's message), or
     the first line of Spark's own error."""
-    from cepopt.executor.session import _first_line
+    from cepopt.executor.session import _first_line, missing_cepopt
     from cepopt.executor.streams import user_error
 
     found = user_error(exc, source)
     if found is not None:
         return found
     text = str(exc)
+    found = missing_cepopt(text)
+    if found is not None:
+        return found
     if "Traceback (most recent call last)" in text:  # a Python error on a worker: its last line says it
         python = text[text.index("Traceback (most recent call last)"):]
         errors = [e for e in re.findall(r"^([A-Za-z_][\w.]*(?:Error|Exception)\b.*)$", python, re.M)
@@ -373,13 +376,10 @@ def spark_failure(exc: BaseException, source: str | None = None) -> CepoptError:
 
 
 def write_frame(results, output: str) -> None:
-    """Write a results DataFrame with Spark: Parquet, or CSV with a header, by the extension of ``output``
-    (any path or URI Spark writes; a folder of part files)."""
-    writer = results.write.mode("overwrite")
-    if output.lower().rstrip("/").endswith(".csv"):
-        writer.option("header", True).csv(output)
-    else:
-        writer.parquet(output)
+    """Write a results DataFrame with Spark to the one file ``output`` (executor/output.py)."""
+    from cepopt.executor.output import write_spark_results
+
+    write_spark_results(results, output)
 
 
 def _partitioned(compiled, compiled_bc, events, spark, counters, digests, firsts):

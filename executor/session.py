@@ -13,7 +13,12 @@ Environment:
 * ``CEPOPT_SHUFFLE_PARTITIONS``: ``spark.sql.shuffle.partitions``; unset (and not set in Spark's own
   configuration), the cluster's default parallelism;
 * ``CEPOPT_DRIVER_MEMORY``: ``spark.driver.memory`` of a local driver (default 2g);
-* ``CEPOPT_SPARK_CDS``: ``0`` turns off the class-data archive below.
+* ``CEPOPT_SPARK_CDS``: ``0`` turns off the class-data archive below;
+* ``CEPOPT_SPARK_LOG``: where the JVM's own stderr goes (Spark's log at ERROR, the JVM's warnings such
+  as ``Using incubator modules``, the Python workers' stderr): by default the file
+  ``$CEPOPT_CACHE/logs/spark-PID.log`` (rewritten by the next run of that process id), so that a
+  failure reaches the user as cepopt's one line only; ``stderr`` (``cepopt ... --verbose``) leaves it
+  on stderr; any other value is the file to write it to.
 
 Start-up cost (most of a small run's time is the JVM's own: class loading, JIT): the driver JVM uses an
 application class-data archive of Spark's classes (JDK CDS), written by the first run at its exit into
@@ -25,6 +30,7 @@ and the serial collector, which halves it again; large runs keep the JVM's defau
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -64,6 +70,66 @@ def check_master(master: str) -> None:
         except OSError as exc:
             raise CepoptError(f"--master {master}: cannot reach the Spark master at {host}:{port} "
                               f"({exc.strerror or exc})") from None
+
+
+def _log_target() -> Path | None:
+    """The file the JVM's stderr goes to (None: stderr itself); see ``CEPOPT_SPARK_LOG``."""
+    setting = os.environ.get("CEPOPT_SPARK_LOG", "")
+    if setting == "stderr":
+        return None
+    if setting:
+        return Path(setting)
+    cache = Path(os.environ.get("CEPOPT_CACHE", Path.home() / ".cache" / "cepopt"))
+    return cache / "logs" / f"spark-{os.getpid()}.log"
+
+
+def _drop_old_logs(folder: Path, days: float = 7.0) -> None:
+    """Remove the default logs (``spark-PID.log``) not written for ``days``."""
+    import time
+
+    for old in folder.glob("spark-*.log"):
+        with contextlib.suppress(OSError):
+            if time.time() - old.stat().st_mtime > days * 86400:
+                old.unlink()
+
+
+@contextlib.contextmanager
+def _jvm_stderr():
+    """While the JVM is launched, file descriptor 2 is the log file, which the JVM (and the Python
+    workers it starts) inherit as their stderr; this process's stderr is back once it is running.
+    Yields the log's path (None: nothing redirected)."""
+    target = _log_target()
+    if target is None:
+        yield None
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        log = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        _drop_old_logs(target.parent)
+    except OSError:
+        yield None  # no log file: Spark's output stays on stderr rather than being lost
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        os.dup2(log, 2)
+        yield target
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
+
+
+def missing_cepopt(text: str) -> CepoptError | None:
+    """The one line for a job whose workers' Python has no cepopt (a cluster without
+    ``PYSPARK_PYTHON``), or None for any other failure."""
+    if not re.search(r"No module named '?cepopt", text):
+        return None
+    python = os.environ.get("PYSPARK_PYTHON")
+    now = f"it is {python}" if python else "it is unset"
+    return CepoptError(f"the Spark workers' Python cannot import cepopt: set PYSPARK_PYTHON to a Python with "
+                       f"cepopt installed on every worker ({now}; README: Running on a cluster)")
 
 
 def _check_java() -> None:
@@ -162,6 +228,16 @@ def _builder(master: str, small: bool = False):
     return builder
 
 
+def _start(master: str, small: bool):
+    """``getOrCreate`` with the JVM's stderr in the log (``CEPOPT_SPARK_LOG``); a failure is one line."""
+    with _jvm_stderr() as log:
+        try:
+            return _builder(master, small).getOrCreate()
+        except Exception as exc:  # noqa: BLE001 -- py4j, PySparkRuntimeError, Java errors: one line
+            where = f" (Spark's log: {log})" if log else ""
+            raise CepoptError(f"cannot start Spark on {master}: {_first_line(exc)}{where}") from None
+
+
 def get_spark(master: str | None = None, *, small: bool = False):
     """The process-wide SparkSession of ``master``.
 
@@ -188,17 +264,11 @@ def get_spark(master: str | None = None, *, small: bool = False):
     master = master or os.environ.get("CEPOPT_SPARK_MASTER") or "local[*]"
     check_master(master)
     _check_java()
-    try:
-        session = _builder(master, small).getOrCreate()
-    except Exception as exc:  # noqa: BLE001 -- py4j, PySparkRuntimeError, Java errors: one line
-        raise CepoptError(f"cannot start Spark on {master}: {_first_line(exc)}") from None
+    session = _start(master, small)
     sc = session.sparkContext
     if sc.master != master:  # a session someone else started in this process
         session.stop()
-        try:
-            session = _builder(master, small).getOrCreate()
-        except Exception as exc:  # noqa: BLE001
-            raise CepoptError(f"cannot start Spark on {master}: {_first_line(exc)}") from None
+        session = _start(master, small)
         sc = session.sparkContext
     sc.setLogLevel("ERROR")
     if not sc.getConf().contains("spark.sql.shuffle.partitions"):

@@ -95,7 +95,7 @@ def test_output_is_checked_before_work(tmp_path, monkeypatch):
     monkeypatch.setattr("cepopt.executor.api.execute", no_work)
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(CepoptError, match="--output .*cannot write into"):
+    with pytest.raises(CepoptError, match="--output .*cannot write: Not a directory"):
         execute_command("sharon-example3", "nonshared", None, engine="local", output=str(blocker / "r.csv"))
     with pytest.raises(CepoptError, match="unknown results format"):
         execute_command("sharon-example3", "nonshared", None, engine="local", output=str(tmp_path / "r.txt"))
