@@ -2,8 +2,10 @@
 values its predicates, GROUP-BY and aggregates can use, and drawn so that stated selectivities hold.
 
 Types are drawn with probabilities proportional to ``statistics.rates`` (types without a rate get the
-mean rate; all 1 when none is given); the stream spans ``events / sum(rates)`` time units (integer
-timestamps), so each type arrives at about its stated rate. Attributes:
+mean rate; all 1 when none is given); the stream spans ``unit * events / sum(rates)`` time units
+(integer timestamps), so each type arrives at about its stated rate per ``unit`` time units (default 1).
+``unit`` = the queries' window length draws a stream with the rates as events per window, the unit of
+Sharon's cost model (spec A4), whose events of one type rarely share a time stamp. Attributes:
 
 * GROUP-BY and equivalence attributes: ints 0..groups-1;
 * attributes of numeric filters: ints spread over [min constant - spread, max constant + spread];
@@ -55,12 +57,12 @@ SCALE = 1_000_000
 
 
 def generate(*, seed: int = 0, instance: Any = None, events: int = 10_000, groups: int = 4,
-             spread: int = 10) -> pd.DataFrame:
+             spread: int = 10, unit: int = 1) -> pd.DataFrame:
     """``events`` events of the instance's event types (see the module docstring)."""
     if instance is None:
         raise CepoptError("the workload stream generator needs an instance")
-    if events < 0 or groups < 1 or spread < 0:
-        raise CepoptError("workload stream: events >= 0, groups >= 1, spread >= 0 needed")
+    if events < 0 or groups < 1 or spread < 0 or unit < 1:
+        raise CepoptError("workload stream: events >= 0, groups >= 1, spread >= 0, unit >= 1 needed")
     workload = instance.workload
     types = list(dict.fromkeys(list(instance.event_types) + list(workload.event_types())))
     rates_known = dict(instance.statistics.rates)
@@ -72,7 +74,7 @@ def generate(*, seed: int = 0, instance: Any = None, events: int = 10_000, group
         _check_reach(instance, events)
     rng = np.random.default_rng(seed)
     typ = np.array(types)[rng.choice(len(types), size=events, p=rates / rates.sum())]
-    span = max(1.0, events / rates.sum())
+    span = max(1.0, unit * events / rates.sum())
     ts = np.sort(np.floor(rng.uniform(0, span, size=events))).astype(np.int64)
     cols: dict[str, Any] = {"ts": ts, "type": typ}
     part, numeric, strings, values = set(), {}, {}, set()

@@ -21,3 +21,12 @@ def test_quick_demo_agrees_on_every_family(spark, capsys):
     ratio = re.search(r"measured operations best: dp-ld / trivial = ([0-9.]+)", out)
     assert ratio is not None, out
     assert float(ratio.group(1)) < 1.0
+    # Sharon runs on a stream at its rates per window, the cost model's unit: the optimal plan measures no
+    # more than greedy's, and the per-window prediction is scaled to the stream's windows
+    ratio = re.search(r"measured operations best: [\w-]+ / greedy = ([0-9.]+)", out)
+    assert ratio is not None and float(ratio.group(1)) <= 1.0, out
+    sharon = out.split("sharon: execute")[1]
+    scaled = re.search(r"predicted ([0-9.]+) per window x ([0-9.]+) windows = ([0-9,]+) ", sharon)
+    assert scaled is not None, sharon
+    per_window, windows, total = float(scaled.group(1)), float(scaled.group(2)), int(scaled.group(3).replace(",", ""))
+    assert windows > 10 and abs(total - per_window * windows) <= 0.01 * total
