@@ -99,8 +99,9 @@ def _predicted_text(fam, problem, plan, windows: float | None) -> str:
 
 #: why a Sharon plan measures more than its prediction (the window closes), printed under its figures
 SHARON_NOTE = ("  why measured > predicted: the model prices a shared pattern's combination once per window (Eq. 5);\n"
-               "  the executor reads each segment's START records at every window close, W/S = {overlap:g} per window\n"
-               "  length here, so a plan with more shared segments measures more combines and saves less than predicted")
+               "  the executor reads each segment's START records at every window close, W/S = {overlap:g} per\n"
+               "  window length here, so a plan with more shared segments measures more combines and saves less\n"
+               "  than predicted")
 
 
 def _execute_pair(demo: FamilyDemo, inst, sols, stream: str | None, spark, progress: _Progress,
