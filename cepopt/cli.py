@@ -149,6 +149,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds per method call")
     _add_verbose(p)
 
+    p = sub.add_parser("fetch", help="download published workloads into a local cache",
+                       description="Download DATASET into $CEPOPT_CACHE (default ~/.cache/cepopt) and print "
+                                   "its folder; fetched once, then read from the cache.")
+    p.add_argument("dataset", choices=["gloria-workloads"], metavar="DATASET",
+                   help="gloria-workloads: the Gloria paper's workload files (the authors' repository)")
+    p.add_argument("--url", metavar="URL", help="a tar.gz archive of the authors' repository (https://, file:// "
+                                                "or a path; default: GitHub)")
+    p.add_argument("--cache", metavar="DIR", help="cache folder (default $CEPOPT_CACHE or ~/.cache/cepopt)")
+    p.add_argument("--force", action="store_true", help="download again even when cached")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
     p = sub.add_parser("methods", help="list every family and method")
     p.add_argument("--json", action="store_true", help="print JSON instead of a list")
     p = sub.add_parser("instances", help="list the bundled instances")
@@ -356,6 +367,18 @@ def cmd_demo(args) -> int:
     return demo.run_demo(quick=args.quick, master=args.master, time_limit=args.time_limit)
 
 
+def cmd_fetch(args) -> int:
+    from cepopt.fetch import fetch
+
+    got = fetch(args.dataset, url=args.url, cache=args.cache, force=args.force)
+    if args.json:
+        _print_json({"dataset": got.name, "folder": str(got.folder), "files": got.files,
+                     "downloaded": got.downloaded})
+    else:
+        print(f"{got.name}: {got.files} files in {got.folder}" + ("" if got.downloaded else " (cached)"))
+    return 0
+
+
 def _shown(value: Any) -> str:
     """An option's default as one would type it after ``--param KEY=``."""
     return value if isinstance(value, str) else json.dumps(value)
@@ -416,7 +439,8 @@ def cmd_instances(args) -> int:
 
 COMMANDS = {
     "solve": cmd_solve, "compare": cmd_compare, "generate": cmd_generate, "import": cmd_import,
-    "execute": cmd_execute, "experiment": cmd_experiment, "demo": cmd_demo, "methods": cmd_methods,
+    "execute": cmd_execute, "experiment": cmd_experiment, "demo": cmd_demo, "fetch": cmd_fetch,
+    "methods": cmd_methods,
     "instances": cmd_instances,
 }
 

@@ -286,5 +286,12 @@ def _execute_native(driver, problem, plan, events, engine: str, spark, master, s
     if not result.time_s or math.isnan(result.time_s):
         result.time_s = time.perf_counter() - start
     if output:
-        write_spark_results(result.results, output)
+        from cepopt.executor.engines import spark_failure
+
+        try:
+            write_spark_results(result.results, output)
+        except CepoptError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- Py4J / Spark errors: one line
+            raise spark_failure(exc) from None
     return result

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
+from cepopt.executor.output import write_spark_results
 from cepopt.executor.partitions import PARTIAL_COLUMNS, PARTIAL_SCHEMA, merge_text, window_blocks
 from cepopt.executor.results import RESULT_COLUMNS, RESULT_KEYS, RESULT_SCHEMA, digest_hex, digest_sum, parse_value
 
@@ -375,13 +376,6 @@ def spark_failure(exc: BaseException, source: str | None = None) -> CepoptError:
     return CepoptError(f"the Spark job failed: {_first_line(exc)}")
 
 
-def write_frame(results, output: str) -> None:
-    """Write a results DataFrame with Spark to the one file ``output`` (executor/output.py)."""
-    from cepopt.executor.output import write_spark_results
-
-    write_spark_results(results, output)
-
-
 def _partitioned(compiled, compiled_bc, events, spark, counters, digests, firsts):
     """The results DataFrame of the partitioned run: per class, ``groupBy(keys + block).applyInPandas``
     of the kernel; the partials of all classes hash-partitioned by their key and merged."""
@@ -421,7 +415,7 @@ def run_spark(compiled, events, spark, *, source: str | None = None, output: str
     watcher = _spark_progress(sc, progress or Progress(), done)
     try:
         if output:
-            write_frame(results, output)
+            write_spark_results(results, output)
         else:  # one job computes (and caches) the results; nothing comes back but the accumulators
             results.write.format("noop").mode("overwrite").save()
     except CepoptError:

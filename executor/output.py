@@ -96,7 +96,8 @@ def write_results(results: pd.DataFrame, output: str | Path) -> None:
 
 def write_spark_results(results, output: str) -> None:
     """Write a Spark results DataFrame to the one file ``output`` (module docstring): one task writes the
-    rows, sorted by key, into ``output``'s temporary sibling folder, whose part file becomes ``output``."""
+    rows, sorted by key, into ``output``'s temporary sibling folder, whose part file becomes ``output``.
+    A failed Spark job raises Spark's own error (the caller's engines.spark_failure makes it one line)."""
     fmt = results_format(output)
     spark = results.sparkSession
     jvm = spark.sparkContext._jvm
@@ -110,11 +111,9 @@ def write_spark_results(results, output: str) -> None:
             writer.option("header", True).option("escape", '"').option("emptyValue", "").csv(tmp.toString())
         else:
             writer.parquet(tmp.toString())
-    except Exception as exc:  # noqa: BLE001 -- Py4J / Spark errors: one line
-        from cepopt.executor.engines import spark_failure
-
+    except Exception:  # the caller makes Spark's error one line (engines.spark_failure)
         fs.delete(tmp, True)
-        raise spark_failure(exc) from None
+        raise
     if jvm.java.lang.Class.forName("org.apache.hadoop.fs.ChecksumFileSystem").isInstance(fs):
         fs = fs.getRawFileSystem()  # the local file system: move the part file without its .crc sidecar
     try:
