@@ -40,23 +40,31 @@ def test_fetch_takes_the_workloads_into_the_cache_and_import_reads_them(capsys, 
         "Gloria-main/src/main/resources/bus/SEQWorkload/workload_1.txt": WORKLOAD,
         "Gloria-main/src/main/resources/bus/SEQWorkload/../../../../../escaped/workload_2.txt": WORKLOAD,
         "Gloria-main/src/main/java/Main.java": "class Main {}",
+        "Gloria-main/src/main/java/gloria/users/busUser/busHighFrequencyEventEnum.java":
+            "public enum busHighFrequencyEventEnum {\n    TOQ(5),\n    HUE(3);\n"
+            "    busHighFrequencyEventEnum(int f) {}\n}\n",
+        "Gloria-main/src/main/java/gloria/users/busUser/busLowFrequencyEventEnum.java":
+            "public enum busLowFrequencyEventEnum {\n    WBA(2);\n    public Integer frequency;\n}\n",
     })
     code, out, err = run(capsys, "fetch", "gloria-workloads", "--url", url, "--json")
     assert code == 0, err
     got = json.loads(out)
     folder = tmp_path / "cache" / "gloria-workloads"
-    assert got == {"dataset": "gloria-workloads", "folder": str(folder), "files": 1, "downloaded": True}
-    assert (folder / "bus" / "SEQWorkload" / "workload_1.txt").read_text() == WORKLOAD
+    assert got == {"dataset": "gloria-workloads", "folder": str(folder), "files": 2, "downloaded": True}
+    workload = folder / "workloads" / "bus" / "SEQWorkload" / "workload_1.txt"
+    assert workload.read_text() == WORKLOAD
+    frequencies = folder / "event_type_frequencies.csv"
+    assert sorted(frequencies.read_text().splitlines()) == sorted(FREQUENCIES.splitlines())
     assert sorted(p.name for p in tmp_path.rglob("workload_*.txt")) == ["workload_1.txt"]  # nothing escaped
     # once cached, not downloaded again (the archive is gone)
     (tmp_path / "gloria.tar.gz").unlink()
     code, out, err = run(capsys, "fetch", "gloria-workloads", "--url", url)
-    assert code == 0 and out.strip() == f"gloria-workloads: 1 files in {folder} (cached)"
-    (tmp_path / "f.csv").write_text(FREQUENCIES)
-    code, out, err = run(capsys, "import", "gloria", str(folder / "bus" / "SEQWorkload" / "workload_1.txt"),
-                         "--frequencies", str(tmp_path / "f.csv"), "--dataset", "bus", "-o", str(tmp_path / "w.json"))
+    assert code == 0 and out.strip() == f"gloria-workloads: 2 files in {folder} (cached)"
+    code, out, err = run(capsys, "import", "gloria", str(workload), "--frequencies", str(frequencies),
+                         "--dataset", "bus", "-o", str(tmp_path / "w.json"))
     assert code == 0, err
-    assert json.loads((tmp_path / "w.json").read_text())["problem"] == "gloria"
+    imported = json.loads((tmp_path / "w.json").read_text())
+    assert imported["problem"] == "gloria" and imported["statistics"]["rates"] == {"HUE": 3, "TOQ": 5, "WBA": 2}
 
 
 @pytest.mark.parametrize("content,fragment", [
