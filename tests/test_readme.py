@@ -32,3 +32,8 @@ def test_readme_lists_every_registered_method():
     for family in families():
         for name in methods(family):
             assert f"| {family} | `{name}` |" in text, f"README's methods table lacks {family}/{name}"
+
+
+def test_readme_stays_short():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) < 200, f"README.md has {len(lines)} lines: move details to docs/"

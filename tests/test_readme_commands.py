@@ -35,6 +35,8 @@ NOT_RUN = {
     "cepopt experiment NAME [--quick] [--out DIR] [--no-resume] [--master URL]": "a template (NAME is a placeholder)",
     "export CEPOPT_SPARK_MASTER=spark://master:7077": "cluster: needs a Spark master",
     "export PYSPARK_PYTHON=/opt/cepopt/bin/python": "cluster: needs the workers' Python",
+    "cepopt fetch gloria-workloads --cache data": "downloads from GitHub: tests/test_fetch.py runs it offline; "
+    "here ../shared stands in for its cache (FETCHED)",
     "cepopt execute sh20.json --plan cpsat-compact --stream hdfs://nn/streams/day1.parquet "
     "--output hdfs://nn/results/day1.parquet --json": "cluster: needs HDFS and a Spark master",
 }
@@ -46,6 +48,9 @@ QUOTED = {
     "cepopt solve sharon-fig4 --method sharon --param reduction=literal --json": [
         r'"status": "feasible"', r'"objective": 50\b'],
 }
+
+#: the cache `cepopt fetch gloria-workloads --cache data` fills: the published data has its layout
+FETCHED = "data/gloria-workloads"
 
 MAX_SPARK_COMMANDS = 3   # a Spark start costs about 10 s: the rest use --engine local
 
@@ -129,12 +134,14 @@ def test_every_documented_command_runs(path, tmp_path):
     cwd.mkdir()
     if SHARED.is_dir():
         (tmp_path / "shared").symlink_to(SHARED.resolve(), target_is_directory=True)
+        (cwd / FETCHED).parent.mkdir(parents=True)
+        (cwd / FETCHED).symlink_to((SHARED / "anchors-data" / "gloria").resolve(), target_is_directory=True)
     env = {**os.environ, "PATH": f"{CEPOPT.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     needs_shared: set[str] = set()   # files written by commands that read ../shared
     failures, skipped = [], []
     for words in commands:
         command = " ".join(words)
-        if "../shared" in command or needs_shared & set(words):
+        if "../shared" in command or FETCHED in command or needs_shared & set(words):
             needs_shared.update(written_files(words))
             if not SHARED.is_dir():
                 skipped.append(command)
