@@ -103,3 +103,22 @@ def test_stream_generator_parameters_are_one_clear_line(spec, message):
     with pytest.raises(CepoptError) as info:
         resolve_stream_pandas(spec, load("sharon-fig4"))
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_workload_stream_unit_counts_rates_per_unit_time_units():
+    """``unit``: the rates count events per ``unit`` time units (Sharon's per-window unit with unit = W):
+    the same draws over a span ``unit`` times longer, so events of one type seldom share a time stamp."""
+    from cepopt.instances.streams import generate as generate_stream
+
+    inst = generate("sharon", ["--queries", "5", "--length", "4", "--seed", "1"])
+    per_second = generate_stream("workload", instance=inst, events=3000, seed=1)
+    per_window = generate_stream("workload", instance=inst, events=3000, seed=1, unit=600)
+    assert per_window["type"].tolist() == per_second["type"].tolist()
+    span = lambda df: df["ts"].max() - df["ts"].min() + 1  # noqa: E731
+    assert 590 * span(per_second) <= span(per_window) <= 610 * span(per_second)
+    rates = inst.statistics.rate_map
+    windows = span(per_window) / 600
+    for event_type, n in per_window["type"].value_counts().items():  # about its rate per window
+        assert abs(n / windows - rates[event_type]) <= 0.25 * rates[event_type] + 1
+    shared = per_window.duplicated(["ts", "type"]).mean()
+    assert shared < 0.05 < per_second.duplicated(["ts", "type"]).mean()
