@@ -178,9 +178,9 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
 
     ``events``: a pandas or Spark DataFrame, event dicts, or a stream path / URI (``schema``: its Spark
     DDL, else declared from the file). ``source`` names the stream in error messages. With ``output``
-    the results are written there: one file, CSV or Parquet by extension (executor/output.py), on
-    either engine. Extra
-    keywords go to the driver's ``compile`` (or ``execute``) when it accepts them.
+    the results are written there: one file, CSV or Parquet by extension, on either engine
+    (executor/output.py). Extra keywords go to the driver's ``compile`` (or ``execute``) when it
+    accepts them.
     """
     from cepopt.executor.engines import ENGINES
 

@@ -16,7 +16,7 @@ Environment:
 * ``CEPOPT_SPARK_CDS``: ``0`` turns off the class-data archive below;
 * ``CEPOPT_SPARK_LOG``: where the JVM's own stderr goes (Spark's log at ERROR, the JVM's warnings such
   as ``Using incubator modules``, the Python workers' stderr): by default the file
-  ``$CEPOPT_CACHE/logs/spark-PID.log`` (rewritten by the next run of that process id), so that a
+  ``$CEPOPT_CACHE/logs/spark-PID.log`` (appended to; removed after a week unwritten), so that a
   failure reaches the user as cepopt's one line only; ``stderr`` (``cepopt ... --verbose``) leaves it
   on stderr; any other value is the file to write it to.
 
@@ -104,7 +104,7 @@ def _jvm_stderr():
         return
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        log = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        log = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         _drop_old_logs(target.parent)
     except OSError:
         yield None  # no log file: Spark's output stays on stderr rather than being lost
