@@ -31,7 +31,7 @@ from cepopt.model import Aggregate, AttrRef, Query
 __all__ = [
     "RESULT_COLUMNS", "RESULT_KEYS", "RESULT_SCHEMA", "AggAccumulator", "aggregate_label", "compare_results",
     "digest", "digest_hex", "digest_sum", "empty_results", "format_group", "format_value", "group_attrs",
-    "merge_results", "parse_value", "partition_attrs", "py_scalar", "results_frame", "value_text",
+    "merge_results", "parse_value", "parse_values", "partition_attrs", "py_scalar", "results_frame", "value_text",
 ]
 
 RESULT_COLUMNS = ["query", "group", "window", "aggregate", "value"]
@@ -142,6 +142,12 @@ def results_frame(rows: Iterable[Sequence[Any] | dict]) -> pd.DataFrame:
         "value": pd.Series([r[4] for r in rows], dtype="object"),
     })
     return df
+
+
+def parse_values(texts: pd.Series) -> pd.Series:
+    """:func:`parse_value` of a column of texts, as an object column on the same index: Python ints of
+    any size beside floats (from a list or an array pandas would try to turn them all into floats)."""
+    return pd.Series([parse_value(t) for t in texts], index=texts.index, dtype="object")
 
 
 def value_text(value: Any) -> str:
