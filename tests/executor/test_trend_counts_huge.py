@@ -1,0 +1,218 @@
+"""Trend counts exact at any size (issue 30, item 1): COUNT(*), COUNT(E), SUM and AVG of Kleene
+patterns far past 2^1000 (where the float shadow lane stops bounding the results) equal plain Python
+big-integer arithmetic, under every plan of every trend family, on both engines.
+
+The references here are closed forms (one A then k B events: 2^k - 1 trends) and
+:func:`greta_ints`, GRETA's recurrence in Python ints (linear, so it runs at 20,000 events where
+enumerating trends cannot), itself checked against the brute-force oracle on small streams.
+"""
+
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cepopt.gloria.plan as gplan
+from cepopt.executor.reference import reference_results
+from cepopt.executor.results import aggregate_label
+from cepopt.executor.trend_exec import run_gloria, run_greta, run_hamlet
+from cepopt.model import Aggregate, Kleene, Query, Seq, Type, Window, Workload
+
+#: one window over every stream here
+WINDOW = Window(10 ** 7, 10 ** 7)
+#: the largest k of the closed-form test (CEPOPT_HUGE_K sets another)
+K_MAX = int(os.environ.get("CEPOPT_HUGE_K", "20000"))
+
+
+def greta_ints(types: list[str], kleene: list[bool], events: pd.DataFrame, target: str | None = None,
+               attr: str = "v") -> tuple[int, int, int]:
+    """(COUNT(*), COUNT(target), SUM(target.attr)) of SEQ over distinct ``types`` (``kleene[i]``: the
+    i-th is T+) in one window holding every event: per event, the sum over its predecessors (strictly
+    earlier events of the previous position, or of its own when it is Kleene) plus 1 at the first
+    position; a target event adds its count to COUNT(E) and value x count to SUM."""
+    pos = {t: i for i, t in enumerate(types)}
+    done = [[0, 0, 0] for _ in types]     # per position: sums over events of earlier time stamps
+    now = [[0, 0, 0] for _ in types]      # ... of the current time stamp
+    total = [0, 0, 0]
+    last = None
+    ordered = events.sort_values("ts", kind="stable")
+    values = ordered[attr].tolist() if attr in ordered.columns else [0] * len(ordered)
+    for ts, typ, v in zip(ordered["ts"].tolist(), ordered["type"].tolist(), values, strict=True):
+        if ts != last:
+            for i in range(len(types)):
+                done[i] = [a + b for a, b in zip(done[i], now[i], strict=True)]
+                now[i] = [0, 0, 0]
+            last = ts
+        i = pos.get(typ)
+        if i is None:
+            continue
+        val = [0, 0, 0]
+        for p in ([i - 1] if i else []) + ([i] if kleene[i] else []):
+            val = [a + b for a, b in zip(val, done[p], strict=True)]
+        if i == 0:
+            val[0] += 1
+        if typ == target:
+            val[1] += val[0]
+            val[2] += int(v) * val[0]
+        now[i] = [a + b for a, b in zip(now[i], val, strict=True)]
+        if i == len(types) - 1:
+            total = [a + b for a, b in zip(total, val, strict=True)]
+    return total[0], total[1], total[2]
+
+
+def _values(frame: pd.DataFrame) -> dict:
+    return {(q, a): v for q, a, v in zip(frame["query"], frame["aggregate"], frame["value"], strict=True)}
+
+
+def _expected(wl: Workload, events: pd.DataFrame) -> dict:
+    """The results of ``wl`` (queries SEQ over T / T+ items; aggregates of AGGS) by :func:`greta_ints`."""
+    out = {}
+    for q in wl:
+        items = q.pattern.items
+        types = [it.inner.name if isinstance(it, Kleene) else it.name for it in items]
+        count, count_b, sum_b = greta_ints(types, [isinstance(it, Kleene) for it in items], events, "B")
+        if not count:
+            continue
+        for agg in q.aggregates:
+            label = aggregate_label(agg)
+            out[(q.name, label)] = {"COUNT(*)": count, "COUNT(B)": count_b, "SUM(B.v)": sum_b,
+                                    "AVG(B.v)": float(Fraction(sum_b, max(count_b, 1)))}[label]
+    return out
+
+
+#: two queries sharing B+ (Hamlet's bursts, Gloria's (B, B) transition); the first with every
+#: aggregate (Gloria runs it with GRETA), the second COUNT(*) only (Gloria's own kernel)
+KLEENE_QUERIES = ["q1: RETURN COUNT(*), COUNT(B), SUM(B.v), AVG(B.v) PATTERN SEQ(A, B+) WITHIN 10000000 SLIDE 10000000",
+                  "q2: RETURN COUNT(*) PATTERN SEQ(C, B+) WITHIN 10000000 SLIDE 10000000",
+                  "q3: RETURN COUNT(*) PATTERN SEQ(A, B+) WITHIN 10000000 SLIDE 10000000",
+                  "q4: RETURN COUNT(*) PATTERN SEQ(A, B+, D) WITHIN 10000000 SLIDE 10000000"]
+
+
+def _instance(problem: str, queries: list[str]):
+    from cepopt.instance import from_json
+
+    return from_json({"problem": problem, "name": "huge", "event_types": ["A", "B", "C", "D"], "queries": queries,
+                      "statistics": {"rates": {"A": 1.0, "B": 50.0, "C": 1.0, "D": 1.0}}})
+
+
+def _gloria_plans(queries: list[str]) -> dict:
+    """Gloria's plans: unshared, and those of its optimizers (on the instance's rates)."""
+    from cepopt.registry import solve
+
+    inst = _instance("gloria", queries)
+    plans = {"unshared": None, "shared": gplan.GloriaPlan.from_blocks({("B", "B"): [gplan.Block(("q2", "q3"), "B")]})}
+    for method in ("gloria", "greedy", "cpsat"):
+        plans[method] = solve(inst, method).plan
+    return plans
+
+
+def _every_plan(queries: list[str], events: pd.DataFrame) -> dict:
+    """Results per (family, plan)."""
+    wl = _instance("hamlet", queries).workload
+    runs = {("greta", "-"): run_greta(wl, events)}
+    for policy in ("nonshared", "static", "dynamic"):
+        runs[("hamlet", policy)] = run_hamlet(wl, events, policy)
+    for name, plan in _gloria_plans(queries).items():
+        runs[("gloria", name)] = run_gloria(wl, plan, events)
+    return runs
+
+
+def _a_then_bs(k: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    head = pd.DataFrame({"ts": [1, 1], "type": ["A", "C"], "v": [0, 0]})
+    tail = pd.DataFrame({"ts": np.arange(2, k + 2), "type": "B", "v": rng.integers(-9, 10, k)})
+    return pd.concat([head, tail], ignore_index=True)
+
+
+@pytest.mark.parametrize("k", sorted({1100, 3001, K_MAX}))
+def test_counts_2_to_the_k_minus_1_every_plan(k):
+    """One A, one C, then k B events: COUNT(*) = 2^k - 1, COUNT(B) = k 2^(k-1), SUM(B.v) = 2^(k-1)
+    times the sum of v, AVG their ratio; under GRETA, Hamlet's three plans and Gloria's plans."""
+    queries, events = KLEENE_QUERIES[:3], _a_then_bs(k)
+    wl = _instance("hamlet", queries).workload
+    s = int(events["v"].sum())
+    want = {("q1", "COUNT(*)"): 2 ** k - 1, ("q1", "COUNT(B)"): k * 2 ** (k - 1), ("q1", "SUM(B.v)"): s * 2 ** (k - 1),
+            ("q1", "AVG(B.v)"): float(Fraction(s, k)), ("q2", "COUNT(*)"): 2 ** k - 1, ("q3", "COUNT(*)"): 2 ** k - 1}
+    assert _expected(wl, events) == want
+    runs = _every_plan(queries, events)
+    for key, (got, _metrics) in runs.items():
+        assert _values(got) == want, key
+    assert runs[("hamlet", "static")][1]["shared_bursts"] == 1
+    assert runs[("gloria", "shared")][1]["snapshots"] > 0
+
+
+@pytest.mark.parametrize("seed,n", [(1, 5000), (2, 12000), (3, 20000)])
+def test_random_kleene_streams_equal_big_int_greta(seed, n):
+    """Random streams (B-heavy, time stamps with ties): every plan equals :func:`greta_ints`."""
+    rng = np.random.default_rng(seed)
+    events = pd.DataFrame({"ts": np.sort(rng.integers(0, n // 2, n)), "type": rng.choice(list("ABBBCD"), n),
+                           "v": rng.integers(-5, 6, n)})
+    want = _expected(_instance("hamlet", KLEENE_QUERIES).workload, events)
+    assert max(abs(v) for v in want.values()).bit_length() > 1100  # past the float shadow's range
+    for key, (got, _metrics) in _every_plan(KLEENE_QUERIES, events).items():
+        assert _values(got) == want, key
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.sampled_from("ABCD"), st.integers(-3, 3)), max_size=9),
+       st.sampled_from([(["A", "B"], [False, True]), (["A", "B", "D"], [False, True, False]),
+                        (["B", "C"], [True, True]), (["C"], [True])]))
+def test_greta_ints_equals_brute_force(rows, pattern):
+    """The big-int reference itself against the oracle's enumeration of every trend."""
+    types, kleene = pattern
+    events = pd.DataFrame(rows, columns=["ts", "type", "v"])
+    items = tuple(Kleene(Type(t)) if k else Type(t) for t, k in zip(types, kleene, strict=True))
+    aggs = (Aggregate("COUNT"), Aggregate("COUNT", "B"), Aggregate("SUM", "B", "v")) if "B" in types else \
+        (Aggregate("COUNT"),)
+    q = Query(Seq(items), WINDOW, aggs, name="q")
+    oracle = _values(reference_results(Workload((q,)), events))
+    count, count_b, sum_b = greta_ints(types, kleene, events, "B")
+    want = {("q", "COUNT(*)"): count} if count else {}
+    if count and "B" in types:
+        want.update({("q", "COUNT(B)"): count_b, ("q", "SUM(B.v)"): sum_b})
+    assert oracle == want
+
+
+def _read_stream(path: Path, limit: int) -> pd.DataFrame:
+    rows = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            ts, typ = line.split(",")[:2]
+            rows.append((int(ts), f"T{int(typ)}"))
+            if len(rows) >= limit:
+                break
+    return pd.DataFrame(rows, columns=["ts", "type"])
+
+
+@pytest.mark.parametrize("n", [30000])
+def test_hamlet_synthetic_stream_past_600_digits(shared_dir, n):
+    """The Hamlet authors' synthetic stream and workload (anchors-data/hamlet, README) in one window:
+    at 30,000 events the counts have over 610 digits (past 2^2024, where the old scaled shadow
+    failed); GRETA, Hamlet's plans and Gloria equal big-int GRETA."""
+    base = shared_dir / "anchors-data/hamlet/oldSubmission/Synthetic"
+    events = _read_stream(base / "Streams/Stream_shared_5.txt", n)
+    lines = (base / "Queries/HamletGretaQueries/Workload_size_10_len_3_pos_2.txt").read_text().split()
+    queries, want = [], {}
+    for i, line in enumerate(lines):
+        toks = line.split(",")
+        types = [f"T{int(t.rstrip('+'))}" for t in toks]
+        kleene = [t.endswith("+") for t in toks]
+        items = tuple(Kleene(Type(t)) if k else Type(t) for t, k in zip(types, kleene, strict=True))
+        queries.append(Query(Seq(items), WINDOW, name=f"q{i + 1}"))
+        count = greta_ints(types, kleene, events)[0]
+        if count:
+            want[(f"q{i + 1}", "COUNT(*)")] = count
+    wl = Workload(tuple(queries))
+    assert max(len(str(v)) for v in want.values()) > 610
+    runs = {"greta": run_greta(wl, events), "gloria": run_gloria(wl, None, events)}
+    runs.update({p: run_hamlet(wl, events, p) for p in ("static", "dynamic")})
+    for key, (got, _metrics) in runs.items():
+        assert _values(got) == want, key
+    assert runs["dynamic"][1]["shared_bursts"] > 0
