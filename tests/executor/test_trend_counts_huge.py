@@ -9,6 +9,7 @@ enumerating trends cannot), itself checked against the brute-force oracle on sma
 
 from __future__ import annotations
 
+import math
 import os
 from fractions import Fraction
 from pathlib import Path
@@ -24,6 +25,7 @@ from cepopt.executor.reference import reference_results
 from cepopt.executor.results import aggregate_label
 from cepopt.executor.trend_exec import run_gloria, run_greta, run_hamlet
 from cepopt.model import Aggregate, Kleene, Query, Seq, Type, Window, Workload
+from tests.executor.test_trends_kernels import streams, workloads
 
 #: one window over every stream here
 WINDOW = Window(10 ** 7, 10 ** 7)
@@ -250,3 +252,61 @@ def test_counts_past_2_to_the_3000_on_spark(spark):
         assert _values(res.to_pandas()) == want, key
         if key == ("gloria", "shared"):
             assert res.metrics["snapshots"] > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The log-space bound (executor/trend_bound.py): never below a result, and tight
+# ---------------------------------------------------------------------------------------------
+
+
+def _class_bounds(wl: Workload, events: pd.DataFrame) -> dict:
+    """Per query name: the log2 bound of its class and the units (2^emin) of its SUM columns."""
+    from cepopt.executor.trend_bound import results_log2_bound
+    from cepopt.executor.trend_inputs import kernel_inputs
+    from cepopt.hamlet.problem import compile_workload
+    from cepopt.hamlet.scope import class_layout
+
+    out = {}
+    for cls in compile_workload(wl):
+        inp = kernel_inputs(class_layout(cls, events))
+        bound = results_log2_bound(inp)
+        for cq in cls.queries:
+            out[cq.name] = (bound, {attr: col.emin for attr, col in zip(inp.attrs, inp.cols, strict=True)})
+    return out
+
+
+@settings(max_examples=120, deadline=None)
+@given(workloads(), streams(max_events=10), st.data())
+def test_log_bound_is_never_below_a_result(wl, events, data):
+    """Random workloads (filters, edge predicates, GROUP-BY, equivalences, sliding windows, ties)
+    and streams with negative and fractional values: every COUNT(*), COUNT(E) and |SUM| (in its
+    column's units) of the brute-force oracle is at most 2^bound."""
+    if len(events):
+        events["v"] = data.draw(st.lists(st.sampled_from([0, 1, -3, 4, 0.5, -2.25, 1e-300, 3e300]),
+                                         min_size=len(events), max_size=len(events)))
+    bounds = _class_bounds(wl, events) if len(events) else {}
+    truth = reference_results(wl, events, conditions="adjacent")
+    for q, agg, value in zip(truth["query"], truth["aggregate"], truth["value"], strict=True):
+        if agg.startswith(("AVG", "MIN", "MAX")):
+            continue
+        bound, emin = bounds[q]
+        units = Fraction(value) / Fraction(2) ** emin.get("v", 0) if agg.startswith("SUM") else Fraction(value)
+        assert units == 0 or math.log2(abs(units)) <= bound, (q, agg, value, bound)
+
+
+def test_log_bound_is_tight_on_big_counts():
+    """On the streams above the bound is within a few bits of the largest result, so the lanes it
+    asks for are those the results need (factor 1.00)."""
+    from cepopt.executor.exact import needed_lanes
+
+    cases = [(KLEENE_QUERIES[:3], _a_then_bs(3000)), (KLEENE_QUERIES[1:2], _a_then_bs(20000))]
+    rng = np.random.default_rng(4)
+    cases.append((KLEENE_QUERIES, pd.DataFrame({"ts": np.sort(rng.integers(0, 6000, 12000)),
+                                                "type": rng.choice(list("ABBBCD"), 12000),
+                                                "v": rng.integers(-5, 6, 12000)})))
+    for queries, events in cases:
+        wl = _instance("hamlet", queries).workload
+        bits = max(abs(v).bit_length() for (_q, a), v in _expected(wl, events).items() if not a.startswith("AVG"))
+        bound = max(b for b, _e in _class_bounds(wl, events).values())
+        assert bits <= bound <= bits + 4
+        assert needed_lanes(bound) == needed_lanes(bits)
