@@ -27,14 +27,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LANE_BITS", "AttrColumn", "attribute_lanes", "crt", "is_prime", "lanes_for", "moduli", "needed_lanes",
-           "scaled_value"]
+__all__ = ["LANE_BITS", "AttrColumn", "attribute_lanes", "crt", "is_prime", "lanes_for", "largest_primes", "moduli",
+           "needed_lanes", "scaled_value"]
 
 #: primes below 2^26: a product of two residues is below 2^52, exact in a float64
 PRIME_LIMIT = 1 << 26
 #: bits of one residue lane (every prime is above 2^25)
 LANE_BITS = 25
-_PRIMES: list[int] = []
+#: per limit, the largest primes below it found so far (descending)
+_PRIMES: dict[int, list[int]] = {}
 
 
 def is_prime(n: int) -> bool:
@@ -58,14 +59,20 @@ def is_prime(n: int) -> bool:
     return True
 
 
-def _primes(count: int) -> list[int]:
-    """The ``count`` largest primes below 2^26 (more are found when needed)."""
-    cand = _PRIMES[-1] - 2 if _PRIMES else PRIME_LIMIT - 1
-    while len(_PRIMES) < count:
+def largest_primes(limit: int, count: int) -> list[int]:
+    """The ``count`` largest primes below ``limit`` (more are found when needed): the moduli of the
+    trend lanes (below 2^26) and of the sequence kernel's passes (below 2^31, executor/aseq.py)."""
+    found = _PRIMES.setdefault(limit, [])
+    cand = found[-1] - 2 if found else limit - 1
+    while len(found) < count:
         if is_prime(cand):
-            _PRIMES.append(cand)
+            found.append(cand)
         cand -= 2
-    return _PRIMES[:count]
+    return found[:count]
+
+
+def _primes(count: int) -> list[int]:
+    return largest_primes(PRIME_LIMIT, count)
 
 
 def moduli(lanes: int) -> np.ndarray:

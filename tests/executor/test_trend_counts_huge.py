@@ -310,3 +310,42 @@ def test_log_bound_is_tight_on_big_counts():
         bound = max(b for b, _e in _class_bounds(wl, events).values())
         assert bits <= bound <= bits + 4
         assert needed_lanes(bound) == needed_lanes(bits)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sharon / A-Seq (executor/aseq.py, sharon_kernel.py): prime passes from log2 bounds
+# ---------------------------------------------------------------------------------------------
+
+
+def _sharon_values(queries, events) -> dict:
+    from cepopt.executor.results import results_frame
+    from cepopt.executor.sharon_kernel import sharon_partition
+
+    accs, _ops = sharon_partition(queries, None, events)
+    return _values(results_frame([r for a in accs.values() for r in a.rows()]))
+
+
+def test_sequence_counts_past_the_float_range():
+    """SEQ(T0, ..., T399) over 6 events of each type in order: 6^400 matches (past 2^1024, where
+    the kernel's float count bound overflows) and SUM(T0.v) over values near 2^62: exact."""
+    from cepopt.model import Aggregate
+
+    length, n = 400, 6
+    types = [f"T{i}" for i in range(length)]
+    q = Query(Seq(tuple(Type(t) for t in types)), WINDOW, (Aggregate("COUNT"), Aggregate("SUM", "T0", "v")), name="q")
+    events = pd.DataFrame({"ts": np.arange(length * n), "type": np.repeat(types, n),
+                           "v": [2 ** 62 - 1 - j % n for j in range(length * n)]})
+    total = sum(2 ** 62 - 1 - j for j in range(n))
+    want = {("q", "COUNT(*)"): n ** length, ("q", "SUM(T0.v)"): total * n ** (length - 1)}
+    assert _sharon_values([q], events) == want
+
+
+def test_sequence_sum_of_floats_spanning_the_exponent_range():
+    """A float column with 1e300 and 1e-300: its exact integer scale is about 2^2000, past the float
+    range of the old bound (an OverflowError); the sum is the correctly rounded float."""
+    from cepopt.model import Aggregate
+
+    q = Query(Seq((Type("A"), Type("B"))), WINDOW, (Aggregate("COUNT"), Aggregate("SUM", "A", "v")), name="q")
+    events = pd.DataFrame({"ts": [1, 2, 3], "type": ["A", "A", "B"], "v": [1e300, 1e-300, 0.0]})
+    want = {("q", "COUNT(*)"): 2, ("q", "SUM(A.v)"): float(Fraction(1e300) + Fraction(1e-300))}
+    assert _sharon_values([q], events) == want
