@@ -228,11 +228,14 @@ def _ranks(values: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, list]:
     return rank, [v.item() if hasattr(v, "item") else v for v in distinct]
 
 
-def attribute_lanes(col: AttrColumn, mods: np.ndarray) -> np.ndarray:
-    """float64[rows, lanes]: lane 0 the shadow |value|, lane i the value in units of 2^emin mod p_i
-    (0 where missing)."""
+def attribute_lanes(col: AttrColumn, mods: np.ndarray, out: np.ndarray | None = None,
+                    chunk: int = 64) -> np.ndarray:
+    """float64[rows, lanes] (into ``out`` when given): lane 0 the shadow |value|, lane i the value in
+    units of 2^emin mod p_i (0 where missing). Int64 mantissas are reduced ``chunk`` lanes at a time
+    (vectorized over rows and lanes, temporaries of rows x chunk)."""
     n = len(col.present)
-    out = np.zeros((n, len(mods)), dtype=np.float64)
+    if out is None:
+        out = np.zeros((n, len(mods)), dtype=np.float64)
     out[:, 0] = col.shadow
     if len(mods) == 1:
         return out
@@ -243,16 +246,19 @@ def attribute_lanes(col: AttrColumn, mods: np.ndarray) -> np.ndarray:
             for j in range(1, len(mods)):
                 out[i, j] = float(big % int(mods[j]))
         return out
-    mant = np.where(col.present, col.mant, 0)
+    mant = np.where(col.present, col.mant, 0)[:, None]
     top = int(shift.max()) if n else 0
-    for j in range(1, len(mods)):
-        p = int(mods[j])
-        pow2 = np.empty(top + 1, dtype=np.int64)
-        acc = 1
-        for s in range(top + 1):
-            pow2[s] = acc
-            acc = acc * 2 % p
-        out[:, j] = ((mant % p) * pow2[shift] % p).astype(np.float64)
+    small = top == 0 and n and int(np.abs(mant).max()) < PRIME_LIMIT // 2  # |mant| below every prime
+    for j0 in range(1, len(mods), chunk):
+        ps = mods[j0:j0 + chunk]
+        if small:
+            out[:, j0:j0 + len(ps)] = np.where(mant < 0, mant + ps, mant)
+            continue
+        ps = ps.astype(np.int64)
+        pow2 = np.ones((top + 1, len(ps)), dtype=np.int64)   # 2^s mod p per shift s and lane
+        for s in range(1, top + 1):
+            pow2[s] = pow2[s - 1] * 2 % ps
+        out[:, j0:j0 + len(ps)] = mant % ps * pow2[shift] % ps
     return out
 
 

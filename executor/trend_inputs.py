@@ -21,6 +21,7 @@ import pandas as pd
 from cepopt.executor.exact import attribute_column, attribute_lanes, crt, moduli, needed_lanes, scaled_value
 from cepopt.executor.greta import COUNTERS, new_state
 from cepopt.executor.partitions import empty_partials
+from cepopt.executor.results import int_text
 from cepopt.executor.trend_bound import results_log2_bound
 from cepopt.hamlet.scope import OP_CODES
 
@@ -61,7 +62,7 @@ class KernelInputs:
         nonzero = np.zeros((a, nsrc), dtype=bool)
         rank = np.full((a, nsrc), -1, dtype=np.int64)
         for s, col in enumerate(self.cols):
-            alanes[s] = attribute_lanes(col, mods)
+            attribute_lanes(col, mods, out=alanes[s])
             nonzero[s] = col.present & (col.shadow != 0)
             rank[s] = col.rank
         return alanes, rank, nonzero
@@ -211,7 +212,7 @@ def _aggregate_specs(inp: KernelInputs, q: int) -> list[tuple]:
 def _text(value: Any) -> str:
     """A partial value as partials carry it (executor/partitions.py): an int in decimal."""
     if type(value) is int:
-        return str(value)
+        return int_text(value)
     from cepopt.executor.partitions import _text as text
 
     return text(value)
@@ -221,15 +222,15 @@ def _aggregate_column(kind: str, j: int, m: int, col, vals: np.ndarray, mm: np.n
     """(value, weight) texts of one aggregate of one query over its result rows: ``vals`` the exact
     values (object[rows, width]), ``mm`` the MIN/MAX ranks; None where the row has no partial."""
     if kind == "count":
-        return list(map(str, vals[:, 0].tolist())), [""] * len(vals)
+        return list(map(int_text, vals[:, 0].tolist())), [""] * len(vals)
     if kind == "countE":
-        return list(map(str, vals[:, 1 + j].tolist())), [""] * len(vals)
+        return list(map(int_text, vals[:, 1 + j].tolist())), [""] * len(vals)
     if kind in ("sum", "avg"):
         totals = [_text(scaled_value(int(v), col.emin, col.is_float)) for v in vals[:, 1 + m + j].tolist()]
         if kind == "sum":
             return totals, [""] * len(vals)
         counts = vals[:, 1 + j].tolist()
-        return [t if c > 0 else None for t, c in zip(totals, counts, strict=True)], [str(c) for c in counts]
+        return [t if c > 0 else None for t, c in zip(totals, counts, strict=True)], [int_text(c) for c in counts]
     return [_text(col.values[r]) if r >= 0 else None for r in mm.tolist()], [""] * len(vals)
 
 
