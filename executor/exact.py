@@ -264,11 +264,18 @@ def attribute_lanes(col: AttrColumn, mods: np.ndarray, out: np.ndarray | None = 
 
 def scaled_value(units: int, emin: int, as_float: bool) -> Any:
     """An exact SUM in units of 2^emin as the result value: an int when it is one and the column is
-    not a float column, else the float it rounds to."""
+    not a float column, else the float it rounds to (+-inf past the float range, as IEEE rounds)."""
     if emin >= 0:
         exact = units << emin
-        return float(exact) if as_float else exact
+        return _float(exact, 1) if as_float else exact
     den = 1 << -emin
     if not as_float and units % den == 0:
         return units // den
-    return units / den
+    return _float(units, den)
+
+
+def _float(num: int, den: int) -> float:
+    try:
+        return num / den
+    except OverflowError:
+        return math.inf if num > 0 else -math.inf

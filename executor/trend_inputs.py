@@ -218,7 +218,8 @@ def _text(value: Any) -> str:
     return text(value)
 
 
-def _aggregate_column(kind: str, j: int, m: int, col, vals: np.ndarray, mm: np.ndarray) -> tuple[list, list]:
+def _aggregate_column(label: str, kind: str, j: int, m: int, col, vals: np.ndarray, mm: np.ndarray
+                      ) -> tuple[list, list]:
     """(value, weight) texts of one aggregate of one query over its result rows: ``vals`` the exact
     values (object[rows, width]), ``mm`` the MIN/MAX ranks; None where the row has no partial."""
     if kind == "count":
@@ -230,6 +231,11 @@ def _aggregate_column(kind: str, j: int, m: int, col, vals: np.ndarray, mm: np.n
         if kind == "sum":
             return totals, [""] * len(vals)
         counts = vals[:, 1 + j].tolist()
+        if col.is_float and any(t in ("inf", "-inf") for t in totals):
+            from cepopt.errors import CepoptError
+
+            raise CepoptError(f"{label}: the sum of a float column over the trends is past the float range (counts "
+                              "past about 2^1000); AVG of such a column is not supported, its SUM is +-inf")
         return [t if c > 0 else None for t, c in zip(totals, counts, strict=True)], [int_text(c) for c in counts]
     return [_text(col.values[r]) if r >= 0 else None for r in mm.tolist()], [""] * len(vals)
 
@@ -269,7 +275,7 @@ def partial_results(inp: KernelInputs, out: np.ndarray, omm: np.ndarray, queries
         vals = values[rows, qi]
         for a, (label, kind, j, col) in enumerate(_aggregate_specs(inp, q)):
             mm = omm[0 if kind == "min" else 1, keep[rows], q, j] if kind in ("min", "max") else None
-            value, weight = _aggregate_column(kind, j, m, col, vals, mm)
+            value, weight = _aggregate_column(label, kind, j, m, col, vals, mm)
             op = "avg" if kind == "avg" else kind if kind in ("min", "max") else "sum"
             parts.append((rows, qi, a, name, label, op, value, weight))
     if not parts:

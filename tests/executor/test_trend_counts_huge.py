@@ -231,14 +231,15 @@ def test_hamlet_synthetic_stream_past_600_digits(shared_dir, n):
 
 
 @pytest.mark.spark
-def test_counts_past_2_to_the_3000_on_spark(spark):
+def test_counts_past_4300_digits_on_spark(spark):
     """On Spark (partitions by window block, partials as text, merged on the executors), one A, one
-    C, then 3,001 B events, as a Hamlet instance under its three plans and a Gloria instance under a
-    plan that shares B+: every result equals the closed form."""
+    C, then 14,500 B events (counts of 4,366 digits: past 2^3000 and past Python's 4,300-digit limit
+    of str(int)), as a Hamlet instance under its three plans and a Gloria instance under a plan that
+    shares B+: every result equals the closed form."""
     from cepopt.hamlet.plan import HamletPlan
     from cepopt.pipeline import execute
 
-    k = 3001
+    k = 14500
     queries, events = KLEENE_QUERIES[:3], _a_then_bs(k, seed=5)
     s = int(events["v"].sum())
     want = {("q1", "COUNT(*)"): 2 ** k - 1, ("q1", "COUNT(B)"): k * 2 ** (k - 1), ("q1", "SUM(B.v)"): s * 2 ** (k - 1),
@@ -372,3 +373,18 @@ def test_cli_writes_and_prints_counts_of_6000_digits(tmp_path, capsys):
     assert got[("q1", "COUNT(*)")] == got[("q2", "COUNT(*)")] == want
     assert Decimal(got[("q1", "COUNT(B)")]) == Decimal(k * 2 ** (k - 1))
     assert want in capsys.readouterr().out
+
+
+def test_float_column_past_the_float_range():
+    """SUM over a float column whose exact sum over 2^3000 trends is past the float range is the
+    float it rounds to (inf, with its sign); AVG over it is refused with one clear error (the old
+    code raised an OverflowError traceback for both)."""
+    from cepopt.errors import CepoptError
+
+    events = _a_then_bs(3000)
+    events["v"] = events["v"] / 4.0
+    q = "q1: RETURN COUNT(*), SUM(B.v) PATTERN SEQ(A, B+) WITHIN 10000000 SLIDE 10000000"
+    got = _values(run_greta(_instance("hamlet", [q]).workload, events)[0])
+    assert got == {("q1", "COUNT(*)"): 2 ** 3000 - 1, ("q1", "SUM(B.v)"): math.copysign(math.inf, events["v"].sum())}
+    with pytest.raises(CepoptError, match=r"AVG\(B.v\): the sum of a float column .* past the float range"):
+        run_greta(_instance("hamlet", [q.replace("SUM", "AVG")]).workload, events)
