@@ -388,3 +388,14 @@ def test_float_column_past_the_float_range():
     assert got == {("q1", "COUNT(*)"): 2 ** 3000 - 1, ("q1", "SUM(B.v)"): math.copysign(math.inf, events["v"].sum())}
     with pytest.raises(CepoptError, match=r"AVG\(B.v\): the sum of a float column .* past the float range"):
         run_greta(_instance("hamlet", [q.replace("SUM", "AVG")]).workload, events)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-(2 ** 6000), 2 ** 6000), min_size=1, max_size=6), st.integers(0, 3))
+def test_crt_by_coefficients_past_garner_lanes(xs, extra):
+    """Past GARNER_LANES lanes the CRT sums precomputed coefficients: every row comes back exactly."""
+    from cepopt.executor.exact import GARNER_LANES, crt, moduli, needed_lanes
+
+    lanes = max(needed_lanes(max(abs(x) for x in xs).bit_length()), GARNER_LANES + 1) + extra
+    residues = np.array([[x % int(p) for p in moduli(lanes)[1:]] for x in xs], dtype=np.float64)
+    assert crt(residues) == xs
