@@ -398,7 +398,9 @@ def execute_command(instance: Any, plan_spec: str | None = "nonshared", stream_s
     try:
         run(ex)
         if preview and ex.report.get("results_rows"):
-            ex.report["preview"] = ex.result.preview(preview).to_string(index=False)
+            from cepopt.executor.results import printable
+
+            ex.report["preview"] = printable(ex.result.preview(preview)).to_string(index=False)
     finally:
         if ex.result is not None:
             ex.result.release()

@@ -80,9 +80,9 @@ class ExecutionResult:
             return self.results.head(n)
         if self.first_rows is not None and (n <= len(self.first_rows) or len(self.first_rows) == self.rows):
             frame = self.first_rows.head(n)
-            return frame.assign(value=[res.parse_value(v) for v in frame["value"]])
+            return frame.assign(value=res.parse_values(frame["value"]))
         frame = self.results.orderBy(*res.RESULT_KEYS).limit(n).toPandas()
-        return frame.assign(value=[res.parse_value(v) for v in frame["value"]])
+        return frame.assign(value=res.parse_values(frame["value"]))
 
     def release(self) -> None:
         """Drop the cached results of the Spark engine (nothing to do for pandas results)."""

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
-from cepopt.executor.exact import is_prime
+from cepopt.executor.exact import largest_primes
 from cepopt.executor.sharon_loops import NO_MAX, NO_MIN
 from cepopt.model import Filter, Query, Type, is_flat_seq
 from cepopt.predicates import compare_arrays
@@ -36,8 +36,8 @@ from cepopt.predicates import compare_arrays
 __all__ = ["LevelKey", "PartitionRows", "SumScale", "crt", "filter_mask", "numeric", "partition_rows", "primes",
            "query_leaves", "query_types", "position_filters"]
 
-#: the int64 results of a pass modulo 2^64 are exact while every value's bound stays below this
-INT64_SAFE = 2 ** 62
+#: log2 of the bound below which the int64 results of a pass modulo 2^64 are exact
+INT64_SAFE_LOG2 = 62
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,26 +305,17 @@ def row_sums_mod(row_sum: np.ndarray, mod: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-_PRIMES: list[int] = []
-
-
 def primes(count: int) -> list[int]:
     """The ``count`` largest primes below 2^31 (products of two residues fit in int64)."""
-    n = _PRIMES[-1] - 2 if _PRIMES else 2 ** 31 - 1
-    while len(_PRIMES) < count:
-        if is_prime(n):
-            _PRIMES.append(n)
-        n -= 2
-    return _PRIMES[:count]
+    return largest_primes(2 ** 31, count)
 
 
-def primes_for(bound: float) -> int:
-    """How many primes, beside the modulus 2^64, represent every integer of absolute value <= bound."""
-    bits = math.log2(2 * bound + 2) if math.isfinite(bound) else math.inf
+def primes_for(bound_log2: float) -> int:
+    """How many primes, beside the modulus 2^64, represent every integer of absolute value <=
+    2^bound_log2 (each prime is above 2^30.99; one bit for the sign)."""
+    bits = max(bound_log2, 0.0) + 1.0 + 1e-6
     if bits <= 64:
         return 0
-    if not math.isfinite(bits):
-        raise OverflowError
     return int(math.ceil((bits - 64) / 30.99))
 
 

@@ -39,7 +39,7 @@ import pandas as pd
 from cepopt.errors import CepoptError
 from cepopt.executor.output import write_spark_results
 from cepopt.executor.partitions import PARTIAL_COLUMNS, PARTIAL_SCHEMA, merge_text, window_blocks
-from cepopt.executor.results import RESULT_COLUMNS, RESULT_KEYS, RESULT_SCHEMA, digest_hex, digest_sum, parse_value
+from cepopt.executor.results import RESULT_COLUMNS, RESULT_KEYS, RESULT_SCHEMA, digest_hex, digest_sum, parse_values
 
 __all__ = ["ENGINES", "EngineRun", "Progress", "prepare_partition", "run_local", "run_spark"]
 
@@ -181,7 +181,7 @@ def run_local(compiled, events: pd.DataFrame, *, progress: Progress | None = Non
     start = time.perf_counter()
     merged, metrics = local_results(compiled, events, progress)
     total, rows = digest_sum(merged)
-    results = merged.assign(value=[parse_value(v) for v in merged["value"]])
+    results = merged.assign(value=parse_values(merged["value"]))
     results = results.sort_values(RESULT_KEYS, kind="stable").reset_index(drop=True)
     metrics["stream_events"] = int(len(events))
     return EngineRun(results, metrics, digest_hex(total), rows, time.perf_counter() - start, "local")

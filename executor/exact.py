@@ -1,14 +1,16 @@
 """Exact integers for the compiled trend kernels: residue lanes combined by the Chinese remainder theorem.
 
 A kernel value (a count, a COUNT(E), a SUM) is a vector of float64 *lanes*. Lane 0 is a float
-*shadow*: the same recurrence on the absolute values (attributes as |value|, counts scaled by 2^-s),
-an upper bound of every result's magnitude within a relative error far below 2^-40. Lanes 1..P hold
-the value modulo distinct primes p < 2^26, so that a product of two residues is an exact float
-(< 2^52): addition and multiplication modulo p are exact float operations (:func:`lanes_for`,
+*shadow*: the same recurrence on the absolute values (attributes as |value|), an upper bound of every
+result's magnitude within a relative error far below 2^-40 while it stays in the float range. Lanes
+1..P hold the value modulo distinct primes p < 2^26, so that a product of two residues is an exact
+float (< 2^52): addition and multiplication modulo p are exact float operations (:func:`lanes_for`,
 :func:`moduli`). Only the results are reconstructed (:func:`crt`); intermediate values may wrap: the
 map from integers to residues is a ring homomorphism, and every kernel operation is a sum or a product.
-The number of lanes comes from the shadow's bound on the results: a kernel run with too few lanes is
-run again with enough (:func:`needed_lanes`), so counts are exact at any size.
+The number of lanes comes from a proven bound on the results (:func:`needed_lanes`): the shadow's
+while it is below 2^1000, beyond that the log-space GRETA bound of :mod:`cepopt.executor.trend_bound`,
+which neither overflows nor underflows; a kernel run with too few lanes is run again with enough
+(:func:`cepopt.executor.trend_inputs.exact_run`), so counts are exact at any size.
 
 Attributes enter SUM exactly: a float attribute is ``mant * 2^exp`` with an integer mantissa; over one
 kernel call every value of a column is an integer multiple of ``2^emin`` (the smallest exponent), so
@@ -18,20 +20,22 @@ rounds to (:func:`scaled_value`, correctly rounded by Python's int / int divisio
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["LANE_BITS", "AttrColumn", "attribute_lanes", "crt", "is_prime", "lanes_for", "moduli", "needed_lanes",
-           "scaled_value"]
+__all__ = ["LANE_BITS", "AttrColumn", "attribute_lanes", "crt", "is_prime", "lanes_for", "largest_primes", "moduli",
+           "needed_lanes", "scaled_value"]
 
 #: primes below 2^26: a product of two residues is below 2^52, exact in a float64
 PRIME_LIMIT = 1 << 26
 #: bits of one residue lane (every prime is above 2^25)
 LANE_BITS = 25
-_PRIMES: list[int] = []
+#: per limit, the largest primes below it found so far (descending)
+_PRIMES: dict[int, list[int]] = {}
 
 
 def is_prime(n: int) -> bool:
@@ -55,14 +59,20 @@ def is_prime(n: int) -> bool:
     return True
 
 
-def _primes(count: int) -> list[int]:
-    """The ``count`` largest primes below 2^26 (more are found when needed)."""
-    cand = _PRIMES[-1] - 2 if _PRIMES else PRIME_LIMIT - 1
-    while len(_PRIMES) < count:
+def largest_primes(limit: int, count: int) -> list[int]:
+    """The ``count`` largest primes below ``limit`` (more are found when needed): the moduli of the
+    trend lanes (below 2^26) and of the sequence kernel's passes (below 2^31, executor/aseq.py)."""
+    found = _PRIMES.setdefault(limit, [])
+    cand = found[-1] - 2 if found else limit - 1
+    while len(found) < count:
         if is_prime(cand):
-            _PRIMES.append(cand)
+            found.append(cand)
         cand -= 2
-    return _PRIMES[:count]
+    return found[:count]
+
+
+def _primes(count: int) -> list[int]:
+    return largest_primes(PRIME_LIMIT, count)
 
 
 def moduli(lanes: int) -> np.ndarray:
@@ -72,10 +82,10 @@ def moduli(lanes: int) -> np.ndarray:
 
 def lanes_for(bits: float) -> int:
     """Residue lanes whose product exceeds 2^bits (at least one)."""
-    need, have, lanes = bits, 0.0, 0
-    while have < need or lanes == 0:
+    have, lanes = 0.0, 0
+    while have < bits or lanes == 0:
         lanes += 1
-        have = sum(math.log2(p) for p in _primes(lanes))
+        have += math.log2(_primes(lanes)[-1])
     return lanes
 
 
@@ -84,30 +94,53 @@ def needed_lanes(bound_log2: float) -> int:
     return lanes_for(max(bound_log2, 0.0) + 2.0)
 
 
+#: above this many lanes :func:`crt` sums precomputed coefficients (O(lanes) NumPy calls) instead of
+#: Garner's digits (O(lanes^2) calls on int64 columns, faster for few lanes)
+GARNER_LANES = 24
+
+
 def crt(residues: np.ndarray) -> list[int]:
     """Signed integers from rows of residues (float64[..., lanes], lanes 1.. of a value; the shadow
     lane excluded): the x with |x| < M/2 congruent to every residue (M: the product of the moduli).
-    Garner's mixed-radix digits are computed on int64 columns (every product is below 2^52), the
-    digits combined as Python ints only when M exceeds int64."""
+    Up to :data:`GARNER_LANES` lanes, Garner's mixed-radix digits are computed on int64 columns
+    (every product is below 2^52), the digits combined as Python ints only when M exceeds int64;
+    beyond, x = sum of residue_i * C_i mod M with C_i = (M / p_i) ((M / p_i)^-1 mod p_i)."""
     res = np.asarray(residues, dtype=np.float64)
     lanes = res.shape[-1]
     flat = res.reshape(-1, lanes).astype(np.int64)
     ps = [int(p) for p in moduli(lanes)[1:]]
-    # Garner: x = a0 + a1 p0 + a2 p0 p1 + ..., digits from the residues in turn
+    big = math.prod(ps)
+    if lanes > GARNER_LANES:
+        total = np.zeros(len(flat), dtype=object)
+        for i, c in enumerate(_crt_coefficients(lanes)):
+            total += flat[:, i].astype(object) * c
+        total %= big
+    else:
+        total = _garner(flat, ps, big >= 2 ** 62)
+    # big is odd (a product of odd primes): 2x > big iff x > big // 2
+    return [x - big if x > big // 2 else x for x in total.tolist()]
+
+
+def _garner(flat: np.ndarray, ps: list[int], wide: bool) -> np.ndarray:
+    """x = a0 + a1 p0 + a2 p0 p1 + ..., the digits from the residues in turn."""
     digits = [flat[:, 0]]
-    for i in range(1, lanes):
+    for i in range(1, len(ps)):
         pi = ps[i]
         x = flat[:, i]
         for j in range(i):
             x = (x - digits[j]) % pi * pow(ps[j], -1, pi) % pi
         digits.append(x)
-    big = math.prod(ps)
-    wide = big >= 2 ** 62
     total = digits[-1].astype(object) if wide else digits[-1]
-    for i in range(lanes - 2, -1, -1):
+    for i in range(len(ps) - 2, -1, -1):
         total = total * ps[i] + (digits[i].astype(object) if wide else digits[i])
-    # big is odd (a product of odd primes): 2x > big iff x > big // 2
-    return [x - big if x > big // 2 else x for x in total.tolist()]
+    return total
+
+
+@functools.lru_cache(maxsize=16)
+def _crt_coefficients(lanes: int) -> tuple[int, ...]:
+    ps = [int(p) for p in moduli(lanes)[1:]]
+    big = math.prod(ps)
+    return tuple((big // p) * pow(big // p % p, -1, p) for p in ps)
 
 
 @dataclass
@@ -195,11 +228,14 @@ def _ranks(values: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, list]:
     return rank, [v.item() if hasattr(v, "item") else v for v in distinct]
 
 
-def attribute_lanes(col: AttrColumn, mods: np.ndarray) -> np.ndarray:
-    """float64[rows, lanes]: lane 0 the shadow |value|, lane i the value in units of 2^emin mod p_i
-    (0 where missing)."""
+def attribute_lanes(col: AttrColumn, mods: np.ndarray, out: np.ndarray | None = None,
+                    chunk: int = 64) -> np.ndarray:
+    """float64[rows, lanes] (into ``out`` when given): lane 0 the shadow |value|, lane i the value in
+    units of 2^emin mod p_i (0 where missing). Int64 mantissas are reduced ``chunk`` lanes at a time
+    (vectorized over rows and lanes, temporaries of rows x chunk)."""
     n = len(col.present)
-    out = np.zeros((n, len(mods)), dtype=np.float64)
+    if out is None:
+        out = np.zeros((n, len(mods)), dtype=np.float64)
     out[:, 0] = col.shadow
     if len(mods) == 1:
         return out
@@ -210,26 +246,36 @@ def attribute_lanes(col: AttrColumn, mods: np.ndarray) -> np.ndarray:
             for j in range(1, len(mods)):
                 out[i, j] = float(big % int(mods[j]))
         return out
-    mant = np.where(col.present, col.mant, 0)
+    mant = np.where(col.present, col.mant, 0)[:, None]
     top = int(shift.max()) if n else 0
-    for j in range(1, len(mods)):
-        p = int(mods[j])
-        pow2 = np.empty(top + 1, dtype=np.int64)
-        acc = 1
-        for s in range(top + 1):
-            pow2[s] = acc
-            acc = acc * 2 % p
-        out[:, j] = ((mant % p) * pow2[shift] % p).astype(np.float64)
+    small = top == 0 and n and int(np.abs(mant).max()) < PRIME_LIMIT // 2  # |mant| below every prime
+    for j0 in range(1, len(mods), chunk):
+        ps = mods[j0:j0 + chunk]
+        if small:
+            out[:, j0:j0 + len(ps)] = np.where(mant < 0, mant + ps, mant)
+            continue
+        ps = ps.astype(np.int64)
+        pow2 = np.ones((top + 1, len(ps)), dtype=np.int64)   # 2^s mod p per shift s and lane
+        for s in range(1, top + 1):
+            pow2[s] = pow2[s - 1] * 2 % ps
+        out[:, j0:j0 + len(ps)] = mant % ps * pow2[shift] % ps
     return out
 
 
 def scaled_value(units: int, emin: int, as_float: bool) -> Any:
     """An exact SUM in units of 2^emin as the result value: an int when it is one and the column is
-    not a float column, else the float it rounds to."""
+    not a float column, else the float it rounds to (+-inf past the float range, as IEEE rounds)."""
     if emin >= 0:
         exact = units << emin
-        return float(exact) if as_float else exact
+        return _float(exact, 1) if as_float else exact
     den = 1 << -emin
     if not as_float and units % den == 0:
         return units // den
-    return units / den
+    return _float(units, den)
+
+
+def _float(num: int, den: int) -> float:
+    try:
+        return num / den
+    except OverflowError:
+        return math.inf if num > 0 else -math.inf

@@ -16,7 +16,8 @@ time moves on); with edge predicates, the stored events are scanned (the faithfu
 
 The kernel runs on a :class:`cepopt.hamlet.scope.Layout` (every scope of a partition at once) as
 compiled Numba loops. Values are vectors of exact residue lanes (:mod:`cepopt.executor.exact`): lane 0
-is the float shadow that bounds the results, lanes 1.. the residues; MIN/MAX are ranks of the
+is the float shadow (it bounds the results while below 2^1000; beyond, :mod:`cepopt.executor.trend_bound`
+does), lanes 1.. the residues; MIN/MAX are ranks of the
 attribute's values; "count > 0" is tracked as reachability (a start type, or a predecessor that is
 reachable), which is exact. The per-event step (:func:`query_step`) is the one the Hamlet kernel runs
 for the queries it does not share.

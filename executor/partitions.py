@@ -34,6 +34,8 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from cepopt.executor.results import int_text, text_int
+
 __all__ = [
     "PARTIAL_COLUMNS", "PARTIAL_SCHEMA", "CompiledPlan", "PartitionClass", "block_bounds", "empty_partials",
     "merge_partials", "merge_text", "partial_rows", "parse_value", "window_blocks",
@@ -108,16 +110,16 @@ def _text(v: Any) -> str:
     if isinstance(v, bool):
         return str(int(v))
     if isinstance(v, int | np.integer):
-        return str(int(v))
+        return int_text(int(v))
     if isinstance(v, Fraction):
-        return str(v.numerator) if v.denominator == 1 else repr(float(v))
+        return int_text(v.numerator) if v.denominator == 1 else repr(float(v))
     return repr(float(v))
 
 
 def parse_value(text: str) -> int | float:
     """A partial value back from text: an exact int when it is one, else a float."""
     try:
-        return int(text)
+        return text_int(text)
     except ValueError:
         return float(text)
 
@@ -153,7 +155,7 @@ def _merge_one(op: str, values: Sequence[str], weights: Sequence[str]) -> int | 
     total = sum(nums) if exact else math.fsum(nums)  # fsum: correctly rounded, independent of order
     if op == "sum":
         return total
-    count = sum(int(w) for w in weights)
+    count = sum(text_int(w) for w in weights)
     return float(Fraction(total) / count) if exact else total / count
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import pandas as pd
@@ -31,7 +32,8 @@ from cepopt.model import Aggregate, AttrRef, Query
 __all__ = [
     "RESULT_COLUMNS", "RESULT_KEYS", "RESULT_SCHEMA", "AggAccumulator", "aggregate_label", "compare_results",
     "digest", "digest_hex", "digest_sum", "empty_results", "format_group", "format_value", "group_attrs",
-    "merge_results", "parse_value", "partition_attrs", "py_scalar", "results_frame", "value_text",
+    "int_text", "merge_results", "parse_value", "parse_values", "partition_attrs", "printable", "py_scalar",
+    "results_frame", "text_int", "value_text",
 ]
 
 RESULT_COLUMNS = ["query", "group", "window", "aggregate", "value"]
@@ -58,6 +60,33 @@ def py_scalar(value: Any) -> Any:
     if value is pd.NA or value is pd.NaT:
         return None
     return value
+
+
+#: below this many bits an int's decimal text is below Python's default limit of 4,300 digits for
+#: int <-> str conversion (a guard against slow parsing of untrusted text, left in place)
+_SHORT_INT_BITS = 14_000
+
+
+def int_text(value: int) -> str:
+    """The decimal text of an int of any size: a trend count over n events can have 0.3 n digits,
+    past the digit limit of ``str(int)``; :class:`decimal.Decimal` converts without it."""
+    return str(value) if value.bit_length() < _SHORT_INT_BITS else str(Decimal(value))
+
+
+def text_int(text: str) -> int:
+    """The int of a decimal text of any size (:func:`int_text` read back); ValueError if it is none."""
+    if len(text) < 4000:
+        return int(text)
+    body = text[1:] if text[:1] in "+-" else text
+    if not body.isdigit():
+        raise ValueError(f"not an integer: {text[:40]!r}...")
+    return int(Decimal(text))
+
+
+def printable(frame: pd.DataFrame) -> pd.DataFrame:
+    """A results frame to print: ints as their exact text (pandas would call ``str`` on them)."""
+    return frame.assign(value=pd.Series([int_text(v) if type(v) is int else v for v in frame["value"]],
+                                         index=frame.index, dtype="object"))
 
 
 def _key_text(value: Any) -> str:
@@ -108,7 +137,7 @@ def format_value(value: Any) -> str:
     if isinstance(value, bool):
         return str(int(value))
     if isinstance(value, int):
-        return str(value)
+        return int_text(value)
     if isinstance(value, float):
         if math.isnan(value):
             return "nan"
@@ -144,6 +173,12 @@ def results_frame(rows: Iterable[Sequence[Any] | dict]) -> pd.DataFrame:
     return df
 
 
+def parse_values(texts: pd.Series) -> pd.Series:
+    """:func:`parse_value` of a column of texts, as an object column on the same index: Python ints of
+    any size beside floats (from a list or an array pandas would try to turn them all into floats)."""
+    return pd.Series([parse_value(t) for t in texts], index=texts.index, dtype="object")
+
+
 def value_text(value: Any) -> str:
     """The exact text of a result value in a results DataFrame on Spark: an int in decimal (any size), a
     float as ``repr`` ("nan", "inf" included), anything else as ``str``; "" for a missing value."""
@@ -153,7 +188,7 @@ def value_text(value: Any) -> str:
     if isinstance(value, bool):
         return str(int(value))
     if isinstance(value, int):
-        return str(value)
+        return int_text(value)
     if isinstance(value, float):
         return repr(value)
     return str(value)
@@ -167,7 +202,7 @@ def parse_value(text: Any) -> Any:
     if text == "":
         return None
     try:
-        return int(text)
+        return text_int(text)
     except ValueError:
         pass
     try:
@@ -181,7 +216,7 @@ DIGEST_MODULUS = 2 ** 256
 
 def _line_hash(query: Any, group: Any, window: Any, aggregate: Any, value: Any) -> int:
     if isinstance(value, str) and value and (value.isdigit() or value[0] == "-" and value[1:].isdigit()):
-        shown = str(int(value))  # a canonical int's text is its format_value
+        shown = int_text(text_int(value))  # a canonical int's text is its format_value
     else:
         shown = format_value(parse_value(value))
     line = f"{query}\t{group}\t{int(window)}\t{aggregate}\t{shown}\n"

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from cepopt.executor.partitions import PartitionClass, block_bounds, empty_partials
-from cepopt.executor.results import aggregate_label, format_group, group_attrs, partition_attrs
+from cepopt.executor.results import aggregate_label, format_group, group_attrs, int_text, partition_attrs
 from cepopt.executor.sharon_kernel import KernelPlan, PartitionResult, compile_plan, plan_segments, run_partition
 from cepopt.model import Query
 
@@ -104,7 +104,7 @@ def _texts(vals) -> np.ndarray:
     """Values as the partials' text: integers in decimal, floats as ``repr``."""
     if isinstance(vals, np.ndarray) and vals.dtype.kind in "iu":
         return vals.astype(str).astype(object)
-    return np.asarray([str(v) if isinstance(v, int | np.integer) else repr(float(v)) for v in list(vals)],
+    return np.asarray([int_text(int(v)) if isinstance(v, int | np.integer) else repr(float(v)) for v in list(vals)],
                       dtype=object)
 
 

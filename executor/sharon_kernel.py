@@ -37,7 +37,7 @@ import pandas as pd
 from cepopt.errors import CepoptError
 from cepopt.executor import sharon_loops as loops
 from cepopt.executor.aseq import (
-    INT64_SAFE,
+    INT64_SAFE_LOG2,
     LevelKey,
     SumScale,
     crt,
@@ -520,25 +520,29 @@ def _part(rows, frames, mod: int) -> np.ndarray:
                       [len(rows.bts), sums.shape[1], rows.row_min.shape[1], len(frames[0])])
 
 
-def _crude_bound(kp: KernelPlan, rows, q: int) -> float:
-    """A bound of query q's counts from the partition's events per position (their product)."""
-    return math.prod(max(1, int(rows.lk_events[x])) for x in kp.outs[q].lks)
+def _crude_log2(kp: KernelPlan, rows, q: int) -> float:
+    """log2 of a bound of query q's counts from the partition's events per position (their product:
+    a match takes one event per position)."""
+    return sum(math.log2(max(1, int(rows.lk_events[x]))) for x in kp.outs[q].lks)
 
 
 def _needed_primes(kp: KernelPlan, rows, O: np.ndarray, OB: np.ndarray, n: int) -> int:
-    """How many prime passes the results need beside the int64 one (0: int64 is exact)."""
+    """How many prime passes the results need beside the int64 one (0: int64 is exact). Bounds are
+    log2 (a bound past the float range still counts primes): the kernel's float count bound OB where
+    it is finite, else the product of the events per position."""
     if not n:
         return 0
-    per_q = np.zeros(len(kp.queries))
-    np.maximum.at(per_q, O[:n, 0], OB[:n] * 1.001 + 1)
-    for q in np.flatnonzero(~np.isfinite(per_q)).tolist():
-        per_q[q] = float(_crude_bound(kp, rows, q))
+    per_q = np.full(len(kp.queries), -np.inf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.maximum.at(per_q, O[:n, 0], np.log2(OB[:n] * 1.001 + 1))
+    for q in np.flatnonzero(np.isnan(per_q) | (per_q == np.inf)).tolist():
+        per_q[q] = _crude_log2(kp, rows, q)
     for q in kp.with_sums:
         for attr, nlev in kp.outs[q].sums:  # |sum| <= count x target events per match x largest |value|
-            top = 1 if attr < 0 else rows.scales[attr].top
-            per_q[q] = max(per_q[q], per_q[q] * nlev * top)
+            top = 1 if attr < 0 else max(rows.scales[attr].top, 1)
+            per_q[q] = max(per_q[q], per_q[q] + math.log2(max(nlev, 1)) + math.log2(top))
     worst = float(per_q.max())
-    return 0 if worst < INT64_SAFE else primes_for(worst)
+    return 0 if worst < INT64_SAFE_LOG2 else primes_for(worst)
 
 
 def _use_jit(kp: KernelPlan, rows, jit: bool | None) -> bool:

@@ -12,8 +12,8 @@ aggregates of the block's windows (:func:`~cepopt.executor.partitions.partial_ro
 that add up over partitions.
 
 Exact values: the kernels compute residue lanes (:mod:`cepopt.executor.exact`); a run whose shadow
-lane shows results beyond the lanes' range runs again with enough lanes (a shadow that overflows the
-float range is recomputed by GRETA with scaled counts): :func:`cepopt.executor.trend_inputs.exact_run`.
+lane shows results beyond the lanes' range runs again with enough lanes (past 2^1000 the lanes come
+from a log-space bound, :mod:`cepopt.executor.trend_bound`): :func:`cepopt.executor.trend_inputs.exact_run`.
 The lanes of the last run of a class are the first guess of the next.
 
 In process, without an engine: :func:`run_greta`, :func:`run_hamlet` and :func:`run_gloria` run a

@@ -4,7 +4,8 @@ for one partition's layout (:func:`cepopt.hamlet.scope.class_layout`).
 :func:`kernel_inputs` turns a layout into event arrays, query tables and attribute columns;
 :func:`exact_run` runs a kernel over residue lanes (:mod:`cepopt.executor.exact`) until the lanes
 cover its results: a run whose shadow lane shows results beyond the lanes' range runs again with
-enough lanes (a shadow that overflows the float range is bounded by GRETA with scaled counts);
+enough lanes (past 2^1000, where the float shadow bounds nothing, the lanes come from the log-space
+bound of :mod:`cepopt.executor.trend_bound`, a proof at any size);
 :func:`partial_results` reads the lanes back as exact partial rows (executor/partitions.py).
 """
 
@@ -18,8 +19,10 @@ import numpy as np
 import pandas as pd
 
 from cepopt.executor.exact import attribute_column, attribute_lanes, crt, moduli, needed_lanes, scaled_value
-from cepopt.executor.greta import COUNTERS, greta_kernel, new_state
+from cepopt.executor.greta import COUNTERS, new_state
 from cepopt.executor.partitions import empty_partials
+from cepopt.executor.results import int_text
+from cepopt.executor.trend_bound import results_log2_bound
 from cepopt.hamlet.scope import OP_CODES
 
 __all__ = ["FIRST_LANES", "KernelInputs", "counter_metrics", "exact_run", "kernel_inputs", "kernel_state",
@@ -59,7 +62,7 @@ class KernelInputs:
         nonzero = np.zeros((a, nsrc), dtype=bool)
         rank = np.full((a, nsrc), -1, dtype=np.int64)
         for s, col in enumerate(self.cols):
-            alanes[s] = attribute_lanes(col, mods)
+            attribute_lanes(col, mods, out=alanes[s])
             nonzero[s] = col.present & (col.shadow != 0)
             rank[s] = col.rank
         return alanes, rank, nonzero
@@ -124,8 +127,9 @@ def kernel_inputs(layout) -> KernelInputs:
 # ---------------------------------------------------------------------------------------------
 
 
-def _bound_log2(inp: KernelInputs, out: np.ndarray, scale: int) -> float | None:
-    """log2 of the largest result magnitude in integer units (None when the shadow overflowed)."""
+def _shadow_log2(inp: KernelInputs, out: np.ndarray) -> float | None:
+    """log2 of a bound of every result magnitude in integer units from the shadow lane, or None when
+    the shadow is past 2^1000 (or overflowed): it then bounds nothing, and the log kernel must."""
     shadow = out[..., 0]
     if not np.all(np.isfinite(shadow)) or (shadow.size and shadow.max() > 2.0 ** 1000):
         return None
@@ -141,28 +145,9 @@ def _bound_log2(inp: KernelInputs, out: np.ndarray, scale: int) -> float | None:
             top = float(shadow[:, q, 1 + m + j].max(initial=0.0))
             if top > 0 and attr is not None:
                 best = max(best, math.log2(top) - inp.cols[inp.attrs.index(attr)].emin)
-    if best == -math.inf:
-        return 0.0 if scale == 0 else scale - 990.0
-    # float sums of non-negative terms: relative error far below 2^-20; underflowed terms are tiny
-    return max(best + scale + 1e-6, scale - 990.0) if scale else best + 1e-6
-
-
-def _scaled_shadow_bound(inp: KernelInputs, st_factory) -> float:
-    """The results' bound when the plan's own shadow overflowed: GRETA on every query with counts
-    scaled by 2^-s, s = 1000, 2000, ... until the float range holds them."""
-    mods = moduli(0)
-    at = inp.attr_tables(mods)
-    k = len(inp.layout.cls.queries)
-    scale = 1000
-    while True:
-        out, omm = _outputs(inp, 1)
-        one = np.array([2.0 ** -scale])
-        greta_kernel(inp.layout.scope_start, inp.ev, inp.qt, at, np.arange(k), st_factory(1), mods, one, out, omm,
-                     np.zeros(len(COUNTERS), dtype=np.int64))
-        bound = _bound_log2(inp, out, scale)
-        if bound is not None:
-            return bound
-        scale += 1000
+    # float sums and products of non-negative terms: relative error far below 2^-20 (needed_lanes
+    # keeps a spare bit besides)
+    return 0.0 if best == -math.inf else best + 1e-6
 
 
 def _outputs(inp: KernelInputs, lanes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -180,16 +165,20 @@ def kernel_state(inp: KernelInputs, lanes: int) -> tuple:
 
 def exact_run(inp: KernelInputs, kernel, first_lanes: int) -> tuple:
     """``kernel(mods, one, at, out, out_mm, counters)`` with enough lanes for exact results:
-    (out, out_mm, counters, lanes)."""
+    (out, out_mm, counters, lanes). The bound comes from the run's shadow lane while it is below
+    2^1000, else from the log-space GRETA bound (:mod:`cepopt.executor.trend_bound`, computed once)."""
     lanes = max(1, first_lanes)
+    log_bound = None
     while True:
         mods = moduli(lanes)
         out, omm = _outputs(inp, lanes + 1)
         counters = np.zeros(len(COUNTERS), dtype=np.int64)
         kernel(mods, np.ones(lanes + 1), inp.attr_tables(mods), out, omm, counters)
-        bound = _bound_log2(inp, out, 0)
+        bound = _shadow_log2(inp, out)
         if bound is None:
-            bound = _scaled_shadow_bound(inp, lambda ln: kernel_state(inp, ln))
+            if log_bound is None:
+                log_bound = results_log2_bound(inp)
+            bound = log_bound
         need = needed_lanes(bound)
         if need <= lanes:
             return out, omm, counters, lanes
@@ -223,25 +212,31 @@ def _aggregate_specs(inp: KernelInputs, q: int) -> list[tuple]:
 def _text(value: Any) -> str:
     """A partial value as partials carry it (executor/partitions.py): an int in decimal."""
     if type(value) is int:
-        return str(value)
+        return int_text(value)
     from cepopt.executor.partitions import _text as text
 
     return text(value)
 
 
-def _aggregate_column(kind: str, j: int, m: int, col, vals: np.ndarray, mm: np.ndarray) -> tuple[list, list]:
+def _aggregate_column(label: str, kind: str, j: int, m: int, col, vals: np.ndarray, mm: np.ndarray
+                      ) -> tuple[list, list]:
     """(value, weight) texts of one aggregate of one query over its result rows: ``vals`` the exact
     values (object[rows, width]), ``mm`` the MIN/MAX ranks; None where the row has no partial."""
     if kind == "count":
-        return list(map(str, vals[:, 0].tolist())), [""] * len(vals)
+        return list(map(int_text, vals[:, 0].tolist())), [""] * len(vals)
     if kind == "countE":
-        return list(map(str, vals[:, 1 + j].tolist())), [""] * len(vals)
+        return list(map(int_text, vals[:, 1 + j].tolist())), [""] * len(vals)
     if kind in ("sum", "avg"):
         totals = [_text(scaled_value(int(v), col.emin, col.is_float)) for v in vals[:, 1 + m + j].tolist()]
         if kind == "sum":
             return totals, [""] * len(vals)
         counts = vals[:, 1 + j].tolist()
-        return [t if c > 0 else None for t, c in zip(totals, counts, strict=True)], [str(c) for c in counts]
+        if col.is_float and any(t in ("inf", "-inf") for t in totals):
+            from cepopt.errors import CepoptError
+
+            raise CepoptError(f"{label}: the sum of a float column over the trends is past the float range (counts "
+                              "past about 2^1000); AVG of such a column is not supported, its SUM is +-inf")
+        return [t if c > 0 else None for t, c in zip(totals, counts, strict=True)], [int_text(c) for c in counts]
     return [_text(col.values[r]) if r >= 0 else None for r in mm.tolist()], [""] * len(vals)
 
 
@@ -280,7 +275,7 @@ def partial_results(inp: KernelInputs, out: np.ndarray, omm: np.ndarray, queries
         vals = values[rows, qi]
         for a, (label, kind, j, col) in enumerate(_aggregate_specs(inp, q)):
             mm = omm[0 if kind == "min" else 1, keep[rows], q, j] if kind in ("min", "max") else None
-            value, weight = _aggregate_column(kind, j, m, col, vals, mm)
+            value, weight = _aggregate_column(label, kind, j, m, col, vals, mm)
             op = "avg" if kind == "avg" else kind if kind in ("min", "max") else "sum"
             parts.append((rows, qi, a, name, label, op, value, weight))
     if not parts:
