@@ -349,9 +349,24 @@ def plan_indices(conj: Conjunct, plan: Order | Tree) -> tuple[str, Any]:
     return "tree", _tree_indices(conj, plan)
 
 
+def _refuse_cross_product(conj: Conjunct, kind: str, idx: Any, plan: Order | Tree) -> None:
+    """Under ``cross_products=avoid``, a plan outside the cross-product-free space is no plan of the
+    problem: every method's plan passes here, so a method that does not search that space refuses."""
+    from cepopt.joinorder.graph import adjacency, cross_product_of, names_of
+
+    found = cross_product_of(adjacency(conj.b), kind, idx)
+    if found is not None:
+        left, right = (names_of(conj.names, m) for m in found)
+        raise CepoptError(f"plan {plan} joins {left} and {right} with no predicate between them, a cross "
+                          "product, which params.cross_products=avoid forbids (the methods that search "
+                          "cross-product-free plans: dp-ccp-ld, ikkbz, dp-ccp, bruteforce)")
+
+
 def _branch(problem: JoinOrderProblem, conj: Conjunct, plan: Order | Tree) -> tuple[float, float]:
     """(ln trpt, ln lat) of one conjunct's plan under the problem's cost."""
     kind, idx = plan_indices(conj, plan)
+    if conj.avoid_cross:
+        _refuse_cross_product(conj, kind, idx, plan)
     tree_cost = problem.tree_cost(kind)
     if kind == "order" and tree_cost:
         idx = _tree_indices(conj, left_deep([conj.names[i] for i in idx]))

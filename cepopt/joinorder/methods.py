@@ -415,3 +415,116 @@ def _cpsat_order(problem, *, time_limit=None, seed=0, workers: Workers = 2, scal
         stats["objective_tolerance"] = max(s.get("objective_tolerance", 1e-6) for s in stats_all)
     return MethodResult(plan=_assemble(plans), status="feasible", stats=stats,
                         solver_objective=solver_objective)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-product-free plan spaces (--param cross_products=avoid; issue 34)
+# ---------------------------------------------------------------------------------------------
+
+
+def _avoid_only(problem: JoinOrderProblem, name: str, other: str) -> None:
+    """The methods below search the cross-product-free plans only: exact under ``avoid`` alone."""
+    if not all(c.avoid_cross for c in problem.conjuncts):
+        raise MethodLimitError(f"{name}: searches cross-product-free plans only, the optimum under "
+                               f"--param cross_products=avoid; with cross products allowed use {other}")
+
+
+def _no_latency(problem: JoinOrderProblem, name: str) -> None:
+    if any(c.has_latency for c in problem.conjuncts):
+        raise MethodLimitError(f"{name}: no latency term (alpha > 0); use bruteforce")
+
+
+@register(NAME, "dp-ccp-ld", "DP-LD over the connected subsets only (DPccp-style, Moerkotte & Neumann 2006): the "
+          "exact order under cross_products=avoid; work ~ number of connected sets (n^2 on chains and cycles)",
+          exact=True)
+def _dp_ccp_ld(problem, *, time_limit=None, seed=0, max_sets: PositiveInt = 2_000_000):
+    from cepopt.joinorder.dp_ccp_ld import SetLimit, dp_ccp_ld
+
+    _avoid_only(problem, "dp-ccp-ld", "dp-ld or milp-order")
+    _no_latency(problem, "dp-ccp-ld")
+    tree_ld = _tree_ld(problem)
+    deadline = _deadline(time_limit)
+    values: list[float] = []
+    sets = 0
+
+    def one(c: Conjunct) -> list[int]:
+        nonlocal sets
+        order, value, found = dp_ccp_ld(c, tree_ld=tree_ld, deadline=deadline, max_sets=max_sets)
+        values.append(value)
+        sets += found["connected_sets"]
+        return order
+
+    try:
+        plans = [order_plan(c, one(c)) for c in problem.conjuncts]
+    except DpTimeout:
+        return MethodResult(plan=None, status="timeout", message="dp-ccp-ld: time limit reached")
+    except SetLimit as exc:
+        raise MethodLimitError(f"dp-ccp-ld: more than max_sets={max_sets} connected sets ({exc.args[0]} so far; a "
+                               "star has 2^(n-1), a clique 2^n): use ikkbz on acyclic graphs, raise max_sets "
+                               "to try") from None
+    stats = {"proof": f"dp-ccp-ld: DP over the {sets} connected sets", "connected_sets": sets}
+    return _result(problem, plans, True, stats, values if problem.cost not in ("ldj",) else None)
+
+
+@register(NAME, "ikkbz", "IKKBZ (Ibaraki & Kameda 1984, Krishnamurthy et al. 1986): the exact order of an acyclic "
+          "query graph under cross_products=avoid in polynomial time (rank ordering, Theorem 5's ASI)", exact=True)
+def _ikkbz(problem, *, time_limit=None, seed=0):
+    from cepopt.joinorder.ikkbz import applies, ikkbz
+
+    _avoid_only(problem, "ikkbz", "dp-ld or milp-order")
+    tree_ld = _tree_ld(problem)
+    for c in problem.conjuncts:
+        why = applies(c, tree_ld)
+        if why is not None:
+            raise MethodLimitError(f"ikkbz: {why}; use dp-ccp-ld")
+    values: list[float] = []
+
+    def one(c: Conjunct) -> list[int]:
+        order, value = ikkbz(c, tree_ld=tree_ld)
+        values.append(value)
+        return order
+
+    plans = [order_plan(c, one(c)) for c in problem.conjuncts]
+    return _result(problem, plans, True, {"proof": "ikkbz: rank ordering on a tree query (ASI)"},
+                   values if problem.cost not in ("ldj",) else None)
+
+
+@register(NAME, "dp-ccp", "DPccp (Moerkotte & Neumann 2006): the exact bushy tree under cross_products=avoid by "
+          "csg-cmp-pair enumeration; work ~ number of pairs ((n^3-n)/6 on a chain), stars solved as orders",
+          exact=True)
+def _dp_ccp(problem, *, time_limit=None, seed=0, max_pairs: PositiveInt = 5_000_000):
+    from cepopt.joinorder.dp_ccp import PairLimit, dp_ccp, star_centre
+    from cepopt.joinorder.graph import adjacency
+    from cepopt.joinorder.ikkbz import applies, ikkbz
+
+    _avoid_only(problem, "dp-ccp", "dp-b or milp-tree")
+    _no_latency(problem, "dp-ccp")
+    problem.tree_cost("tree")
+    deadline = _deadline(time_limit)
+    values: list[float] = []
+    proofs: list[str] = []
+
+    def one(c: Conjunct):
+        if star_centre(adjacency(c.b)) is not None and applies(c, True) is None:
+            # every cross-product-free tree of a star is left-deep: the best order under the tree cost
+            order, value = ikkbz(c, tree_ld=True)
+            values.append(value)
+            proofs.append("dp-ccp: star graph, every cross-product-free tree is left-deep; ikkbz under the tree cost")
+            tree: Any = order[0]
+            for i in order[1:]:
+                tree = (tree, i)
+            return tree
+        tree, value, found = dp_ccp(c, deadline=deadline, max_pairs=max_pairs)
+        values.append(value)
+        proofs.append(f"dp-ccp: DP over the {found['ccp_pairs']} csg-cmp pairs")
+        return tree
+
+    try:
+        plans = [tree_plan(c, one(c)) for c in problem.conjuncts]
+    except DpTimeout:
+        return MethodResult(plan=None, status="timeout", message="dp-ccp: time limit reached")
+    except PairLimit as exc:
+        raise MethodLimitError(f"dp-ccp: more than max_pairs={max_pairs} csg-cmp pairs ({exc.args[0]} so far; a "
+                               "clique has about 3^n/2): raise max_pairs to try") from None
+    return _result(problem, plans, True, {"proof": "; ".join(proofs)},
+                   values if problem.cost != "bj" else None)
