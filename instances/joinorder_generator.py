@@ -160,11 +160,7 @@ def make_instance(n: int, *, seed: int = 0, preset: str = "paper", kind: str = "
         raise CepoptError(f"--preset: unknown preset {preset!r} (use one of {', '.join(PRESETS)})")
     if kind not in KINDS:
         raise CepoptError(f"--kind: unknown pattern kind {kind!r} (use one of {', '.join(KINDS)})")
-    if graph not in GRAPHS:
-        raise CepoptError(f"--graph: unknown query graph {graph!r} (use one of {', '.join(GRAPHS)})")
-    if graph != "random" and (kind == "or" or predicates is not None):
-        raise CepoptError(f"--graph {graph}: the shape fixes the predicate pairs; it takes no --predicates "
-                          "and no --kind or (whose predicates stay within its branches)")
+    _check_graph(graph, kind, predicates)
     cfg = dict(PRESETS[preset])
     for key, value in (("window", window), ("rate_min", rate_min), ("rate_max", rate_max),
                        ("sel_min", sel_min), ("sel_max", sel_max), ("sel_dist", sel_dist)):
@@ -187,11 +183,7 @@ def make_instance(n: int, *, seed: int = 0, preset: str = "paper", kind: str = "
     names = [f"e{i + 1}" for i in range(n)]
     types = [f"T{i + 1}" for i in range(n)]
     steinbrunn = cfg["sel_dist"] == "steinbrunn"
-    if steinbrunn:
-        rates = {t: float(_draw_class(rng, CARDINALITY_CLASSES)) for t in types}
-        domains = [_draw_class(rng, DOMAIN_CLASSES) for _ in types]
-    else:
-        rates = {t: round(rng.uniform(cfg["rate_min"], cfg["rate_max"]), 4) for t in types}
+    rates, domains = _draw_rates(rng, cfg, types)
     # OR: branch k holds positive events bounds[k]..bounds[k+1]-1; a predicate across two branches
     # reaches no DNF conjunct, so pairs are drawn within branches only
     bounds = [round(n * k / 3) for k in range(4)] if kind == "or" else [0, n]
@@ -240,6 +232,22 @@ def make_instance(n: int, *, seed: int = 0, preset: str = "paper", kind: str = "
     shape = "" if graph == "random" else f"-{graph}"
     return Instance("joinorder", Workload((query,)), Statistics(rates=rates, selectivities=sels),
                     name=f"joinorder-{preset}{shape}-{kind}-n{n}-s{seed}", description=desc)
+
+
+def _check_graph(graph: str, kind: str, predicates: int | None) -> None:
+    if graph not in GRAPHS:
+        raise CepoptError(f"--graph: unknown query graph {graph!r} (use one of {', '.join(GRAPHS)})")
+    if graph != "random" and (kind == "or" or predicates is not None):
+        raise CepoptError(f"--graph {graph}: the shape fixes the predicate pairs; it takes no --predicates "
+                          "and no --kind or (whose predicates stay within its branches)")
+
+
+def _draw_rates(rng: random.Random, cfg: dict, types: list[str]) -> tuple[dict[str, float], list[int]]:
+    """The rates and (steinbrunn preset only, else empty) the join attributes' domain sizes."""
+    if cfg["sel_dist"] == "steinbrunn":
+        rates = {t: float(_draw_class(rng, CARDINALITY_CLASSES)) for t in types}
+        return rates, [_draw_class(rng, DOMAIN_CLASSES) for _ in types]
+    return {t: round(rng.uniform(cfg["rate_min"], cfg["rate_max"]), 4) for t in types}, []
 
 
 def shape_pairs(graph: str, n: int) -> list[tuple[int, int]]:
