@@ -28,7 +28,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from cepopt.joinorder.cost import leaf_log, log_node
-from cepopt.joinorder.graph import adjacency, neighbours
+from cepopt.joinorder.graph import adjacency, members, neighbours
 from cepopt.joinorder.problem import Conjunct
 
 __all__ = ["MAX_PAIRS", "PairLimit", "ccp_pairs", "dp_ccp", "star_centre"]
@@ -40,14 +40,6 @@ MAX_PAIRS = 5_000_000
 class PairLimit(Exception):
     """More csg-cmp pairs than the limit."""
 
-
-def _members(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
 
 
 def _submasks(mask: int) -> Iterator[int]:
@@ -83,7 +75,7 @@ def _cmps(adj: list[int], s1: int) -> Iterator[int]:
     low = (s1 & -s1).bit_length() - 1
     x = ((1 << (low + 1)) - 1) | s1
     nb = neighbours(adj, s1) & ~x
-    for i in sorted(_members(nb), reverse=True):
+    for i in sorted(members(nb), reverse=True):
         yield 1 << i
         yield from _csg_rec(adj, 1 << i, x | (nb & ((1 << (i + 1)) - 1)))
 
@@ -136,7 +128,7 @@ def dp_ccp(conj: Conjunct, *, deadline: float | None = None, max_pairs: int = MA
 
     def settle() -> None:  # the sets of one size are final once every pair of that size is seen
         for t in pending:
-            best[t] = float(np.logaddexp(log_node(conj, _members(t), tree=True), children[t]))
+            best[t] = float(np.logaddexp(log_node(conj, members(t), tree=True), children[t]))
         pending.clear()
 
     for k, (s1, s2) in enumerate(pairs):

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from cepopt.joinorder.cost import leaf_log, log_node, logsumexp
-from cepopt.joinorder.graph import adjacency, neighbours
+from cepopt.joinorder.graph import adjacency, members, neighbours
 from cepopt.joinorder.problem import Conjunct
 
 __all__ = ["MAX_SETS", "SetLimit", "dp_ccp_ld", "node_logger"]
@@ -39,14 +39,6 @@ class SetLimit(Exception):
     """More connected sets than the limit (``args[0]``: the count reached)."""
 
 
-def _members(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
-
 
 def node_logger(conj: Conjunct, *, tree: bool = False):
     """``f(parent_value, parent_mask, x)``: ln PM(parent ∪ {x}) (``parent_value`` = ln PM(parent), or
@@ -58,9 +50,9 @@ def node_logger(conj: Conjunct, *, tree: bool = False):
 
     def node(parent_value: float | None, parent_mask: int, x: int) -> float:
         if not plain:
-            return log_node(conj, _members(parent_mask | 1 << x), tree=tree)
+            return log_node(conj, members(parent_mask | 1 << x), tree=tree)
         v = a[x] if parent_value is None else parent_value + a[x]
-        for j in _members(parent_mask):
+        for j in members(parent_mask):
             v += b[x, j]
         return float(v)
 
@@ -92,7 +84,7 @@ def dp_ccp_ld(conj: Conjunct, *, tree_ld: bool = False, deadline: float | None =
             if deadline is not None and time.perf_counter() > deadline:
                 raise DpTimeout
             best, pm, _ = layer[mask]
-            for x in _members(neighbours(adj, mask)):
+            for x in members(neighbours(adj, mask)):
                 new = mask | 1 << x
                 old = nxt.get(new)
                 if old is None:

@@ -26,7 +26,7 @@ import numpy as np
 from cepopt.errors import CepoptError
 
 __all__ = ["CROSS_PRODUCTS", "adjacency", "check_connected", "components", "connected", "cross_product_of",
-           "names_of", "neighbours"]
+           "members", "names_of", "neighbours"]
 
 CROSS_PRODUCTS = ("allowed", "avoid")
 
@@ -41,6 +41,16 @@ def adjacency(b: np.ndarray) -> list[int]:
             if j != i:
                 mask |= 1 << j
         out.append(mask)
+    return out
+
+
+def members(mask: int) -> list[int]:
+    """The events of ``mask``, ascending."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
     return out
 
 

@@ -422,16 +422,27 @@ def _cpsat_order(problem, *, time_limit=None, seed=0, workers: Workers = 2, scal
 # ---------------------------------------------------------------------------------------------
 
 
-def _avoid_only(problem: JoinOrderProblem, name: str, other: str) -> None:
-    """The methods below search the cross-product-free plans only: exact under ``avoid`` alone."""
+def _avoid_only(problem: JoinOrderProblem, name: str, other: str, latency: bool = False) -> None:
+    """The methods below search the cross-product-free plans only: exact under ``avoid`` alone; the DPs
+    price no latency term (``latency``: refuse one)."""
     if not all(c.avoid_cross for c in problem.conjuncts):
         raise MethodLimitError(f"{name}: searches cross-product-free plans only, the optimum under "
                                f"--param cross_products=avoid; with cross products allowed use {other}")
-
-
-def _no_latency(problem: JoinOrderProblem, name: str) -> None:
-    if any(c.has_latency for c in problem.conjuncts):
+    if latency and any(c.has_latency for c in problem.conjuncts):
         raise MethodLimitError(f"{name}: no latency term (alpha > 0); use bruteforce")
+
+
+def _limited(name: str, plans_of: Callable[[], list], limit: type[Exception], why: str,
+             finish: Callable[[list], MethodResult]) -> MethodResult:
+    """``finish(plans_of())``, a timeout result past the deadline, a clear refusal past the method's size
+    limit."""
+    try:
+        plans = plans_of()
+    except DpTimeout:
+        return MethodResult(plan=None, status="timeout", message=f"{name}: time limit reached")
+    except limit as exc:
+        raise MethodLimitError(f"{name}: {why} ({exc.args[0]} reached)") from None
+    return finish(plans)
 
 
 @register(NAME, "dp-ccp-ld", "DP-LD over the connected subsets only (DPccp-style, Moerkotte & Neumann 2006): the "
@@ -440,8 +451,7 @@ def _no_latency(problem: JoinOrderProblem, name: str) -> None:
 def _dp_ccp_ld(problem, *, time_limit=None, seed=0, max_sets: PositiveInt = 2_000_000):
     from cepopt.joinorder.dp_ccp_ld import SetLimit, dp_ccp_ld
 
-    _avoid_only(problem, "dp-ccp-ld", "dp-ld or milp-order")
-    _no_latency(problem, "dp-ccp-ld")
+    _avoid_only(problem, "dp-ccp-ld", "dp-ld or milp-order", latency=True)
     tree_ld = _tree_ld(problem)
     deadline = _deadline(time_limit)
     values: list[float] = []
@@ -454,16 +464,13 @@ def _dp_ccp_ld(problem, *, time_limit=None, seed=0, max_sets: PositiveInt = 2_00
         sets += found["connected_sets"]
         return order
 
-    try:
-        plans = [order_plan(c, one(c)) for c in problem.conjuncts]
-    except DpTimeout:
-        return MethodResult(plan=None, status="timeout", message="dp-ccp-ld: time limit reached")
-    except SetLimit as exc:
-        raise MethodLimitError(f"dp-ccp-ld: more than max_sets={max_sets} connected sets ({exc.args[0]} so far; a "
-                               "star has 2^(n-1), a clique 2^n): use ikkbz on acyclic graphs, raise max_sets "
-                               "to try") from None
-    stats = {"proof": f"dp-ccp-ld: DP over the {sets} connected sets", "connected_sets": sets}
-    return _result(problem, plans, True, stats, values if problem.cost not in ("ldj",) else None)
+    def finish(plans: list) -> MethodResult:
+        stats = {"proof": f"dp-ccp-ld: DP over the {sets} connected sets", "connected_sets": sets}
+        return _result(problem, plans, True, stats, values if problem.cost not in ("ldj",) else None)
+
+    return _limited("dp-ccp-ld", lambda: [order_plan(c, one(c)) for c in problem.conjuncts], SetLimit,
+                    f"more than max_sets={max_sets} connected sets (a star has 2^(n-1), a clique 2^n): use ikkbz "
+                    "on acyclic graphs, raise max_sets to try", finish)
 
 
 @register(NAME, "ikkbz", "IKKBZ (Ibaraki & Kameda 1984, Krishnamurthy et al. 1986): the exact order of an acyclic "
@@ -497,8 +504,7 @@ def _dp_ccp(problem, *, time_limit=None, seed=0, max_pairs: PositiveInt = 5_000_
     from cepopt.joinorder.graph import adjacency
     from cepopt.joinorder.ikkbz import applies, ikkbz
 
-    _avoid_only(problem, "dp-ccp", "dp-b or milp-tree")
-    _no_latency(problem, "dp-ccp")
+    _avoid_only(problem, "dp-ccp", "dp-b or milp-tree", latency=True)
     problem.tree_cost("tree")
     deadline = _deadline(time_limit)
     values: list[float] = []
@@ -519,12 +525,7 @@ def _dp_ccp(problem, *, time_limit=None, seed=0, max_pairs: PositiveInt = 5_000_
         proofs.append(f"dp-ccp: DP over the {found['ccp_pairs']} csg-cmp pairs")
         return tree
 
-    try:
-        plans = [tree_plan(c, one(c)) for c in problem.conjuncts]
-    except DpTimeout:
-        return MethodResult(plan=None, status="timeout", message="dp-ccp: time limit reached")
-    except PairLimit as exc:
-        raise MethodLimitError(f"dp-ccp: more than max_pairs={max_pairs} csg-cmp pairs ({exc.args[0]} so far; a "
-                               "clique has about 3^n/2): raise max_pairs to try") from None
-    return _result(problem, plans, True, {"proof": "; ".join(proofs)},
-                   values if problem.cost != "bj" else None)
+    return _limited("dp-ccp", lambda: [tree_plan(c, one(c)) for c in problem.conjuncts], PairLimit,
+                    f"more than max_pairs={max_pairs} csg-cmp pairs (a clique has about 3^n/2): raise max_pairs "
+                    "to try", lambda plans: _result(problem, plans, True, {"proof": "; ".join(proofs)},
+                                                    values if problem.cost != "bj" else None))

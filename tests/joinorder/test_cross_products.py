@@ -32,6 +32,7 @@ from cepopt.joinorder.plans import Order, Tree
 from cepopt.registry import build_problem, solve
 
 from .conftest import close, problem_of
+from .test_strategy_conventions import all_trees
 
 SHAPES = ("chain", "star", "cycle", "clique")
 
@@ -119,19 +120,6 @@ def _edges(sel) -> set[frozenset[int]]:
     return {frozenset((i, j)) for i in range(n) for j in range(n) if i != j and sel[i][j] < 1}
 
 
-def _all_trees(items: tuple[int, ...]):
-    if len(items) == 1:
-        yield items[0]
-        return
-    first, rest = items[0], items[1:]
-    for k in range(len(rest)):
-        for sub in itertools.combinations(rest, k):
-            other = tuple(x for x in rest if x not in sub)
-            for left in _all_trees((first, *sub)):
-                for right in _all_trees(other):
-                    yield (left, right)
-
-
 def _leaves(t) -> set[int]:
     return {t} if isinstance(t, int) else _leaves(t[0]) | _leaves(t[1])
 
@@ -169,12 +157,13 @@ def test_bruteforce_avoid_equals_a_plain_enumeration(inst):
     orders = [p for p in itertools.permutations(range(n))
               if all(any(frozenset((p[k], q)) in edges for q in p[:k]) for k in range(1, n))]
     assert close(bf.best_order(conj)[1], min(log_cost_ord(conj, list(p)) for p in orders))
-    trees = [t for t in _all_trees(tuple(range(n))) if _tree_ok(t, edges)]
+    trees = [t for t in all_trees(tuple(range(n))) if _tree_ok(t, edges)]
     _, best = bf.best_tree(conj)
     assert close(best, min(log_cost_tree(conj, t) for t in trees))
     # a strictly smaller plan space: never cheaper than the rule that allows cross products
     free = problem_of(w, r, sel).single
-    assert bf.best_order(free)[1] <= bf.best_order(conj)[1] + 1e-12
+    worst = bf.best_order(conj)[1]
+    assert bf.best_order(free)[1] <= worst + 1e-9 * max(1.0, abs(worst))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,7 +175,7 @@ TREE_EXACT = ("dp-b", "dp-ccp", "milp-tree")
 NEW = ("dp-ccp-ld", "ikkbz", "dp-ccp")
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.integers(2, 7), st.sampled_from(SHAPES), st.sampled_from(["hard", "small-window", "steinbrunn", "paper"]),
        st.integers(0, 10_000), st.sampled_from(["allowed", "avoid"]))
 def test_every_exact_method_equals_bruteforce_under_its_rule(n, shape, preset, seed, rule):
@@ -200,7 +189,11 @@ def test_every_exact_method_equals_bruteforce_under_its_rule(n, shape, preset, s
         for name in methods:
             if name.startswith("milp") and n > 5:
                 continue
-            sol = solve(inst, name, params=params)
+            try:
+                sol = solve(inst, name, params=params)
+            except CepoptError as exc:  # a plan with a cross product: the cost model refuses it
+                assert rule == "avoid" and name not in NEW and "cross product" in str(exc), (name, exc)
+                continue
             if sol.status == "error":
                 # a refusal names why: the rule (new methods under allowed), the graph (ikkbz on a
                 # cycle or clique), or the cross product of a plan from a method that allows them
@@ -271,3 +264,11 @@ def test_set_limit_refuses_with_the_reason():
     sol = solve(inst, "dp-ccp-ld", params={"cross_products": "avoid", "max_sets": 1000})
     assert sol.status == "error" and "max_sets=1000" in sol.message and "ikkbz" in sol.message
     assert math.isfinite(solve(inst, "ikkbz", params={"cross_products": "avoid"}).objective)
+
+
+@pytest.mark.parametrize("method,shape,n", [("dp-ccp", "clique", 16), ("dp-ccp-ld", "clique", 22)])
+def test_time_limits_are_honoured(method, shape, n):
+    inst = make_instance(n, seed=0, preset="hard", kind="and", graph=shape)
+    _, problem, _ = build_problem(inst, {"cross_products": "avoid"})
+    sol = solve(inst, method, time_limit=0.3, params={"cross_products": "avoid"}, problem=problem)
+    assert sol.status == "timeout" and sol.time_s < 2.0, (sol.status, sol.time_s)
