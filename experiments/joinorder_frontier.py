@@ -69,7 +69,9 @@ def grid(quick: bool) -> list[dict]:
     points = [{"shape": shape, "rule": rule, "kind": kind, "preset": preset, "n": n, "seed": seed, "method": m}
               for (kind, rule, shape), methods in POINTS.items() for m, sizes in methods for n in sizes
               for preset in PRESETS for seed in SEEDS]
-    return sorted(points, key=lambda p: p["n"])  # small sizes first: an interrupted run covers every shape
+    # the largest sizes first: the frontier is what the run is for, and an interrupted run (the journal
+    # resumes it) has measured the targets rather than the easy sizes
+    return sorted(points, key=lambda p: -p["n"])
 
 
 def run(point: dict) -> dict:

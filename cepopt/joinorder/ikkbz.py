@@ -7,7 +7,7 @@ tree), ``PM(prefix k) = ∏_{i ≤ k} g_{p_i}`` with ``g_R = w_R`` and ``g_i = w
 ``Cost_ord = C(sequence)`` with ``C(s1 s2) = C(s1) + T(s1) C(s2)``, ``T(s) = ∏ g``: the ASI property,
 rank ``(T(s) - 1) / C(s)``. For each root, the KBZ procedure merges the children's chains by ascending
 rank and folds a parent into its first child module while the parent's rank is larger (normalisation),
-which yields the optimal precedence-respecting sequence; the best root wins. O(n³) here, no bound on n.
+which yields the optimal precedence-respecting sequence; the best root wins. O(n² log n) per root.
 
 Everything in log space: ranks are compared as (sign, ln |rank|) keys, so cardinalities of 10^500 stay
 exact. Under ``tree_ld`` (``--param cost=tree`` on an order) the left-deep tree costs
@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 
 from cepopt.joinorder.cost import log_order_objective
-from cepopt.joinorder.graph import adjacency, components
+from cepopt.joinorder.graph import adjacency, components, members
 from cepopt.joinorder.problem import Conjunct
 
 __all__ = ["applies", "ikkbz", "is_tree"]
@@ -77,20 +78,18 @@ def _rank_key(log_t: float, log_c: float) -> tuple[int, float]:
 def _sequence(root: int, adj: list[int], edge_g) -> list[int]:
     """The optimal precedence-respecting sequence rooted at ``root`` (KBZ)."""
     parent = {root: -1}
+    children: dict[int, list[int]] = {root: []}
     visit = [root]
     for v in visit:  # breadth first: parents before children
-        m = adj[v]
-        while m:
-            low = m & -m
-            u = low.bit_length() - 1
-            m ^= low
+        for u in members(adj[v]):
             if u not in parent:
                 parent[u] = v
+                children[v].append(u)
+                children[u] = []
                 visit.append(u)
     chains: dict[int, list[_Module]] = {}
     for v in reversed(visit):  # children before parents
-        kids = [chains.pop(u) for u in visit if parent.get(u) == v and u in chains]
-        merged = list(heapq.merge(*kids, key=lambda mod: mod.key))
+        merged = list(heapq.merge(*(chains.pop(u) for u in children[v]), key=lambda mod: mod.key))
         if v == root:
             return [root] + [e for mod in merged for e in mod.events]
         g = edge_g(v, parent[v])
@@ -101,8 +100,10 @@ def _sequence(root: int, adj: list[int], edge_g) -> list[int]:
     raise AssertionError("the root closes the loop")
 
 
-def ikkbz(conj: Conjunct, *, tree_ld: bool = False) -> tuple[list[int], float]:
-    """The best cross-product-free order of a tree query: (order, ln cost) (:func:`applies` first)."""
+def ikkbz(conj: Conjunct, *, tree_ld: bool = False, deadline: float | None = None) -> tuple[list[int], float, bool]:
+    """The best cross-product-free order of a tree query: (order, ln cost, complete) (:func:`applies`
+    first). Past ``deadline`` (after one root at least) the best order of the roots tried so far, with
+    ``complete`` False."""
     adj = adjacency(conj.b)
     a = conj.lc + (conj.lf if conj.leaf_filter or not tree_ld else 0.0)
 
@@ -111,9 +112,11 @@ def ikkbz(conj: Conjunct, *, tree_ld: bool = False) -> tuple[list[int], float]:
 
     best: tuple[float, list[int]] | None = None
     for root in range(conj.n):
+        if best is not None and deadline is not None and time.perf_counter() > deadline:
+            return best[1], best[0], False
         order = _sequence(root, adj, edge_g)
         value = log_order_objective(conj, order, tree_ld)
         if best is None or value < best[0]:
             best = (value, order)
     assert best is not None
-    return best[1], best[0]
+    return best[1], best[0], True

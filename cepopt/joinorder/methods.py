@@ -484,14 +484,20 @@ def _ikkbz(problem, *, time_limit=None, seed=0):
         why = applies(c, tree_ld)
         if why is not None:
             raise MethodLimitError(f"ikkbz: {why}; use dp-ccp-ld")
+    deadline = _deadline(time_limit)
     values: list[float] = []
+    complete: list[bool] = []
 
     def one(c: Conjunct) -> list[int]:
-        order, value = ikkbz(c, tree_ld=tree_ld)
+        order, value, done = ikkbz(c, tree_ld=tree_ld, deadline=deadline)
         values.append(value)
+        complete.append(done)
         return order
 
     plans = [order_plan(c, one(c)) for c in problem.conjuncts]
+    if not all(complete):
+        return MethodResult(plan=_assemble(plans), status="feasible",
+                            message="ikkbz: time limit reached before every root was tried")
     return _result(problem, plans, True, {"proof": "ikkbz: rank ordering on a tree query (ASI)"},
                    values if problem.cost not in ("ldj",) else None)
 
@@ -513,7 +519,9 @@ def _dp_ccp(problem, *, time_limit=None, seed=0, max_pairs: PositiveInt = 5_000_
     def one(c: Conjunct):
         if star_centre(adjacency(c.b)) is not None and applies(c, True) is None:
             # every cross-product-free tree of a star is left-deep: the best order under the tree cost
-            order, value = ikkbz(c, tree_ld=True)
+            order, value, done = ikkbz(c, tree_ld=True, deadline=deadline)
+            if not done:
+                raise DpTimeout
             values.append(value)
             proofs.append("dp-ccp: star graph, every cross-product-free tree is left-deep; ikkbz under the tree cost")
             tree: Any = order[0]
