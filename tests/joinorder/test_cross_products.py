@@ -275,3 +275,24 @@ def test_time_limits_are_honoured(method, shape, n):
     _, problem, _ = build_problem(inst, {"cross_products": "avoid"})
     sol = solve(inst, method, time_limit=0.3, params={"cross_products": "avoid"}, problem=problem)
     assert sol.status == "timeout" and sol.time_s < 2.0, (sol.status, sol.time_s)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(8, 12), st.sampled_from(SHAPES), st.sampled_from(["hard", "small-window", "steinbrunn"]),
+       st.integers(0, 10_000))
+def test_new_methods_against_the_dense_dps(n, shape, preset, seed):
+    """Beyond brute force: the avoid optimum is never below the allowed one (DP-LD, DP-B), bushy never
+    above left-deep (as trees), and on a clique the spaces coincide."""
+    inst = make_instance(n, seed=seed, preset=preset, kind="and", graph=shape)
+    _, problem, _ = build_problem(inst, {"cross_products": "avoid"})
+    conj = problem.single
+    tol = 1e-9 * max(1.0, abs(dp_ld(conj)[1]))
+    ld = dp_ccp_ld(conj)[1]
+    assert ld >= dp_ld(conj)[1] - tol
+    ld_tree = dp_ccp_ld(conj, tree_ld=True)[1]
+    bushy = dp_ccp(conj)[1]
+    assert dp_b(conj)[1] - tol <= bushy <= ld_tree + tol
+    if shape == "clique":
+        assert close(ld, dp_ld(conj)[1], 1e-9) and close(bushy, dp_b(conj)[1], 1e-9)
+    if shape in ("chain", "star"):
+        assert close(ikkbz(conj)[1], ld, 1e-9) and close(ikkbz(conj, tree_ld=True)[1], ld_tree, 1e-9)
