@@ -88,10 +88,13 @@ def ccp_pairs(adj: list[int], max_pairs: int = MAX_PAIRS, deadline: float | None
     for s1 in _csgs(adj):
         for s2 in _cmps(adj, s1):
             out.append((s1, s2))
-        if len(out) > max_pairs:
-            raise PairLimit(len(out))
-        if deadline is not None and time.perf_counter() > deadline:
-            raise DpTimeout
+            if len(out) & 4095 == 0:  # one csg can have 2^(n-2) complements: look inside the loop
+                if len(out) > max_pairs:
+                    raise PairLimit(len(out))
+                if deadline is not None and time.perf_counter() > deadline:
+                    raise DpTimeout
+    if len(out) > max_pairs:
+        raise PairLimit(len(out))
     return out
 
 

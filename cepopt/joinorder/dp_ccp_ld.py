@@ -91,9 +91,9 @@ def dp_ccp_ld(conj: Conjunct, *, tree_ld: bool = False, deadline: float | None =
                     nxt[new] = (best, node(pm, mask, x), x)
                 elif best < old[0]:
                     nxt[new] = (best, old[1], x)
+            if total + len(nxt) > max_sets:  # inside the layer: one layer of a clique is C(n, k) sets
+                raise SetLimit(total + len(nxt))
         total += len(nxt)
-        if total > max_sets:
-            raise SetLimit(total)
         layer = {m: (float(np.logaddexp(best, pm)), pm, x) for m, (best, pm, x) in nxt.items()}
         history.append(layer)
     full = (1 << n) - 1

@@ -296,3 +296,15 @@ def test_new_methods_against_the_dense_dps(n, shape, preset, seed):
         assert close(ld, dp_ld(conj)[1], 1e-9) and close(bushy, dp_b(conj)[1], 1e-9)
     if shape in ("chain", "star"):
         assert close(ikkbz(conj)[1], ld, 1e-9) and close(ikkbz(conj, tree_ld=True)[1], ld_tree, 1e-9)
+
+
+def test_pair_limit_and_deadline_bite_inside_one_csg():
+    """A clique of 40 has 2^38 complements for its first connected set: the limits are looked at
+    inside that loop, not after it."""
+    inst = make_instance(40, seed=0, preset="hard", kind="and", graph="clique")
+    sol = solve(inst, "dp-ccp", params={"cross_products": "avoid", "max_pairs": 50_000})
+    assert sol.status == "error" and "max_pairs=50000" in sol.message and sol.time_s < 10
+    sol = solve(inst, "dp-ccp", time_limit=0.3, params={"cross_products": "avoid"})
+    assert sol.status == "timeout" and sol.time_s < 3
+    sol = solve(inst, "dp-ccp-ld", params={"cross_products": "avoid", "max_sets": 50_000})
+    assert sol.status == "error" and "max_sets=50000" in sol.message and sol.time_s < 10
