@@ -117,7 +117,7 @@ def run(point: dict) -> dict:
 
 def _cell(d) -> str:
     proven = int((d["status"] == "optimal").sum())
-    text = f"{proven}/{len(d)} proven, max {d['time_s'].max():.2f} s"
+    text = f"{proven}/{len(d)} proven, max {d['time_s'].max():.2f} s wall, {d['cpu_s'].max():.2f} s CPU"
     gaps = d.loc[d["status"] != "optimal", "ln_gap"].dropna()
     if len(gaps):
         text += f", ln gap <= {gaps.max():.2g}"
