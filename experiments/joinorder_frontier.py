@@ -80,7 +80,12 @@ def _targets(df) -> list[str]:
             shape = "every"
         else:
             d = d[d["shape"] == shape]
-        lines.append(f"| {kind} | {rule} | {shape} | {n} | {method} | {_cell(d) if len(d) else 'not run'} |")
+        if len(d):
+            result = _cell(d)
+        else:
+            ran = df.loc[(df["method"] == method) & (df["rule"] == rule), "n"]
+            result = f"not run (largest n of {method} in this grid: {ran.max() if len(ran) else '-'})"
+        lines.append(f"| {kind} | {rule} | {shape} | {n} | {method} | {result} |")
     return lines + [""]
 
 
