@@ -23,6 +23,10 @@ of pairwise selectivities. Every method over the subset costs PM(S) honours it (
 greedy, ii-*, dp-ld, dp-b, zstream*, bruteforce); the solver models (milp-order, milp-tree,
 cpsat-order) encode pairwise selectivities only and refuse a pattern whose order term is not trivial
 (status "error" in ``compare``), as the problem builder refuses cost ldj/bj.
+
+``--param cross_products=avoid`` (:mod:`cepopt.joinorder.graph`) keeps the plans whose every join has a
+predicate between its inputs; the cost model refuses any other plan, so every method stays sound. Exact
+in that space: dp-ccp-ld, ikkbz (order) and dp-ccp (tree), which refuse the CEP rule, and bruteforce.
 """
 
 from __future__ import annotations
