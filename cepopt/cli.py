@@ -100,10 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("import", help="import a published workload file as an instance",
                        description="cepopt import gloria WORKLOAD.txt --frequencies FREQ.csv "
                                    "--dataset stock|bus|taxi -o INSTANCE.json")
-    p.add_argument("format", choices=["gloria"], metavar="FORMAT", help="gloria")
+    p.add_argument("format", choices=["gloria", "joinorder"], metavar="FORMAT",
+                   help="gloria, or joinorder: a JSON file of relation cardinalities and join selectivities")
     p.add_argument("workload", metavar="WORKLOAD")
-    p.add_argument("--frequencies", required=True, metavar="FREQ.csv")
-    p.add_argument("--dataset", required=True, choices=["stock", "bus", "taxi"])
+    p.add_argument("--frequencies", metavar="FREQ.csv", help="gloria only (required there)")
+    p.add_argument("--dataset", choices=["stock", "bus", "taxi"], help="gloria only (required there)")
     p.add_argument("-o", "--output", required=True, metavar="FILE")
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
 
@@ -236,9 +237,22 @@ def cmd_solve(args) -> int:
 
     print(Solutions([sol]))
     print(f"plan: {json.dumps(sol.plan_json, default=str)}")
+    _print_cost_notes(args, params, sol)
     if sol.message:
         print(f"message: {sol.message}")
     return 0
+
+
+def _print_cost_notes(args, params, sol) -> None:
+    """A family's cost in other units beside its objective (join order: C_out, ``cost.cost_notes``)."""
+    from cepopt.registry import build_problem
+
+    if sol.plan is None:
+        return
+    fam, problem, _ = build_problem(args.instance, params)
+    notes = getattr(fam.cost, "cost_notes", None)
+    for line in (notes(problem, sol.plan) if notes else []):
+        print(line)
 
 
 def cmd_compare(args) -> int:
@@ -291,7 +305,14 @@ def cmd_import(args) -> int:
     from cepopt.instances import gloria_reader
 
     check_writable(args.output)
-    instance = gloria_reader.import_workload(args.workload, args.frequencies, args.dataset)
+    if args.format == "joinorder":
+        from cepopt.instances.joinorder_reader import import_problem
+
+        instance = import_problem(args.workload)
+    elif args.frequencies is None or args.dataset is None:
+        raise CepoptError("import gloria: --frequencies and --dataset are required")
+    else:
+        instance = gloria_reader.import_workload(args.workload, args.frequencies, args.dataset)
     path = save(instance, args.output)
     if args.json:
         _print_json({"wrote": str(path), "problem": instance.problem, "name": instance.name,

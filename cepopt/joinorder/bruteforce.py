@@ -3,7 +3,8 @@
 Orders: all n! permutations; trees: all (2n-3)!! unordered bushy trees (spec E9). Every plan is
 scored in one vectorised pass from the subset values PM(S) (the same closed form as the DPs, and
 cross-checked against the plan-by-plan cost functions in the tests). Ties go to the first plan
-enumerated. Limits: n <= 9 for orders, n <= 8 for trees.
+enumerated. Under ``cross_products=avoid`` only the cross-product-free plans count
+(:mod:`cepopt.joinorder.graph`). Limits: n <= 9 for orders, n <= 8 for trees.
 
 >>> from cepopt.joinorder.problem import from_arrays
 >>> p = from_arrays(1, [10, 20, 5], [[1, .1, 1], [.1, 1, .5], [1, .5, 1]])
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from cepopt.joinorder.cost import all_node_logs, leaf_log
+from cepopt.joinorder.graph import adjacency, connected
 from cepopt.joinorder.plans import Tree
 from cepopt.joinorder.problem import Conjunct
 
@@ -74,6 +76,10 @@ def best_order(conj: Conjunct, *, tree_ld: bool = False) -> tuple[list[int], flo
             side = np.where(new == t, NV[prefix[:, :-1]], np.where(has_t, leaves[new], -np.inf))
             terms.append(la + side)
     total = _lse(np.concatenate(terms, axis=1))
+    if conj.avoid_cross and n > 1:
+        # every event after the first has a neighbour among the events before it
+        adj = np.array(adjacency(conj.b), dtype=np.int64)
+        total[~((adj[perms[:, 1:]] & prefix[:, :-1]) != 0).all(axis=1)] = np.inf
     k = _first_min(total)
     return [int(x) for x in perms[k]], float(total[k])
 
@@ -121,6 +127,11 @@ def best_tree(conj: Conjunct) -> tuple[Any, float]:
         side = np.where(in_left, NV[nodes[:, :, 2]], np.where(in_right, NV[nodes[:, :, 1]], -np.inf))
         terms.append(la + side)
     total = _lse(np.concatenate(terms, axis=1))
+    if conj.avoid_cross:
+        # every internal node's leaf set is connected (so its children share an edge)
+        adj = adjacency(conj.b)
+        ok = np.array([connected(adj, m) for m in range(1 << n)])
+        total[~ok[nodes[:, :, 0]].all(axis=1)] = np.inf
     k = _first_min(total)
     return trees[k], float(total[k])
 

@@ -38,8 +38,8 @@ from cepopt.joinorder.problem import Conjunct, JoinOrderProblem
 from cepopt.solution import Objective
 
 __all__ = [
-    "OBJECTIVE", "all_node_logs", "combine", "evaluate", "leaf_log", "log_cost", "log_cost_bj",
-    "log_cost_ldj", "log_cost_ord", "log_cost_tree", "log_lat_ord", "log_lat_tree", "log_node",
+    "OBJECTIVE", "all_node_logs", "combine", "cost_notes", "evaluate", "leaf_log", "log_c_out", "log_cost",
+    "log_cost_bj", "log_cost_ldj", "log_cost_ord", "log_cost_tree", "log_lat_ord", "log_lat_tree", "log_node",
     "log_order_objective", "log_order_variable", "log_trpt_lat_tree", "logsumexp", "objective_name",
     "order_logs", "order_term", "plan_indices", "predict", "to_jqpg",
 ]
@@ -349,9 +349,24 @@ def plan_indices(conj: Conjunct, plan: Order | Tree) -> tuple[str, Any]:
     return "tree", _tree_indices(conj, plan)
 
 
+def _refuse_cross_product(conj: Conjunct, kind: str, idx: Any, plan: Order | Tree) -> None:
+    """Under ``cross_products=avoid``, a plan outside the cross-product-free space is no plan of the
+    problem: every method's plan passes here, so a method that does not search that space refuses."""
+    from cepopt.joinorder.graph import adjacency, cross_product_of, names_of
+
+    found = cross_product_of(adjacency(conj.b), kind, idx)
+    if found is not None:
+        left, right = (names_of(conj.names, m) for m in found)
+        raise CepoptError(f"plan {plan} joins {left} and {right} with no predicate between them, a cross "
+                          "product, which params.cross_products=avoid forbids (the methods that search "
+                          "cross-product-free plans: dp-ccp-ld, ikkbz, dp-ccp, bruteforce)")
+
+
 def _branch(problem: JoinOrderProblem, conj: Conjunct, plan: Order | Tree) -> tuple[float, float]:
     """(ln trpt, ln lat) of one conjunct's plan under the problem's cost."""
     kind, idx = plan_indices(conj, plan)
+    if conj.avoid_cross:
+        _refuse_cross_product(conj, kind, idx, plan)
     tree_cost = problem.tree_cost(kind)
     if kind == "order" and tree_cost:
         idx = _tree_indices(conj, left_deep([conj.names[i] for i in idx]))
@@ -392,6 +407,48 @@ def log_order_objective(conj: Conjunct, order: Sequence[int], tree_ld: bool = Fa
             t = (t, int(i))
         return log_cost_tree(conj, t)
     return log_cost_ord(conj, order)
+
+
+def log_c_out(problem: JoinOrderProblem, plan: Order | Tree | Disjunction) -> float | None:
+    """ln C_out: the sum of the plan's join results (its internal nodes, root included, no base relation),
+    the database cost of Cluet & Moerkotte; with W = 1 and rates = cardinalities (``cepopt import
+    joinorder``) the estimated cardinalities themselves. An order is read as its left-deep tree. None
+    for a latency, next-match or multi-conjunct problem (no single join tree), -inf for one event."""
+    branches = plan.branches if isinstance(plan, Disjunction) else (plan,)
+    if len(branches) != 1 or len(problem.conjuncts) != 1 or problem.alpha > 0 or problem.single.next_match:
+        return None
+    conj = problem.single
+    kind, idx = plan_indices(conj, branches[0])
+    if kind == "order":
+        tree: IdxTree = idx[0]
+        for i in idx[1:]:
+            tree = (tree, i)
+        idx = tree
+    return logsumexp(_internal_logs(conj, idx))
+
+
+def cost_notes(problem: JoinOrderProblem, plan: Order | Tree | Disjunction) -> list[str]:
+    """What ``cepopt solve`` prints beside ln Cost: C_out (:func:`log_c_out`), when defined."""
+    value = log_c_out(problem, plan)
+    if value is None or value == NEG_INF:
+        return []
+    shown = f"{math.exp(value):.6g}" if value < 700 else f"e^{value:.6f}"
+    return [f"C_out: {shown} (ln C_out {value:.6f}): the sum of the plan's join results, base relations "
+            "excluded; with W = 1 and rates = cardinalities, the estimated intermediate cardinalities"]
+
+
+def _internal_logs(conj: Conjunct, t: IdxTree) -> list[float]:
+    out: list[float] = []
+
+    def walk(node: IdxTree) -> list[int]:
+        if isinstance(node, int):
+            return [node]
+        members = walk(node[0]) + walk(node[1])
+        out.append(log_node(conj, members, tree=True))
+        return members
+
+    walk(t)
+    return out
 
 
 def evaluate(problem: JoinOrderProblem, plan: Order | Tree | Disjunction) -> float:

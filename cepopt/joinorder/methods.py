@@ -23,6 +23,10 @@ of pairwise selectivities. Every method over the subset costs PM(S) honours it (
 greedy, ii-*, dp-ld, dp-b, zstream*, bruteforce); the solver models (milp-order, milp-tree,
 cpsat-order) encode pairwise selectivities only and refuse a pattern whose order term is not trivial
 (status "error" in ``compare``), as the problem builder refuses cost ldj/bj.
+
+``--param cross_products=avoid`` (:mod:`cepopt.joinorder.graph`) keeps the plans whose every join has a
+predicate between its inputs; the cost model refuses any other plan, so every method stays sound. Exact
+in that space: dp-ccp-ld, ikkbz (order) and dp-ccp (tree), which refuse the CEP rule, and bruteforce.
 """
 
 from __future__ import annotations
@@ -415,3 +419,125 @@ def _cpsat_order(problem, *, time_limit=None, seed=0, workers: Workers = 2, scal
         stats["objective_tolerance"] = max(s.get("objective_tolerance", 1e-6) for s in stats_all)
     return MethodResult(plan=_assemble(plans), status="feasible", stats=stats,
                         solver_objective=solver_objective)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-product-free plan spaces (--param cross_products=avoid; issue 34)
+# ---------------------------------------------------------------------------------------------
+
+
+def _avoid_only(problem: JoinOrderProblem, name: str, other: str, latency: bool = False) -> None:
+    """The methods below search the cross-product-free plans only: exact under ``avoid`` alone; the DPs
+    price no latency term (``latency``: refuse one)."""
+    if not all(c.avoid_cross for c in problem.conjuncts):
+        raise MethodLimitError(f"{name}: searches cross-product-free plans only, the optimum under "
+                               f"--param cross_products=avoid; with cross products allowed use {other}")
+    if latency and any(c.has_latency for c in problem.conjuncts):
+        raise MethodLimitError(f"{name}: no latency term (alpha > 0); use bruteforce")
+
+
+def _limited(name: str, plans_of: Callable[[], list], limit: type[Exception], why: str,
+             finish: Callable[[list], MethodResult]) -> MethodResult:
+    """``finish(plans_of())``, a timeout result past the deadline, a clear refusal past the method's size
+    limit."""
+    try:
+        plans = plans_of()
+    except DpTimeout:
+        return MethodResult(plan=None, status="timeout", message=f"{name}: time limit reached")
+    except limit as exc:
+        raise MethodLimitError(f"{name}: {why} ({exc.args[0]} reached)") from None
+    return finish(plans)
+
+
+@register(NAME, "dp-ccp-ld", "DP-LD over the connected subsets only (DPccp-style, Moerkotte & Neumann 2006): the "
+          "exact order under cross_products=avoid; work ~ number of connected sets (n^2 on chains and cycles)",
+          exact=True)
+def _dp_ccp_ld(problem, *, time_limit=None, seed=0, max_sets: PositiveInt = 2_000_000):
+    from cepopt.joinorder.dp_ccp_ld import SetLimit, dp_ccp_ld
+
+    _avoid_only(problem, "dp-ccp-ld", "dp-ld or milp-order", latency=True)
+    tree_ld = _tree_ld(problem)
+    deadline = _deadline(time_limit)
+    values: list[float] = []
+    sets = 0
+
+    def one(c: Conjunct) -> list[int]:
+        nonlocal sets
+        order, value, found = dp_ccp_ld(c, tree_ld=tree_ld, deadline=deadline, max_sets=max_sets)
+        values.append(value)
+        sets += found["connected_sets"]
+        return order
+
+    def finish(plans: list) -> MethodResult:
+        stats = {"proof": f"dp-ccp-ld: DP over the {sets} connected sets", "connected_sets": sets}
+        return _result(problem, plans, True, stats, values if problem.cost not in ("ldj",) else None)
+
+    return _limited("dp-ccp-ld", lambda: [order_plan(c, one(c)) for c in problem.conjuncts], SetLimit,
+                    f"more than max_sets={max_sets} connected sets (a star has 2^(n-1), a clique 2^n): use ikkbz "
+                    "on acyclic graphs, raise max_sets to try", finish)
+
+
+@register(NAME, "ikkbz", "IKKBZ (Ibaraki & Kameda 1984, Krishnamurthy et al. 1986): the exact order of an acyclic "
+          "query graph under cross_products=avoid in polynomial time (rank ordering, Theorem 5's ASI)", exact=True)
+def _ikkbz(problem, *, time_limit=None, seed=0):
+    from cepopt.joinorder.ikkbz import applies, ikkbz
+
+    _avoid_only(problem, "ikkbz", "dp-ld or milp-order")
+    tree_ld = _tree_ld(problem)
+    for c in problem.conjuncts:
+        why = applies(c, tree_ld)
+        if why is not None:
+            raise MethodLimitError(f"ikkbz: {why}; use dp-ccp-ld")
+    deadline = _deadline(time_limit)
+    values: list[float] = []
+    complete: list[bool] = []
+
+    def one(c: Conjunct) -> list[int]:
+        order, value, done = ikkbz(c, tree_ld=tree_ld, deadline=deadline)
+        values.append(value)
+        complete.append(done)
+        return order
+
+    plans = [order_plan(c, one(c)) for c in problem.conjuncts]
+    if not all(complete):
+        return MethodResult(plan=_assemble(plans), status="feasible",
+                            message="ikkbz: time limit reached before every root was tried")
+    return _result(problem, plans, True, {"proof": "ikkbz: rank ordering on a tree query (ASI)"},
+                   values if problem.cost not in ("ldj",) else None)
+
+
+@register(NAME, "dp-ccp", "DPccp (Moerkotte & Neumann 2006): the exact bushy tree under cross_products=avoid by "
+          "csg-cmp-pair enumeration; work ~ number of pairs ((n^3-n)/6 on a chain), stars solved as orders",
+          exact=True)
+def _dp_ccp(problem, *, time_limit=None, seed=0, max_pairs: PositiveInt = 5_000_000):
+    from cepopt.joinorder.dp_ccp import PairLimit, dp_ccp, star_centre
+    from cepopt.joinorder.graph import adjacency
+    from cepopt.joinorder.ikkbz import applies, ikkbz
+
+    _avoid_only(problem, "dp-ccp", "dp-b or milp-tree", latency=True)
+    problem.tree_cost("tree")
+    deadline = _deadline(time_limit)
+    values: list[float] = []
+    proofs: list[str] = []
+
+    def one(c: Conjunct):
+        if star_centre(adjacency(c.b)) is not None and applies(c, True) is None:
+            # every cross-product-free tree of a star is left-deep: the best order under the tree cost
+            order, value, done = ikkbz(c, tree_ld=True, deadline=deadline)
+            if not done:
+                raise DpTimeout
+            values.append(value)
+            proofs.append("dp-ccp: star graph, every cross-product-free tree is left-deep; ikkbz under the tree cost")
+            tree: Any = order[0]
+            for i in order[1:]:
+                tree = (tree, i)
+            return tree
+        tree, value, found = dp_ccp(c, deadline=deadline, max_pairs=max_pairs)
+        values.append(value)
+        proofs.append(f"dp-ccp: DP over the {found['ccp_pairs']} csg-cmp pairs")
+        return tree
+
+    return _limited("dp-ccp", lambda: [tree_plan(c, one(c)) for c in problem.conjuncts], PairLimit,
+                    f"more than max_pairs={max_pairs} csg-cmp pairs (a clique has about 3^n/2): raise max_pairs "
+                    "to try", lambda plans: _result(problem, plans, True, {"proof": "; ".join(proofs)},
+                                                    values if problem.cost != "bj" else None))

@@ -46,6 +46,9 @@ kleene_poisson     false       base e instead of 2: ``W r' = e^{rW}`` (``e^{rW} 
                                ``kleene_nonempty``), the expected number of subsets E[2^N] when the
                                N events of a window arrive as a Poisson process [R-KL-POISSON]
 paper_literal      false       next-match order cost ``Σ W m[k]`` as printed (§6.2) [R-NEXT]
+cross_products     allowed     ``allowed`` (CEP evaluation, [R-CROSS]) or ``avoid``: plans whose every
+                               join has a predicate between its inputs, as database optimizers do
+                               (:mod:`cepopt.joinorder.graph`); needs a connected query graph
 =================  ==========  ===================================================================
 """
 
@@ -59,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from cepopt.errors import CepoptError
+from cepopt.joinorder.graph import CROSS_PRODUCTS, check_connected
 from cepopt.joinorder.reduce import SimpleConjunct, conjuncts
 from cepopt.model import Condition, Filter, Query, Statistics
 from cepopt.params import check_keys, parse_choice, short_repr
@@ -68,7 +72,7 @@ __all__ = ["PROBLEM_OPTIONS", "Conjunct", "JoinOrderProblem", "build", "build_qu
 #: The --param keys that shape the problem (Family.problem_options).
 PROBLEM_OPTIONS = frozenset({
     "cost", "alpha", "last", "strategy", "seq_selectivity", "seq_temporal", "leaf_filter",
-    "kleene_nonempty", "kleene_poisson", "paper_literal",
+    "kleene_nonempty", "kleene_poisson", "paper_literal", "cross_products",
 })
 COSTS = ("auto", "ord", "ldj", "tree", "bj")
 _STRATEGIES = {
@@ -106,6 +110,8 @@ class Conjunct:
     #: [R-SEQ-EXACT] per SEQ operator, the bitmasks of its elements' positive events (empty unless
     #: ``seq_temporal="exact"``); priced by :func:`cepopt.joinorder.cost.order_term`.
     order_blocks: tuple[tuple[int, ...], ...] = ()
+    #: ``cross_products=avoid``: only plans without cross products (:mod:`cepopt.joinorder.graph`)
+    avoid_cross: bool = False
 
     @property
     def n(self) -> int:
@@ -205,6 +211,7 @@ def _options(params: Mapping[str, Any]) -> dict:
         "kleene_nonempty": _bool("kleene_nonempty", params.get("kleene_nonempty", False)),
         "kleene_poisson": _bool("kleene_poisson", params.get("kleene_poisson", False)),
         "paper_literal": _bool("paper_literal", params.get("paper_literal", False)),
+        "cross_products": parse_choice("cross_products", params.get("cross_products", "allowed"), CROSS_PRODUCTS),
     }
     if opts["last"] is not None and not isinstance(opts["last"], str):
         raise CepoptError(f"params.last: expected an event variable, got {opts['last']!r}")
@@ -373,9 +380,12 @@ def _conjunct(sc: SimpleConjunct, window: float, rates: Mapping[str, float], sel
         for v in dep:
             mask |= 1 << index[v]
         negs.append((neg.var, mask))
+    avoid = opts["cross_products"] == "avoid"
+    if avoid:
+        check_connected(names, b)
     return Conjunct(names, tuple(e.type for e in sc.events), tuple(e.kleene for e in sc.events), window,
                     lc, lf, b, "any" if strategy == "any" else "next", opts["alpha"], last,
-                    opts["leaf_filter"], opts["paper_literal"], tuple(negs), sc.is_seq, blocks)
+                    opts["leaf_filter"], opts["paper_literal"], tuple(negs), sc.is_seq, blocks, avoid)
 
 
 def _log_expm1(x: float, log_x: float) -> float:
@@ -402,7 +412,7 @@ def _mask(index: Mapping[str, int], names) -> int:
 
 def from_arrays(window: float, rates, sel, *, names=None, alpha: float = 0.0, last: int | None = None,
                 strategy: str = "any", leaf_filter: bool = True, paper_literal: bool = False,
-                cost: str = "auto", seq=None) -> JoinOrderProblem:
+                cost: str = "auto", seq=None, cross_products: str = "allowed") -> JoinOrderProblem:
     """A single-conjunct problem straight from W, r and a symmetric sel matrix (diagonal = filters),
     with no pairwise temporal predicates: the ``CostInstance(n, W, r, sel)`` of the spec, for tests and
     experiments. Names default to a, b, c, ...
@@ -437,9 +447,13 @@ def from_arrays(window: float, rates, sel, *, names=None, alpha: float = 0.0, la
             blocks = tuple(tuple(_mask(ids, group) for group in block) for block in seq)
         except KeyError as exc:
             raise CepoptError(f"seq names index {exc.args[0]!r}, not in 0..{n - 1}") from None
+    avoid = parse_choice("cross_products", cross_products, CROSS_PRODUCTS) == "avoid"
+    if avoid:
+        check_connected(names, b)
     conj = Conjunct(names, names, (False,) * n, float(window), lc, lf, b, strategy, float(alpha),
-                    last if alpha > 0 else None, leaf_filter, paper_literal, (), bool(blocks), blocks)
-    return JoinOrderProblem((conj,), cost, None, None, {"cost": cost, "alpha": alpha, "strategy": strategy})
+                    last if alpha > 0 else None, leaf_filter, paper_literal, (), bool(blocks), blocks, avoid)
+    return JoinOrderProblem((conj,), cost, None, None, {"cost": cost, "alpha": alpha, "strategy": strategy,
+                                                         "cross_products": cross_products})
 
 
 def _default_names(n: int) -> list[str]:

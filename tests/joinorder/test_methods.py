@@ -15,7 +15,7 @@ from cepopt.syntax import parse_query
 
 ALL = ["trivial", "efreq", "greedy", "ii-random", "ii-greedy", "dp-ld", "zstream", "zstream-ord", "dp-b",
        "milp-order", "milp-tree", "cpsat-order", "bruteforce"]
-EXACT = {"dp-ld", "dp-b", "milp-order", "milp-tree", "bruteforce"}
+EXACT = {"dp-ld", "dp-b", "milp-order", "milp-tree", "bruteforce", "dp-ccp-ld", "ikkbz", "dp-ccp"}
 
 
 def instance(text, rates, sels=None, **params):
