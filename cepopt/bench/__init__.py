@@ -1,0 +1,83 @@
+"""cepopt.bench: compare methods across instance sets (``cepopt benchmark``, ``cepopt.benchmark``).
+
+* :mod:`~cepopt.bench.grid`: instance and method specs, the cells (instance x method x seed x repeat);
+* :mod:`~cepopt.bench.runner`: each cell in its own process (``jobs`` at once) or as Spark tasks;
+* :mod:`~cepopt.bench.results`: the results CSV, appended per cell, resumable;
+* :mod:`~cepopt.bench.progress`: primal and dual bound over time, Berthold's integrals;
+* :mod:`~cepopt.bench.metrics`: performance profiles, PAR10, shifted geometric mean, win/tie/loss;
+* :mod:`~cepopt.bench.report`: ``cepopt benchmark report DIR`` (markdown, PNG, CSV).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BenchmarkRun", "RESULTS_NAME", "benchmark"]
+
+#: the results file inside the output folder
+RESULTS_NAME = "results.csv"
+
+
+@dataclass
+class BenchmarkRun:
+    results_path: Path
+    total: int  # cells of the grid
+    ran: int  # run now
+    skipped: int  # found in the results file (resumed)
+    failed: int  # run now without a plan through a fault (error, crashed, killed, memory)
+    seconds: float
+
+
+def benchmark(instances: Sequence[str] | str, methods: Sequence[str] | None = None, *,
+              time_limit: float | None = None, seeds: Any = None, repeats: int = 1, jobs: int | None = None,
+              memory_mb: float | None = None, kill_after: float | None = None, out: str | os.PathLike = "bench",
+              master: str | None = None, resume: bool = True, command: str | None = None,
+              progress: bool = False) -> BenchmarkRun:
+    """Run every (instance, method entry, seed, repeat) cell not yet in ``out/results.csv`` and append its row.
+
+    ``instances`` and ``methods`` are specs (:mod:`cepopt.bench.grid`); ``seeds`` a count, ``"A..B"``,
+    ``"A,B"`` or a list; ``jobs`` cells at once (default: the core count); ``memory_mb`` the address space
+    a cell may add to its process; ``kill_after`` the wall seconds after which a cell's process is killed
+    (default 2 x time_limit + 10). With ``master`` the cells run as Spark tasks on that cluster.
+    """
+    from tqdm import tqdm
+
+    from cepopt.bench.grid import build_cells, parse_methods, parse_seeds, resolve_instances
+    from cepopt.bench.results import FAILED, ResultsFile
+    from cepopt.bench.runner import Limits, run_isolated, spark_rows
+    from cepopt.experiments.framework import run_metadata
+    from cepopt.params import check_time_limit
+
+    started = time.perf_counter()
+    time_limit = check_time_limit(time_limit, "--time-limit")
+    refs = resolve_instances([instances] if isinstance(instances, str) else instances)
+    cells = build_cells(refs, parse_methods(methods), parse_seeds(seeds), repeats)
+    jobs = jobs if jobs is not None else os.cpu_count() or 1
+    limits = Limits(time_limit, memory_mb, kill_after if kill_after is not None else
+                    Limits.default_kill_after(time_limit))
+    if master:
+        from cepopt.executor.session import check_master
+
+        check_master(master)
+    results = ResultsFile(Path(out) / RESULTS_NAME, resume=resume)
+    by_id = {r.id: r.instance for r in refs}
+    pending = [(c, by_id[c.instance_id]) for c in cells if c.key not in results.keys]
+    meta = run_metadata(command)
+    rows = spark_rows(pending, master, limits) if master and pending else run_isolated(pending, jobs, limits)
+    failed = 0
+    for row in tqdm(rows, total=len(pending), desc="benchmark", disable=not progress):
+        failed += row["status"] in FAILED
+        load = meta["meta_load"]
+        try:
+            load = round(os.getloadavg()[0], 2)
+        except OSError:
+            pass
+        results.append({**row, "time_limit": time_limit, **meta, "meta_host": row.get("host", ""),
+                        "meta_load": load})
+    return BenchmarkRun(results.path, len(cells), len(pending), len(cells) - len(pending), failed,
+                        time.perf_counter() - started)
