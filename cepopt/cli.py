@@ -343,8 +343,8 @@ def cmd_experiment(args) -> int:
 
 
 def cmd_benchmark(args) -> int:
-    from cepopt.bench import benchmark
-    from cepopt.bench.report import write_report
+    from cepopt.benchmarking import benchmark
+    from cepopt.benchmarking.report import write_report
 
     if args.instances[0] == "report":
         if len(args.instances) != 2:

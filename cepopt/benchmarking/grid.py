@@ -150,11 +150,16 @@ def _one(spec: str) -> list[InstanceRef]:
     return [InstanceRef(spec, load(spec))]
 
 
-def resolve_instances(specs: Iterable[str]) -> list[InstanceRef]:
-    """Every instance the specs name, each once (the first spec that names it wins), in order."""
+def resolve_instances(specs: Iterable[Any]) -> list[InstanceRef]:
+    """Every instance the specs (or :class:`~cepopt.instance.Instance` objects, by name) name, each once
+    (the first spec that names it wins), in order."""
+    from cepopt.instance import Instance
+
     seen: dict[str, InstanceRef] = {}
     for spec in specs:
-        for ref in _one(str(spec)):
+        if isinstance(spec, Instance) and not spec.name:
+            raise CepoptError("benchmark: an Instance object needs a name (its cells' key)")
+        for ref in [InstanceRef(spec.name, spec)] if isinstance(spec, Instance) else _one(str(spec)):
             seen.setdefault(ref.id, ref)
     if not seen:
         raise CepoptError("benchmark: no instance given")

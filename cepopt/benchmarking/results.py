@@ -4,7 +4,7 @@ Each row is written with a single ``write`` of one line (text fields carry no li
 leaves complete rows and at most a cut last line, which the next run drops before appending; a resumed
 run skips every cell whose key (instance, method, seed, repeat) it finds, so a changed grid runs only the
 cells it lacks. The columns are fixed (:data:`COLUMNS`); ``progress`` holds the cell's bound-over-time
-trajectory as JSON (:mod:`cepopt.bench.progress`), the ``meta_*`` columns where and how it ran.
+trajectory as JSON (:mod:`cepopt.benchmarking.progress`), the ``meta_*`` columns where and how it ran.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cepopt.bench.grid import cell_key
+from cepopt.benchmarking.grid import cell_key
 from cepopt.errors import CepoptError
 
 __all__ = ["COLUMNS", "FAILED", "ResultsFile", "read_results"]

@@ -3,7 +3,7 @@
 Recording (:class:`Recorder`, the ``progress`` hook of :func:`cepopt.formulations.native.solver_settings`):
 CP-SAT calls it with each incumbent (solution callback) and each new proven bound (``best_bound_callback``),
 in the model's objective units. The trajectory of a cell keeps those points only when they are surely the
-method's objective: exactly one solver call reported, and its last incumbent equals the objective the
+method's objective: exactly one solver call reported, and its best incumbent equals the objective the
 family's cost model gives the method's plan (a method that solves several models, or a surrogate, is
 recorded by its final point only, ``source: "final"``). Every trajectory ends with the cell's final
 objective and bound at the time the solve returned: MILP backends, DPs and searches report there.
@@ -51,8 +51,10 @@ class Recorder:
 
     def trajectory(self, objective: float | None, bound: float | None, end: float, sense: str) -> dict:
         """The cell's primal and dual points (improving ones only), ending with the final values at ``end``."""
-        matches = (self.calls == 1 and self.primal and objective is not None
-                   and math.isclose(self.primal[-1][1], objective, rel_tol=1e-6, abs_tol=1e-9))
+        values = [v for _, v in self.primal]
+        best = (min(values) if sense == "min" else max(values)) if values else None
+        matches = (self.calls == 1 and best is not None and objective is not None
+                   and math.isclose(best, objective, rel_tol=1e-6, abs_tol=1e-9))
         primal = list(self.primal) if matches else []
         dual = list(self.dual) if matches else []
         if objective is not None:

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cepopt.bench.grid import Cell
-from cepopt.bench.progress import Recorder
+from cepopt.benchmarking.grid import Cell
+from cepopt.benchmarking.progress import Recorder
 from cepopt.errors import CepoptError
 
 __all__ = ["Limits", "fork_safe_threads", "run_cell", "run_isolated", "spark_rows", "warm_up"]
@@ -151,28 +151,60 @@ def fork_safe_threads() -> bool:
         return True
 
 
-def warm_up(cells: Iterable[Cell], time_limit: float = 2.0) -> None:
-    """Before forking: solve the family's smallest bundled instance once with each method of the cells, so
-    that imports, compiled kernels (numba) and solver start-up are paid here, once, and not in every cell
-    (where they would count in the method's time). A method that fails here is simply not warmed."""
+def _smallest_bundled() -> dict[str, Any]:
+    """family -> its smallest bundled instance."""
     from cepopt.instance import bundled_names, bundled_path, load
-    from cepopt.registry import family, solve
 
-    if not fork_safe_threads():
-        return
-
-    smallest: dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for name in sorted(bundled_names(), key=lambda n: bundled_path(n).stat().st_size):
         inst = load(name)
-        smallest.setdefault(inst.problem, inst)
+        out.setdefault(inst.problem, inst)
+    return out
+
+
+def _warm_one(instance: Any, method: str, params: dict, time_limit: float) -> None:
+    from cepopt.registry import solve
+
+    try:
+        solve(instance, method, time_limit=time_limit, params=params)
+    except Exception:  # noqa: BLE001 -- warming is best effort; the cell reports its own error
+        pass
+
+
+def _probe(instance: Any, method: str, params: dict, time_limit: float) -> None:
+    _warm_one(instance, method, params, time_limit)
+    os._exit(0)
+
+
+def warm_up(cells: Iterable[Cell], time_limit: float = 2.0) -> list[str]:
+    """Before forking: solve the family's smallest bundled instance once with each method of the cells, so
+    that imports, compiled kernels (numba) and solver start-up are paid here, once, and not in every cell
+    (where they would count in the method's time). Each warm-up first runs in a forked probe: a method whose
+    probe dies (a crash) or overruns is not warmed here, so that it cannot take this process down.
+    Returns the methods warmed ("family/method")."""
+    from cepopt.registry import family
+
+    if not fork_safe_threads():
+        return []
+    ctx = multiprocessing.get_context("fork")
+    smallest = _smallest_bundled()
+    warmed = []
     for fam, method, params in dict.fromkeys((c.family, c.method, json.dumps(dict(c.params), sort_keys=True,
                                                                                default=str)) for c in cells):
         family(fam)
-        if fam in smallest:
-            try:
-                solve(smallest[fam], method, time_limit=time_limit, params=json.loads(params))
-            except Exception:  # noqa: BLE001,S110 -- warming is best effort; the cell reports its own error
-                pass
+        if fam not in smallest:
+            continue
+        args = (smallest[fam], method, json.loads(params), time_limit)
+        probe = ctx.Process(target=_probe, args=args, daemon=True)
+        probe.start()
+        probe.join(4 * time_limit + 10)
+        if probe.exitcode is None:
+            probe.kill()
+            probe.join()
+        if probe.exitcode == 0:
+            _warm_one(*args)
+            warmed.append(f"{fam}/{method}")
+    return warmed
 
 
 def run_isolated(tasks: Iterable[tuple[Cell, Any]], jobs: int, limits: Limits,

@@ -5,8 +5,8 @@ time limit) and on objective (ratio to the instance's best known objective), a c
 virtual best solver, PAR10 and the shifted geometric mean of time, a win/tie/loss table against a
 baseline method (default: the family's first method in the file), the mean primal gap over time, the
 primal / dual / primal-dual integrals; then the failures. A *problem* is one (instance, seed, repeat);
-a cell missing from the file counts as a failure. Definitions: :mod:`cepopt.bench.metrics`,
-:mod:`cepopt.bench.progress`. Writes ``report.md``, ``summary.csv``, ``cells.csv``, ``profiles.csv``,
+a cell missing from the file counts as a failure. Definitions: :mod:`cepopt.benchmarking.metrics`,
+:mod:`cepopt.benchmarking.progress`. Writes ``report.md``, ``summary.csv``, ``cells.csv``, ``profiles.csv``,
 ``win_tie_loss.csv``, ``failures.csv`` and PNGs into ``DIR`` (or ``out``).
 """
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cepopt.bench import metrics
-from cepopt.bench.progress import gamma, integrals, step_value
-from cepopt.bench.results import FAILED, read_results
+from cepopt.benchmarking import metrics
+from cepopt.benchmarking.progress import gamma, integrals, step_value
+from cepopt.benchmarking.results import FAILED, read_results
 
 __all__ = ["FamilyTable", "family_tables", "write_report"]
 
@@ -268,7 +268,7 @@ def _csv(rows: list[dict], path: Path) -> None:
 def write_report(directory: str | Path, out: str | Path | None = None, baseline: str | None = None,
                  plots: bool = True) -> Path:
     """Write the report of ``directory/results.csv`` into ``out`` (default: the same folder)."""
-    from cepopt.bench import RESULTS_NAME
+    from cepopt.benchmarking import RESULTS_NAME
 
     directory = Path(directory)
     frame = read_results(directory / RESULTS_NAME)
@@ -280,7 +280,7 @@ def write_report(directory: str | Path, out: str | Path | None = None, baseline:
              "optimal within the time limit; a problem is one (instance, seed, repeat). PAR10: unsolved at 10x "
              f"the time limit; SGM: shifted geometric mean of time, shift {metrics.SGM_SHIFT:g} s, unsolved at "
              "the limit. Integrals (s): Berthold's primal, dual and primal-dual integrals to the instance's best "
-             "known objective over [0, time limit] (cepopt.bench.progress).\n"]
+             "known objective over [0, time limit] (cepopt.benchmarking.progress).\n"]
     for table in tables:
         rows = summary_rows(table)
         summary += rows

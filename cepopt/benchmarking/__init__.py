@@ -1,11 +1,11 @@
-"""cepopt.bench: compare methods across instance sets (``cepopt benchmark``, ``cepopt.benchmark``).
+"""cepopt.benchmarking: compare methods across instance sets (``cepopt benchmark``, ``cepopt.benchmark``).
 
-* :mod:`~cepopt.bench.grid`: instance and method specs, the cells (instance x method x seed x repeat);
-* :mod:`~cepopt.bench.runner`: each cell in its own process (``jobs`` at once) or as Spark tasks;
-* :mod:`~cepopt.bench.results`: the results CSV, appended per cell, resumable;
-* :mod:`~cepopt.bench.progress`: primal and dual bound over time, Berthold's integrals;
-* :mod:`~cepopt.bench.metrics`: performance profiles, PAR10, shifted geometric mean, win/tie/loss;
-* :mod:`~cepopt.bench.report`: ``cepopt benchmark report DIR`` (markdown, PNG, CSV).
+* :mod:`~cepopt.benchmarking.grid`: instance and method specs, the cells (instance x method x seed x repeat);
+* :mod:`~cepopt.benchmarking.runner`: each cell in its own process (``jobs`` at once) or as Spark tasks;
+* :mod:`~cepopt.benchmarking.results`: the results CSV, appended per cell, resumable;
+* :mod:`~cepopt.benchmarking.progress`: primal and dual bound over time, Berthold's integrals;
+* :mod:`~cepopt.benchmarking.metrics`: performance profiles, PAR10, shifted geometric mean, win/tie/loss;
+* :mod:`~cepopt.benchmarking.report`: ``cepopt benchmark report DIR`` (markdown, PNG, CSV).
 """
 
 from __future__ import annotations
@@ -33,29 +33,31 @@ class BenchmarkRun:
     seconds: float
 
 
-def benchmark(instances: Sequence[str] | str, methods: Sequence[str] | None = None, *,
+def benchmark(instances: Sequence[Any] | str, methods: Sequence[str] | None = None, *,
               time_limit: float | None = None, seeds: Any = None, repeats: int = 1, jobs: int | None = None,
-              memory_mb: float | None = None, kill_after: float | None = None, out: str | os.PathLike = "bench",
+              memory_mb: float | None = None, kill_after: float | None = None, out: str | os.PathLike = "cepopt-results/benchmark",
               master: str | None = None, resume: bool = True, command: str | None = None,
               progress: bool = False) -> BenchmarkRun:
     """Run every (instance, method entry, seed, repeat) cell not yet in ``out/results.csv`` and append its row.
 
-    ``instances`` and ``methods`` are specs (:mod:`cepopt.bench.grid`); ``seeds`` a count, ``"A..B"``,
+    ``instances`` and ``methods`` are specs (:mod:`cepopt.benchmarking.grid`; named Instance objects too); ``seeds`` a count, ``"A..B"``,
     ``"A,B"`` or a list; ``jobs`` cells at once (default: the core count); ``memory_mb`` the address space
     a cell may add to its process; ``kill_after`` the wall seconds after which a cell's process is killed
     (default 2 x time_limit + 10). With ``master`` the cells run as Spark tasks on that cluster.
     """
     from tqdm import tqdm
 
-    from cepopt.bench.grid import build_cells, parse_methods, parse_seeds, resolve_instances
-    from cepopt.bench.results import FAILED, ResultsFile
-    from cepopt.bench.runner import Limits, run_isolated, spark_rows
+    from cepopt.benchmarking.grid import build_cells, parse_methods, parse_seeds, resolve_instances
+    from cepopt.benchmarking.results import FAILED, ResultsFile
+    from cepopt.benchmarking.runner import Limits, run_isolated, spark_rows
     from cepopt.experiments.framework import run_metadata
     from cepopt.params import check_time_limit
 
     started = time.perf_counter()
     time_limit = check_time_limit(time_limit, "--time-limit")
-    refs = resolve_instances([instances] if isinstance(instances, str) else instances)
+    from cepopt.instance import Instance
+
+    refs = resolve_instances([instances] if isinstance(instances, str | Instance) else instances)
     cells = build_cells(refs, parse_methods(methods), parse_seeds(seeds), repeats)
     jobs = jobs if jobs is not None else os.cpu_count() or 1
     limits = Limits(time_limit, memory_mb, kill_after if kill_after is not None else
