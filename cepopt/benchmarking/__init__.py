@@ -35,15 +35,16 @@ class BenchmarkRun:
 
 def benchmark(instances: Sequence[Any] | str, methods: Sequence[str] | None = None, *,
               time_limit: float | None = None, seeds: Any = None, repeats: int = 1, jobs: int | None = None,
-              memory_mb: float | None = None, kill_after: float | None = None, out: str | os.PathLike = "cepopt-results/benchmark",
-              master: str | None = None, resume: bool = True, command: str | None = None,
-              progress: bool = False) -> BenchmarkRun:
-    """Run every (instance, method entry, seed, repeat) cell not yet in ``out/results.csv`` and append its row.
+              memory_mb: float | None = None, kill_after: float | None = None,
+              out: str | os.PathLike = "cepopt-results/benchmark", master: str | None = None, resume: bool = True,
+              command: str | None = None, progress: bool = False) -> BenchmarkRun:
+    """Run every (instance, method entry, seed, repeat) cell not yet in ``out/results.csv``; append its row.
 
-    ``instances`` and ``methods`` are specs (:mod:`cepopt.benchmarking.grid`; named Instance objects too); ``seeds`` a count, ``"A..B"``,
-    ``"A,B"`` or a list; ``jobs`` cells at once (default: the core count); ``memory_mb`` the address space
-    a cell may add to its process; ``kill_after`` the wall seconds after which a cell's process is killed
-    (default 2 x time_limit + 10). With ``master`` the cells run as Spark tasks on that cluster.
+    ``instances`` and ``methods`` are specs (:mod:`cepopt.benchmarking.grid`; named Instance objects
+    too); ``seeds`` a count, ``"A..B"``, ``"A,B"`` or a list; ``jobs`` cells at once (default: the core
+    count); ``memory_mb`` the address space a cell may add to its process; ``kill_after`` the wall seconds
+    after which a cell's process is killed (default 2 x time_limit + 10). With ``master`` the cells run as
+    Spark tasks on that cluster. See docs/BENCHMARK.md.
     """
     from tqdm import tqdm
 
