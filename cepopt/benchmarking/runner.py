@@ -176,6 +176,10 @@ def _probe(instance: Any, method: str, params: dict, time_limit: float) -> None:
     os._exit(0)
 
 
+#: the (family, method, options) this process has warmed (a Spark worker runs many cells)
+_WARMED: set[tuple[str, str, str]] = set()
+
+
 def warm_up(cells: Iterable[Cell], time_limit: float = 2.0) -> list[str]:
     """Before forking: solve the family's smallest bundled instance once with each method of the cells, so
     that imports, compiled kernels (numba) and solver start-up are paid here, once, and not in every cell
@@ -189,11 +193,13 @@ def warm_up(cells: Iterable[Cell], time_limit: float = 2.0) -> list[str]:
     ctx = multiprocessing.get_context("fork")
     smallest = _smallest_bundled()
     warmed = []
-    for fam, method, params in dict.fromkeys((c.family, c.method, json.dumps(dict(c.params), sort_keys=True,
-                                                                               default=str)) for c in cells):
+    for key in dict.fromkeys((c.family, c.method, json.dumps(dict(c.params), sort_keys=True, default=str))
+                             for c in cells):
+        fam, method, params = key
         family(fam)
-        if fam not in smallest:
+        if fam not in smallest or key in _WARMED:
             continue
+        _WARMED.add(key)
         args = (smallest[fam], method, json.loads(params), time_limit)
         probe = ctx.Process(target=_probe, args=args, daemon=True)
         probe.start()
@@ -248,10 +254,18 @@ def _next_deadline(running: Iterable[_Running], limits: Limits) -> float | None:
 
 
 def spark_rows(tasks: list[tuple[Cell, Any]], master: str, limits: Limits) -> Iterator[dict[str, Any]]:
-    """Run the cells as Spark tasks (one cell per task, each forked from the task's Python worker)."""
+    """Run the cells as Spark tasks, one Spark job of one task per cell, as many at once as the cluster has
+    cores (a job per cell, so that each row is appended as soon as its cell is done; inside the task the
+    cell is forked from the Python worker as in a local run)."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     from cepopt.executor.session import get_spark
 
     sc = get_spark(master).sparkContext
-    rdd = sc.parallelize(tasks, len(tasks)).map(lambda task: next(run_isolated([task], 1, limits)))
-    yield from rdd.toLocalIterator()
 
+    def one(task: tuple[Cell, Any]) -> dict[str, Any]:
+        return sc.parallelize([task], 1).map(lambda t: next(run_isolated([t], 1, limits))).collect()[0]
+
+    with ThreadPoolExecutor(max(1, sc.defaultParallelism)) as pool:
+        for done in as_completed([pool.submit(one, task) for task in tasks]):
+            yield done.result()
