@@ -356,7 +356,7 @@ def cmd_benchmark(args) -> int:
                     out=args.out, master=args.master, resume=not args.no_resume,
                     command=shlex.join(["cepopt", *args.argv]), progress=sys.stderr.isatty())
     print(f"benchmark: {run.ran + run.skipped} of {run.total} cells in {run.results_path} ({run.ran} run now in "
-          f"{run.seconds:.1f} s, {run.skipped} resumed, {run.failed} failed)")
+          f"{run.seconds:.1f} s, warm-up {run.warm_s:.1f} s; {run.skipped} resumed, {run.failed} failed)")
     if not args.no_report:
         print(f"report: {write_report(run.results_path.parent, baseline=args.baseline)}")
     return 0

@@ -30,7 +30,8 @@ class BenchmarkRun:
     ran: int  # run now
     skipped: int  # found in the results file (resumed)
     failed: int  # run now without a plan through a fault (error, crashed, killed, memory)
-    seconds: float
+    seconds: float  # the whole call
+    warm_s: float = 0.0  # of which warming the methods up before the cells (runner.warm_up)
 
 
 def benchmark(instances: Sequence[Any] | str, methods: Sequence[str] | None = None, *,
@@ -50,7 +51,7 @@ def benchmark(instances: Sequence[Any] | str, methods: Sequence[str] | None = No
 
     from cepopt.benchmarking.grid import build_cells, parse_methods, parse_seeds, resolve_instances
     from cepopt.benchmarking.results import FAILED, ResultsFile
-    from cepopt.benchmarking.runner import Limits, run_isolated, spark_rows
+    from cepopt.benchmarking.runner import Limits, run_isolated, spark_rows, warm_up
     from cepopt.experiments.framework import run_metadata
     from cepopt.params import check_time_limit
 
@@ -71,7 +72,16 @@ def benchmark(instances: Sequence[Any] | str, methods: Sequence[str] | None = No
     by_id = {r.id: r.instance for r in refs}
     pending = [(c, by_id[c.instance_id]) for c in cells if c.key not in results.keys]
     meta = run_metadata(command)
-    rows = spark_rows(pending, master, limits) if master and pending else run_isolated(pending, jobs, limits)
+    warm_s = 0.0
+    if pending and not master:
+        from cepopt.formulations.native import native_output_to_stderr
+
+        warm_start = time.perf_counter()
+        with native_output_to_stderr():
+            warm_up((cell for cell, _ in pending), jobs=jobs)
+        warm_s = time.perf_counter() - warm_start
+    rows = spark_rows(pending, master, limits) if master and pending else run_isolated(pending, jobs, limits,
+                                                                                      warm=False)
     failed = 0
     for row in tqdm(rows, total=len(pending), desc="benchmark", disable=not progress):
         failed += row["status"] in FAILED
@@ -83,4 +93,4 @@ def benchmark(instances: Sequence[Any] | str, methods: Sequence[str] | None = No
         results.append({**row, "time_limit": time_limit, **meta, "meta_host": row.get("host", ""),
                         "meta_load": load})
     return BenchmarkRun(results.path, len(cells), len(pending), len(cells) - len(pending), failed,
-                        time.perf_counter() - started)
+                        time.perf_counter() - started, warm_s)

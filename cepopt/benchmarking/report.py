@@ -22,7 +22,7 @@ from cepopt.benchmarking import metrics
 from cepopt.benchmarking.progress import gamma, integrals, step_value
 from cepopt.benchmarking.results import FAILED, read_results
 
-__all__ = ["FamilyTable", "family_tables", "write_report"]
+__all__ = ["FamilyTable", "family_tables", "profile_section", "write_report"]
 
 
 @dataclass
@@ -89,7 +89,8 @@ def family_tables(frame) -> list[FamilyTable]:
 
 # ------------------------------------------------------------------------------------------- tables
 def summary_rows(table: FamilyTable) -> list[dict]:
-    """Per method: cells, solved, failures, PAR10, shifted geometric mean, objective ratio, integrals."""
+    """Per method: cells, solved, failures, missing cells, PAR10, shifted geometric mean, objective ratio,
+    integrals."""
     rows = []
     limit = table.horizon or 1.0
     for m in table.methods:
@@ -101,7 +102,7 @@ def summary_rows(table: FamilyTable) -> list[dict]:
         rows.append({
             "family": table.family, "method": m, "cells": len(times), "solved": sum(solved),
             "with_plan": sum(o is not None for o in table.column(m, "objective")),
-            "failed": sum(s in FAILED or s is None for s in statuses),
+            "failed": sum(s in FAILED for s in statuses), "missing": sum(s is None for s in statuses),
             "par10_s": metrics.par(times, solved, limit),
             "sgm_time_s": metrics.shifted_geometric_mean(times, solved, limit),
             "mean_objective_ratio": sum(finite_ratios) / len(finite_ratios) if finite_ratios else math.nan,
@@ -256,6 +257,41 @@ def _plot_gap(table: FamilyTable, out: Path) -> str:
     fig.savefig(out / name, dpi=110)
     plt.close(fig)
     return name
+
+
+# ------------------------------------------------------------------------------------------- experiments
+def profile_section(frame, *, name: str, problem: list[str], sense: str, out_dir: str | Path,
+                    time_limit: float | None = None, method: str = "method", objective: str = "objective",
+                    time: str = "time_s", status: str = "status") -> str:
+    """Performance profiles (time, objective), a cactus plot and the summary table of an experiment's rows,
+    by the benchmark report's code: a problem is one combination of the ``problem`` columns; writes
+    ``NAME-profile-time.png``, ``NAME-profile-objective.png``, ``NAME-cactus.png`` and
+    ``NAME-profiles.csv`` into ``out_dir`` and returns the markdown section (no dual integrals: the
+    experiments record no bounds over time)."""
+    import pandas as pd
+
+    out_dir = Path(out_dir)
+    obj = pd.to_numeric(frame[objective], errors="coerce")
+    took = pd.to_numeric(frame[time], errors="coerce")
+    rows = pd.DataFrame({
+        "instance": frame[problem].astype(str).agg("/".join, axis=1), "family": name, "sense": sense,
+        "method": frame[method].astype(str), "seed": 0, "repeat": 0, "status": frame[status].astype(str),
+        "objective": obj, "time_s": took, "time_limit": time_limit,
+        # the final objective at the end of the call: the experiments record no progress over time
+        "progress": [json.dumps({"primal": [] if pd.isna(o) else [[float(t), float(o)]], "dual": []})
+                     for o, t in zip(obj, took.fillna(0.0))],
+    })
+    if rows.empty:
+        return ""
+    (table,) = family_tables(rows)
+    prof = profile_rows(table)
+    _csv(prof, out_dir / f"{name}-profiles.csv")
+    images = [*_plot_profiles(table, prof, out_dir), _plot_cactus(table, out_dir)]
+    return (f"\n## Performance profiles ({len(table.problems)} problems: {', '.join(problem)}; solved = status "
+            "optimal within the time limit; a missing cell counts as unsolved; cepopt.benchmarking)\n\n"
+            + markdown([{k: v for k, v in r.items() if k not in ("dual_integral", "primal_dual_integral")}
+                        for r in summary_rows(table)])
+            + "\n" + " ".join(f"![{n}]({n})" for n in images) + "\n")
 
 
 # ------------------------------------------------------------------------------------------- report

@@ -24,7 +24,7 @@ __all__ = ["COLUMNS", "FAILED", "ResultsFile", "read_results"]
 
 META = ("meta_version", "meta_commit", "meta_host", "meta_cores", "meta_load", "meta_date", "meta_command")
 COLUMNS = ("instance", "family", "sense", "method", "method_name", "params", "seed", "repeat", "status",
-           "objective", "bound", "gap", "time_s", "method_time_s", "time_limit", "peak_rss_mb", "progress",
+           "objective", "bound", "gap", "time_s", "method_time_s", "wall_s", "time_limit", "peak_rss_mb", "progress",
            "message", *META)
 #: statuses of a cell that produced no plan through a fault of its own (besides "timeout" and "error")
 FAILED = ("error", "crashed", "killed", "memory")

@@ -180,37 +180,40 @@ def _probe(instance: Any, method: str, params: dict, time_limit: float) -> None:
 _WARMED: set[tuple[str, str, str]] = set()
 
 
-def warm_up(cells: Iterable[Cell], time_limit: float = 2.0) -> list[str]:
+def warm_up(cells: Iterable[Cell], time_limit: float = 2.0, jobs: int = 1) -> list[str]:
     """Before forking: solve the family's smallest bundled instance once with each method of the cells, so
     that imports, compiled kernels (numba) and solver start-up are paid here, once, and not in every cell
-    (where they would count in the method's time). Each warm-up first runs in a forked probe: a method whose
-    probe dies (a crash) or overruns is not warmed here, so that it cannot take this process down.
-    Returns the methods warmed ("family/method")."""
+    (where they would count in the method's time). Each warm-up first runs in a forked probe (``jobs`` at
+    once): a method whose probe dies (a crash) or overruns is not warmed here, so that it cannot take this
+    process down. Returns the methods warmed ("family/method")."""
     from cepopt.registry import family
 
     if not fork_safe_threads():
         return []
     ctx = multiprocessing.get_context("fork")
     smallest = _smallest_bundled()
-    warmed = []
+    todo = []
     for key in dict.fromkeys((c.family, c.method, json.dumps(dict(c.params), sort_keys=True, default=str))
                              for c in cells):
-        fam, method, params = key
-        family(fam)
-        if fam not in smallest or key in _WARMED:
-            continue
-        _WARMED.add(key)
-        args = (smallest[fam], method, json.loads(params), time_limit)
-        probe = ctx.Process(target=_probe, args=args, daemon=True)
-        probe.start()
-        probe.join(4 * time_limit + 10)
-        if probe.exitcode is None:
-            probe.kill()
-            probe.join()
-        if probe.exitcode == 0:
-            _warm_one(*args)
-            warmed.append(f"{fam}/{method}")
-    return warmed
+        family(key[0])
+        if key[0] in smallest and key not in _WARMED:
+            _WARMED.add(key)
+            todo.append((key, (smallest[key[0]], key[1], json.loads(key[2]), time_limit)))
+    passed = []
+    for batch in (todo[i:i + max(jobs, 1)] for i in range(0, len(todo), max(jobs, 1))):
+        probes = [ctx.Process(target=_probe, args=args, daemon=True) for _, args in batch]
+        for probe in probes:
+            probe.start()
+        for (key, args), probe in zip(batch, probes):
+            probe.join(4 * time_limit + 10)
+            if probe.exitcode is None:
+                probe.kill()
+                probe.join()
+            if probe.exitcode == 0:
+                passed.append((key, args))
+    for _, args in passed:
+        _warm_one(*args)
+    return [f"{key[0]}/{key[1]}" for key, _ in passed]
 
 
 def run_isolated(tasks: Iterable[tuple[Cell, Any]], jobs: int, limits: Limits,
@@ -225,7 +228,7 @@ def run_isolated(tasks: Iterable[tuple[Cell, Any]], jobs: int, limits: Limits,
         from cepopt.formulations.native import native_output_to_stderr
 
         with native_output_to_stderr():
-            warm_up(cell for cell, _ in pending)
+            warm_up((cell for cell, _ in pending), jobs=jobs)
     running: dict[Any, _Running] = {}
     while pending or running:
         while pending and len(running) < jobs:
