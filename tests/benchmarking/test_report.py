@@ -73,3 +73,25 @@ def test_report_command_writes_plots_and_takes_a_baseline(results_dir, capsys):
 def test_report_of_a_missing_folder_is_one_line(tmp_path, capsys):
     assert main(["benchmark", "report", str(tmp_path / "nothing")]) == 2
     assert capsys.readouterr().err.startswith("cepopt: error: ")
+
+
+def test_experiments_profiles_come_from_the_same_code(tmp_path):
+    """profile_section (what sharon-optimizers, gloria-optimizers and joinorder-scaling call) on an
+    experiment's own columns: problems are the combinations of the named columns, a missing cell is unsolved."""
+    from cepopt.benchmarking.report import profile_section
+
+    frame = pd.DataFrame({"preset": ["p", "p", "p", "q"], "n": [1, 1, 2, 1], "run": ["a", "b", "a", "a"],
+                          "status": ["optimal", "optimal", "optimal", "feasible"], "log_cost": [2.0, 2.0, 3.0, 4.0],
+                          "time_s": [1.0, 4.0, 2.0, 1.0]})
+    text = profile_section(frame, name="exp", problem=["preset", "n"], sense="min", out_dir=tmp_path,
+                           time_limit=10.0, method="run", objective="log_cost")
+    assert "3 problems: preset, n" in text and "exp-profile-time.png" in text
+    prof = pd.read_csv(tmp_path / "exp-profiles.csv").set_index(["profile", "method", "tau"])["rho"]
+    # time: p/1 a 1 s vs b 4 s; p/2 a alone; q/1 nobody solved. b is missing on p/2 and q/1
+    assert prof[("time", "a", 1.0)] == pytest.approx(2 / 3) and prof[("time", "b", 4.0)] == pytest.approx(1 / 3)
+    assert prof[("objective", "b", 1.0)] == pytest.approx(1 / 3)
+    summary = text.split("\n")
+    row_b = next(line for line in summary if line.startswith("| exp | b |"))
+    assert "| 3 | 1 | 1 | 0 | 2 |" in row_b  # cells, solved, with a plan, failed, missing
+    for name in ("exp-profile-time.png", "exp-profile-objective.png", "exp-cactus.png"):
+        assert (tmp_path / name).stat().st_size > 1000
