@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run every (instance, method, seed, repeat) cell, each in its own process, and "
                                    "append its row to DIR/results.csv (a killed run resumes); `cepopt benchmark "
                                    "report DIR` writes the report (profiles, PAR10, cactus, gap over time).")
-    p.add_argument("instances", nargs="+", metavar="INSTANCE",
+    p.add_argument("instances", nargs="*", metavar="INSTANCE",
                    help="files, globs, bundled names, `bundled[:FAMILY]` or gen:FAMILY:KEY=V1|V2,KEY=A..B")
     p.add_argument("--method", "-m", action="append", metavar="[FAMILY/]NAME[:K=V,...][@LABEL]",
                    help="a method entry, repeatable (default: each family's default methods)")
@@ -134,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-resume", action="store_true", help="start a new results file")
     p.add_argument("--baseline", metavar="LABEL", help="report: the method of the win/tie/loss table")
     p.add_argument("--no-report", action="store_true", help="do not write the report after the run")
+    p.add_argument("--library", action="append", choices=["easy", "medium", "hard"], metavar="TIER",
+                   help="add a tier of the instance library (as INSTANCE library:TIER)")
 
     p = sub.add_parser("demo", help="solve the papers' examples with every method and execute plans on Spark")
     p.add_argument("--quick", action="store_true", help="smaller generated workloads and streams")
@@ -143,8 +145,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("methods", help="list every family and method")
     p.add_argument("--json", action="store_true", help="print JSON instead of a list")
-    p = sub.add_parser("instances", help="list the bundled instances")
+    p = sub.add_parser("instances", help="list the bundled instances (or the instance library)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a list")
+    p.add_argument("--library", nargs="?", const="all", choices=["all", "easy", "medium", "hard"], metavar="TIER",
+                   help="list the instance library (a tier: easy, medium, hard) with best known objectives")
+    p.add_argument("--verify", action="store_true", help="with --library: re-solve every optimal entry with its "
+                   "family's exact methods and report disagreements (exit 1 when there is one)")
+    p.add_argument("--out", default="cepopt-results/library-verify", metavar="DIR", help="--verify's results")
     return parser
 
 
@@ -346,12 +353,13 @@ def cmd_benchmark(args) -> int:
     from cepopt.benchmarking import benchmark
     from cepopt.benchmarking.report import write_report
 
-    if args.instances[0] == "report":
+    if args.instances[:1] == ["report"]:
         if len(args.instances) != 2:
             raise CepoptError("usage: cepopt benchmark report DIR")
         print(f"report: {write_report(args.instances[1], baseline=args.baseline)}")
         return 0
-    run = benchmark(args.instances, args.method, time_limit=args.time_limit, seeds=args.seeds,
+    specs = [*args.instances, *(f"library:{t}" for t in args.library or ())]
+    run = benchmark(specs, args.method, time_limit=args.time_limit, seeds=args.seeds,
                     repeats=args.repeats, jobs=args.jobs, memory_mb=args.memory_mb, kill_after=args.kill_after,
                     out=args.out, master=args.master, resume=not args.no_resume,
                     command=shlex.join(["cepopt", *args.argv]), progress=sys.stderr.isatty())
@@ -411,8 +419,34 @@ def cmd_methods(args) -> int:
     return 0
 
 
+def _library(args) -> int:
+    from cepopt.benchmarking import library
+
+    tier = None if args.library == "all" else args.library
+    if args.verify:
+        problems = library.verify(tier, args.out)
+        for p in problems:
+            print(f"DISAGREE {p['instance']} {p['method']}: recorded {p['recorded']}, got {p['status']} "
+                  f"{p['objective']} {p['message']}")
+        print(f"library: {len(problems)} disagreement(s)")
+        return 1 if problems else 0
+    rows = library.entries(tier)
+    if getattr(args, "json", False):
+        _print_json(rows)
+        return 0
+    for e in rows:
+        print(f"{e['tier']:6s} {e['family']:9s} {e['status']:11s} {e['best_objective']!s:>22s} "
+              f"{e['best_bound']!s:>22s} {'+'.join(e['verified_by']) or '-':28s} {e['instance']}")
+    return 0
+
+
 def cmd_instances(args) -> int:
     from cepopt.instances import describe
+
+    if args.library:
+        return _library(args)
+    if args.verify:
+        raise CepoptError("--verify needs --library")
 
     rows = describe()
     if getattr(args, "json", False):

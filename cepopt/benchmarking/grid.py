@@ -4,6 +4,8 @@ Instance specs (``cepopt benchmark INSTANCE...``):
 
 * a file path or a glob (``runs/*.json``; a glob that matches nothing is an error);
 * a bundled instance name (``sharon-example3``), or ``bundled`` / ``bundled:FAMILY`` for all of them;
+* ``library:TIER`` (``easy``, ``medium``, ``hard``; ``library`` alone: all): the instance library
+  (:mod:`cepopt.benchmarking.library`);
 * a generator range ``gen:FAMILY:KEY=V1|V2,KEY=A..B,...``: every combination of the values (``|`` lists
   alternatives, ``A..B`` an inclusive integer range; ``seed`` is the generator's seed), for example
   ``gen:sharon:queries=100|500,preset=default|stress,seed=0..9`` (40 instances).
@@ -142,6 +144,10 @@ def _one(spec: str) -> list[InstanceRef]:
         return _generated(spec)
     if spec == "bundled" or spec.startswith("bundled:"):
         return _bundled(spec)
+    if spec == "library" or spec.startswith("library:"):
+        from cepopt.benchmarking.library import library_refs
+
+        return library_refs(spec.partition(":")[2])
     if _GLOB.search(spec) and not Path(spec).exists():
         paths = sorted(glob.glob(spec, recursive=True))
         if not paths:

@@ -197,14 +197,21 @@ def _plot_profiles(table: FamilyTable, rows: list[dict], out: Path) -> list[str]
         ax.set_ylim(0, 1.02)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("share of problems")
-        ax.set_title(f"{table.family}: performance profile ({kind})")
-        ax.legend(fontsize=8)
-        name = f"{table.family}-profile-{kind}.png"
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=110)
-        plt.close(fig)
-        names.append(name)
+        names.append(_save(fig, ax, f"{table.family}: performance profile ({kind})", out,
+                           f"{table.family}-profile-{kind}.png"))
     return names
+
+
+def _save(fig, ax, title: str, out: Path, name: str) -> str:
+    """Title, legend, write ``out/name``; returns ``name``."""
+    import matplotlib.pyplot as plt
+
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
 
 
 def _plot_cactus(table: FamilyTable, out: Path) -> str:
@@ -221,13 +228,7 @@ def _plot_cactus(table: FamilyTable, out: Path) -> str:
     ax.set_xlabel("problems solved")
     ax.set_ylabel("time (s)")
     ax.set_yscale("log")
-    ax.set_title(f"{table.family}: cactus plot")
-    ax.legend(fontsize=8)
-    name = f"{table.family}-cactus.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
+    return _save(fig, ax, f"{table.family}: cactus plot", out, f"{table.family}-cactus.png")
 
 
 def mean_gap_curve(table: FamilyTable, method: str, times: list[float]) -> list[float]:
@@ -250,13 +251,7 @@ def _plot_gap(table: FamilyTable, out: Path) -> str:
     ax.set_xlabel("time (s)")
     ax.set_ylabel("mean primal gap to best known")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title(f"{table.family}: primal gap over time")
-    ax.legend(fontsize=8)
-    name = f"{table.family}-gap.png"
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=110)
-    plt.close(fig)
-    return name
+    return _save(fig, ax, f"{table.family}: primal gap over time", out, f"{table.family}-gap.png")
 
 
 # ------------------------------------------------------------------------------------------- experiments

@@ -3,7 +3,6 @@ started as tests/executor/test_cluster.py starts them) gives the results table o
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cepopt.benchmarking.results import read_results
-from tests.executor.test_cluster import _free_port, _start, _stop, _wait_for_worker
+from tests.executor.test_cluster import standalone_cluster
 
 GRID = ["sharon-example3", "hamlet-example", "gen:joinorder:size=5|7,seed=0..1", "-m", "greedy", "-m", "dp-ld",
         "-m", "dynamic", "-m", "sharon/cpsat", "--seeds", "2", "--time-limit", "20", "--no-report"]
@@ -26,29 +25,14 @@ def _table(path: Path):
 @pytest.mark.cluster
 @pytest.mark.spark
 def test_cells_as_spark_tasks_give_the_local_table(tmp_path):
-    import pyspark
-
     cli = str(Path(sys.executable).with_name("cepopt"))
-    port, ui = _free_port(), _free_port()
-    env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(tmp_path), "SPARK_NO_DAEMONIZE": "1"}
-    env.pop("CEPOPT_SPARK_MASTER", None)
-    local = subprocess.run([cli, "benchmark", *GRID, "--jobs", "2", "--out", str(tmp_path / "local")],
-                           capture_output=True, text=True, env=env, timeout=600)
-    assert local.returncode == 0, local.stderr[-2000:]
-    procs = [_start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                     "--webui-port", str(ui)], env, tmp_path / "master.log")]
-    try:
-        procs.append(_start(["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host",
-                             "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", str(_free_port()),
-                             "--work-dir", str(tmp_path / "work")], env, tmp_path / "worker.log"))
-        _wait_for_worker(ui, procs)
-        spark = subprocess.run([cli, "benchmark", *GRID, "--master", f"spark://127.0.0.1:{port}", "--out",
-                                str(tmp_path / "spark")], capture_output=True, text=True, env=env, timeout=600)
+    with standalone_cluster(tmp_path) as (master, env):
+        local = subprocess.run([cli, "benchmark", *GRID, "--jobs", "2", "--out", str(tmp_path / "local")],
+                               capture_output=True, text=True, env=env, timeout=600)
+        assert local.returncode == 0, local.stderr[-2000:]
+        spark = subprocess.run([cli, "benchmark", *GRID, "--master", master, "--out", str(tmp_path / "spark")],
+                               capture_output=True, text=True, env=env, timeout=600)
         assert spark.returncode == 0, spark.stderr[-2000:]
-    finally:
-        for proc in reversed(procs):
-            _stop(proc)
     local_table, spark_table = _table(tmp_path / "local" / "results.csv"), _table(tmp_path / "spark" / "results.csv")
     assert len(local_table) == 2 * (2 + 1 + 4 * 2)  # 2 seeds; sharon: greedy, cpsat; hamlet: dynamic; joinorder: 2
     assert set(local_table["status"]) <= {"optimal", "feasible"}
