@@ -35,7 +35,7 @@ TIERS: dict[str, dict[str, str]] = {
     "sharon": {"easy": "queries=20", "medium": "queries=100", "hard": "queries=1500,preset=stress"},
     "joinorder": {"easy": "size=8", "medium": "size=16", "hard": "size=40"},
     "gloria": {"easy": "queries=8", "medium": "queries=20", "hard": "queries=800"},
-    "hamlet": {"easy": "queries=3", "medium": "queries=5", "hard": "queries=20"},
+    "hamlet": {"easy": "queries=3", "medium": "queries=5", "hard": "queries=12"},
 }
 #: family -> the exact methods that certify an optimum (method specs of cepopt.benchmarking.grid)
 EXACT: dict[str, tuple[str, ...]] = {
@@ -133,7 +133,8 @@ def verify(tier: str | None, out: str | Path, jobs: int | None = None) -> list[d
         ids = {e["instance"]: e for e in optimal if e["tier"] == t}
         refs = [r.instance.replace(name=r.id) for r in library_refs(t) if r.id in ids]
         limit = max(e["time_limit"] for e in ids.values())
-        methods = [f"{fam}/{m}" for fam, ms in EXACT.items() for m in ms]
+        families = {e["family"] for e in ids.values()}
+        methods = [f"{fam}/{m}" for fam, ms in EXACT.items() if fam in families for m in ms]
         run = benchmark(refs, methods, time_limit=limit, jobs=jobs, out=Path(out) / t)
         for r in read_results(run.results_path).to_dict("records"):
             entry = ids[r["instance"]]
