@@ -137,6 +137,16 @@ def _bundled(spec: str) -> list[InstanceRef]:
     return refs
 
 
+def _library(tier: str) -> list[InstanceRef]:
+    """The instances of a library tier (every tier when ``tier`` is empty), by their library ids."""
+    from cepopt.benchmarking import library_data
+
+    wanted = {e["instance"] for e in library_data.entries(tier or None)}
+    tiers = [tier] if tier else list(library_data.TIER_NAMES)
+    refs = [r for t in tiers for spec in library_data.tier_specs(t) for r in _one(spec)]
+    return [r for r in refs if r.id in wanted]
+
+
 def _one(spec: str) -> list[InstanceRef]:
     from cepopt.instance import load
 
@@ -145,9 +155,7 @@ def _one(spec: str) -> list[InstanceRef]:
     if spec == "bundled" or spec.startswith("bundled:"):
         return _bundled(spec)
     if spec == "library" or spec.startswith("library:"):
-        from cepopt.benchmarking.library import library_refs
-
-        return library_refs(spec.partition(":")[2])
+        return _library(spec.partition(":")[2])
     if _GLOB.search(spec) and not Path(spec).exists():
         paths = sorted(glob.glob(spec, recursive=True))
         if not paths:

@@ -21,56 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cepopt.benchmarking.grid import InstanceRef
-from cepopt.errors import CepoptError
+from cepopt.benchmarking.library_data import AGREE, EXACT, SEEDS, TIER_NAMES, TIERS, entries, tier_specs
 
-__all__ = ["EXACT", "LIBRARY_PATH", "TIERS", "build", "entries", "library_refs", "verify"]
-
-LIBRARY_PATH = Path(__file__).with_name("library.json")
-TIER_NAMES = ("easy", "medium", "hard")
-SEEDS = "0..9"
-
-#: family -> tier -> generator options (each with seeds 0..9)
-TIERS: dict[str, dict[str, str]] = {
-    "sharon": {"easy": "queries=20", "medium": "queries=100", "hard": "queries=1500,preset=stress"},
-    "joinorder": {"easy": "size=8", "medium": "size=16", "hard": "size=40"},
-    "gloria": {"easy": "queries=8", "medium": "queries=20", "hard": "queries=800"},
-    "hamlet": {"easy": "queries=3", "medium": "queries=5", "hard": "queries=12"},
-}
-#: family -> the exact methods that certify an optimum (method specs of cepopt.benchmarking.grid)
-EXACT: dict[str, tuple[str, ...]] = {
-    "sharon": ("cpsat-compact", "milp-compact:backend=highs@milp-compact"),
-    "joinorder": ("dp-ld", "milp-order:backend=highs@milp-order"),
-    "gloria": ("cpsat:candidates=full@cpsat-full", "milp:candidates=full,backend=highs@milp-full"),
-    "hamlet": ("optimal",),
-}
-AGREE = 1e-6
-
-
-def tier_specs(tier: str) -> list[str]:
-    """The instance specs of a tier (the easy tier also holds the bundled paper examples)."""
-    specs = [f"gen:{fam}:{options},seed={SEEDS}" for fam, tiers in TIERS.items() for options in [tiers[tier]]]
-    return specs + (["bundled"] if tier == "easy" else [])
-
-
-def entries(tier: str | None = None) -> list[dict[str, Any]]:
-    """The library's entries (of one tier), as shipped."""
-    if tier is not None and tier not in TIER_NAMES:
-        raise CepoptError(f"library tier {tier!r}: expected one of {', '.join(TIER_NAMES)}")
-    if not LIBRARY_PATH.is_file():
-        raise CepoptError(f"{LIBRARY_PATH}: the instance library is not installed")
-    rows = json.loads(LIBRARY_PATH.read_text())["instances"]
-    return [r for r in rows if tier is None or r["tier"] == tier]
-
-
-def library_refs(tier: str) -> list[InstanceRef]:
-    """The instances of a tier (``library:TIER``; ``library`` alone: every tier), by their library ids."""
-    from cepopt.benchmarking.grid import resolve_instances
-
-    wanted = {e["instance"] for e in entries(tier or None)}
-    tiers = [tier] if tier else list(TIER_NAMES)
-    refs = resolve_instances([s for t in tiers for s in tier_specs(t)])
-    return [r for r in refs if r.id in wanted]
+__all__ = ["EXACT", "TIERS", "build", "entries", "verify"]
 
 
 def _summarise(frame, tier: str) -> list[dict[str, Any]]:
@@ -125,13 +78,14 @@ def verify(tier: str | None, out: str | Path, jobs: int | None = None) -> list[d
     """Re-solve every "optimal" entry (of a tier) with its exact methods; the disagreements (an exact
     method that proves another objective, or no longer proves one, within the entry's time limit)."""
     from cepopt.benchmarking import benchmark
+    from cepopt.benchmarking.grid import resolve_instances
     from cepopt.benchmarking.results import read_results
 
     optimal = [e for e in entries(tier) if e["status"] == "optimal"]
     problems = []
     for t in sorted({e["tier"] for e in optimal}):
         ids = {e["instance"]: e for e in optimal if e["tier"] == t}
-        refs = [r.instance.replace(name=r.id) for r in library_refs(t) if r.id in ids]
+        refs = [r.instance.replace(name=r.id) for r in resolve_instances([f"library:{t}"]) if r.id in ids]
         limit = max(e["time_limit"] for e in ids.values())
         families = {e["family"] for e in ids.values()}
         methods = [f"{fam}/{m}" for fam, ms in EXACT.items() if fam in families for m in ms]

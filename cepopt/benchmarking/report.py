@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ __all__ = ["FamilyTable", "family_tables", "profile_section", "write_report"]
 
 @dataclass
 class FamilyTable:
-    """The cells of one family aligned as problems x methods (None where a cell is missing)."""
+    """The cells of one family (or of one of its objectives) aligned as problems x methods (None where a cell
+    is missing)."""
 
     family: str
     sense: str
@@ -65,10 +67,26 @@ def _value(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
+def _objective_groups(frame):
+    """The label each row is compared under: its family, or "family (objective)" when the family's plans are
+    scored by several cost functions (join order: left-deep orders by ln Cost_ord, trees by ln Cost_tree); a
+    cell without a plan goes with its method's other cells."""
+    names = frame["objective_name"].fillna("").astype(str) if "objective_name" in frame else None
+    if names is None:
+        return frame["family"].astype(str)
+    by_method = {}
+    for (fam, meth), found in names[names != ""].groupby([frame["family"], frame["method"]]):
+        by_method[fam, meth] = found.mode().iloc[0]
+    named = [n or by_method.get((f, m), "") for f, m, n in zip(frame["family"], frame["method"], names)]
+    several = {f for f in frame["family"].unique() if len({n for g, n in zip(frame["family"], named)
+                                                           if g == f and n}) > 1}
+    return [f"{f} ({n})" if f in several and n else str(f) for f, n in zip(frame["family"], named)]
+
+
 def family_tables(frame) -> list[FamilyTable]:
-    """One :class:`FamilyTable` per family of the results."""
+    """One :class:`FamilyTable` per family of the results (per objective where a family has several)."""
     out = []
-    for family, rows in frame.groupby("family", sort=True):
+    for family, rows in frame.groupby(_objective_groups(frame), sort=True):
         records = rows.to_dict("records")
         methods = list(dict.fromkeys(r["method"] for r in records))
         problems = sorted({(str(r["instance"]), int(r["seed"]), int(r["repeat"])) for r in records})
@@ -198,8 +216,17 @@ def _plot_profiles(table: FamilyTable, rows: list[dict], out: Path) -> list[str]
         ax.set_xlabel(xlabel)
         ax.set_ylabel("share of problems")
         names.append(_save(fig, ax, f"{table.family}: performance profile ({kind})", out,
-                           f"{table.family}-profile-{kind}.png"))
+                           f"{_slug(table.family)}-profile-{kind}.png"))
     return names
+
+
+def _slug(label: str) -> str:
+    """A file-name part for a table label ("joinorder (ln Cost_ord)" -> "joinorder-ln-Cost_ord").
+
+    >>> _slug("joinorder (ln Cost_ord)")
+    'joinorder-ln-Cost_ord'
+    """
+    return re.sub(r"[^A-Za-z0-9_.]+", "-", label).strip("-")
 
 
 def _save(fig, ax, title: str, out: Path, name: str) -> str:
@@ -228,7 +255,7 @@ def _plot_cactus(table: FamilyTable, out: Path) -> str:
     ax.set_xlabel("problems solved")
     ax.set_ylabel("time (s)")
     ax.set_yscale("log")
-    return _save(fig, ax, f"{table.family}: cactus plot", out, f"{table.family}-cactus.png")
+    return _save(fig, ax, f"{table.family}: cactus plot", out, f"{_slug(table.family)}-cactus.png")
 
 
 def mean_gap_curve(table: FamilyTable, method: str, times: list[float]) -> list[float]:
@@ -251,7 +278,7 @@ def _plot_gap(table: FamilyTable, out: Path) -> str:
     ax.set_xlabel("time (s)")
     ax.set_ylabel("mean primal gap to best known")
     ax.set_ylim(-0.02, 1.02)
-    return _save(fig, ax, f"{table.family}: primal gap over time", out, f"{table.family}-gap.png")
+    return _save(fig, ax, f"{table.family}: primal gap over time", out, f"{_slug(table.family)}-gap.png")
 
 
 # ------------------------------------------------------------------------------------------- experiments

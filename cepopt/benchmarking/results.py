@@ -24,8 +24,8 @@ __all__ = ["COLUMNS", "FAILED", "ResultsFile", "read_results"]
 
 META = ("meta_version", "meta_commit", "meta_host", "meta_cores", "meta_load", "meta_date", "meta_command")
 COLUMNS = ("instance", "family", "sense", "method", "method_name", "params", "seed", "repeat", "status",
-           "objective", "bound", "gap", "time_s", "method_time_s", "wall_s", "time_limit", "peak_rss_mb", "progress",
-           "message", *META)
+           "objective", "objective_name", "bound", "gap", "time_s", "method_time_s", "wall_s", "time_limit",
+           "peak_rss_mb", "progress", "message", *META)
 #: statuses of a cell that produced no plan through a fault of its own (besides "timeout" and "error")
 FAILED = ("error", "crashed", "killed", "memory")
 
@@ -101,8 +101,11 @@ def read_results(path: str | Path):
     data = data[: data.rfind(b"\n") + 1]
     if not data:
         return pd.DataFrame(columns=list(COLUMNS))
-    frame = pd.read_csv(io.BytesIO(data), dtype={"instance": str, "method": str, "message": str, "params": str,
-                                                 "progress": str}, keep_default_na=False, na_values=[""])
-    for col in ("message", "params", "progress"):
-        frame[col] = frame[col].fillna("")
+    text = {c: str for c in ("instance", "method", "message", "params", "progress", "objective_name")}
+    frame = pd.read_csv(io.BytesIO(data), dtype=text, keep_default_na=False, na_values=[""])
+    for col in COLUMNS:  # a file of an earlier version lacks the newer columns
+        if col not in frame:
+            frame[col] = None
+    for col in ("message", "params", "progress", "objective_name"):
+        frame[col] = frame[col].fillna("").astype(str)
     return frame.drop_duplicates(["instance", "method", "seed", "repeat"], keep="last").reset_index(drop=True)

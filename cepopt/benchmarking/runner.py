@@ -72,8 +72,8 @@ def run_cell(cell: Cell, instance: Any, time_limit: float | None) -> dict[str, A
         return _row(cell, status="error", time_s=time.perf_counter() - start, message=message)
     elapsed = time.perf_counter() - start
     status = "memory" if sol.status == "error" and sol.stats.get("memory_error") else sol.status
-    return _row(cell, status=status, objective=sol.objective, bound=sol.bound, gap=sol.gap,
-                time_s=elapsed, method_time_s=sol.time_s, message=sol.message,
+    return _row(cell, status=status, objective=sol.objective, objective_name=sol.objective_name, bound=sol.bound,
+                gap=sol.gap, time_s=elapsed, method_time_s=sol.time_s, message=sol.message,
                 progress=recorder.trajectory(sol.objective, sol.bound, elapsed, sol.sense))
 
 

@@ -6,7 +6,8 @@ import math
 
 import pandas as pd
 
-from cepopt.benchmarking import library
+from cepopt.benchmarking import library, library_data
+from cepopt.benchmarking.grid import resolve_instances
 from cepopt.cli import main
 
 
@@ -48,7 +49,7 @@ def test_the_shipped_library():
             gap = gap if e["sense"] == "max" else -gap  # >= 0: no plan beats a proven bound
             assert gap >= -1e-6 * max(1.0, abs(e["best_objective"]))
     assert any(e["status"] != "optimal" for e in rows if e["tier"] == "hard")  # the frontier is not empty
-    assert {r.id for r in library.library_refs("easy")} == {e["instance"] for e in library.entries("easy")}
+    assert {r.id for r in resolve_instances(["library:easy"])} == {e["instance"] for e in library.entries("easy")}
 
 
 def test_listing(capsys):
@@ -71,7 +72,7 @@ def test_benchmark_library_option_runs_the_tier(monkeypatch, tmp_path, capsys):
     from cepopt.benchmarking.results import read_results
 
     picked = [e for e in library.entries("easy") if e["family"] == "joinorder"][:1]
-    monkeypatch.setattr(library, "entries", lambda tier=None: picked)
+    monkeypatch.setattr(library_data, "entries", lambda tier=None: picked)
     assert main(["benchmark", "--library", "easy", "-m", "greedy", "-m", "dp-ld", "--out", str(tmp_path),
                  "--no-report"]) == 0
     frame = read_results(tmp_path / "results.csv")

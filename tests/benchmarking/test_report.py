@@ -95,3 +95,20 @@ def test_experiments_profiles_come_from_the_same_code(tmp_path):
     assert "| 3 | 1 | 1 | 0 | 2 |" in row_b  # cells, solved, with a plan, failed, missing
     for name in ("exp-profile-time.png", "exp-profile-objective.png", "exp-cactus.png"):
         assert (tmp_path / name).stat().st_size > 1000
+
+
+def test_a_family_with_two_cost_functions_is_compared_per_cost_function(tmp_path):
+    """Join order scores orders and trees by different functions: their objectives are never compared."""
+    results = ResultsFile(tmp_path / "results.csv")
+    for inst, a, b in (("i1", 10.0, 3.0), ("i2", 20.0, 4.0)):
+        results.append({**_row(inst, "order", "optimal", a, 1.0), "sense": "min", "objective_name": "ln Cost_ord"})
+        results.append({**_row(inst, "tree", "optimal", b, 1.0), "sense": "min", "objective_name": "ln Cost_tree"})
+    results.append({**_row("i3", "tree", "crashed", None, 1.0), "sense": "min"})  # no plan, no objective name
+    results.append({**_row("i3", "order", "optimal", 5.0, 1.0), "sense": "min", "objective_name": "ln Cost_ord"})
+    write_report(tmp_path, plots=True)
+    summary = pd.read_csv(tmp_path / "summary.csv").set_index("family")
+    assert set(summary.index) == {"toy (ln Cost_ord)", "toy (ln Cost_tree)"}
+    # each is 1 against its own kind (ordered against trees, "order" would be 10/3 and 20/4 away)
+    assert summary["mean_objective_ratio"].tolist() == [1.0, 1.0]
+    assert summary.loc["toy (ln Cost_tree)", "cells"] == 3 and summary.loc["toy (ln Cost_tree)", "failed"] == 1
+    assert (tmp_path / "toy-ln-Cost_tree-profile-time.png").exists()
