@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cepopt.errors import CepoptError
+
 __all__ = ["BenchmarkRun", "RESULTS_NAME", "benchmark"]
 
 #: the results file inside the output folder
@@ -62,6 +64,8 @@ def benchmark(instances: Sequence[Any] | str, methods: Sequence[str] | None = No
     refs = resolve_instances([instances] if isinstance(instances, str | Instance) else instances)
     cells = build_cells(refs, parse_methods(methods), parse_seeds(seeds), repeats)
     jobs = jobs if jobs is not None else os.cpu_count() or 1
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise CepoptError(f"--jobs: expected a positive integer, got {jobs!r}")
     limits = Limits(time_limit, memory_mb, kill_after if kill_after is not None else
                     Limits.default_kill_after(time_limit))
     if master:

@@ -6,8 +6,9 @@ virtual best solver, PAR10 and the shifted geometric mean of time, a win/tie/los
 baseline method (default: the family's first method in the file), the mean primal gap over time, the
 primal / dual / primal-dual integrals; then the failures. A *problem* is one (instance, seed, repeat);
 a cell missing from the file counts as a failure. Definitions: :mod:`cepopt.benchmarking.metrics`,
-:mod:`cepopt.benchmarking.progress`. Writes ``report.md``, ``summary.csv``, ``cells.csv``, ``profiles.csv``,
-``win_tie_loss.csv``, ``failures.csv`` and PNGs into ``DIR`` (or ``out``).
+:mod:`cepopt.benchmarking.progress`. Writes ``report.md``, ``summary.csv``, ``cells.csv``,
+``profiles.csv``, ``win_tie_loss.csv``, ``failures.csv``, ``results.parquet`` (the results, typed) and PNGs
+into ``DIR`` (or ``out``).
 """
 
 from __future__ import annotations
@@ -363,6 +364,7 @@ def write_report(directory: str | Path, out: str | Path | None = None, baseline:
         parts.append(f"\n**Run:** cepopt {meta['meta_version']} ({meta['meta_commit']}), {meta['meta_cores']} "
                      f"cores on {meta['meta_host']}, load {meta['meta_load']}, {meta['meta_date']}, "
                      f"`{meta['meta_command']}`\n")
+    frame.to_parquet(target / "results.parquet", index=False)  # the same rows, typed, for dataframe tools
     _csv(summary, target / "summary.csv")
     _csv(cells, target / "cells.csv")
     _csv(wtl, target / "win_tie_loss.csv")

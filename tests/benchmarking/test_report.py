@@ -54,6 +54,7 @@ def test_summary_profiles_and_failures_by_hand(results_dir):
     assert at_one[("objective", "a")] == pytest.approx(2 / 3) and at_one[("objective", "b")] == pytest.approx(2 / 3)
     wtl = pd.read_csv(results_dir / "win_tie_loss.csv").iloc[0]
     assert (wtl["method"], wtl["baseline"], wtl["wins"], wtl["ties"], wtl["losses"]) == ("b", "a", 1, 1, 1)
+    assert pd.read_parquet(results_dir / "results.parquet")["objective"].tolist()[:2] == [10.0, 8.0]
     failures = pd.read_csv(results_dir / "failures.csv")
     assert failures[["instance", "method", "status"]].values.tolist() == [["i3", "a", "crashed"]]
     text = (results_dir / "report.md").read_text()

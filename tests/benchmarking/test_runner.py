@@ -136,6 +136,8 @@ def test_specs_are_checked_before_any_cell_runs(tmp_path):
         benchmark(["sharon-example3"], ["greedy", "greedy"], out=tmp_path)
     with pytest.raises(CepoptError, match="the glob matches no file"):
         benchmark([str(tmp_path / "*.json")], out=tmp_path)
+    with pytest.raises(CepoptError, match="--jobs"):
+        benchmark(["sharon-example3"], jobs=0, out=tmp_path)
     with pytest.raises(CepoptError, match="seeds"):
         benchmark(["sharon-example3"], seeds="x", out=tmp_path)
     assert not (tmp_path / "results.csv").exists()
