@@ -6,7 +6,7 @@ so a cell costs a fork, not an interpreter start). The child caps its address sp
 and sends back its row. What can go wrong stays in the cell: a Python error is status "error", a
 MemoryError (the cap reached in Python code) "memory", a child that dies without a row (a native
 crash, a native allocation past the cap, a signal) "crashed", and a child still running ``kill_after``
-seconds after it started is killed: "killed".
+seconds after it started is killed with every process it started (its process group): "killed".
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import resource
+import signal
 import socket
 import time
 import traceback
@@ -79,6 +80,7 @@ def run_cell(cell: Cell, instance: Any, time_limit: float | None) -> dict[str, A
 
 def _child(conn, cell: Cell, instance: Any, limits: Limits) -> None:
     try:
+        os.setpgid(0, 0)  # its own process group: a kill reaches the solver processes it starts too
         if limits.memory_mb is not None:
             size = _address_space_bytes()
             cap = size + int(limits.memory_mb * 2**20)
@@ -122,7 +124,10 @@ def _finish(job: _Running, killed: bool, limits: Limits) -> dict[str, Any]:
             row = None
     wall = time.perf_counter() - job.started
     if killed:
-        job.process.kill()
+        try:
+            os.killpg(job.process.pid, signal.SIGKILL)
+        except OSError:  # the group is gone already (or was never made)
+            job.process.kill()
     job.process.join()
     job.conn.close()
     if row is None:

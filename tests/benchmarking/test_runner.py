@@ -34,6 +34,9 @@ def _hog(problem, *, time_limit=None, seed=0):
 
 
 def _sleepy(problem, *, time_limit=None, seed=0):
+    # a solver process of its own, which the kill must take down with the cell
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    Path(os.environ["SLEEPY_PID_FILE"]).write_text(str(child.pid))
     time.sleep(60)
 
 
@@ -51,7 +54,8 @@ def _rows(path: Path) -> dict[str, dict]:
     return {r["method"]: r for r in read_results(path).to_dict("records")}
 
 
-def test_a_crash_a_memory_blowup_and_a_hang_fail_their_cells_only(toy, tmp_path):
+def test_a_crash_a_memory_blowup_and_a_hang_fail_their_cells_only(toy, tmp_path, monkeypatch):
+    monkeypatch.setenv("SLEEPY_PID_FILE", str(tmp_path / "sleepy.pid"))
     run = benchmark([toy], ["bruteforce", "abort", "hog", "sleepy", "first:skip=1@skip1"], jobs=2,
                     memory_mb=512, kill_after=1.5, out=tmp_path)
     assert (run.total, run.ran, run.failed) == (5, 5, 3)
@@ -61,6 +65,20 @@ def test_a_crash_a_memory_blowup_and_a_hang_fail_their_cells_only(toy, tmp_path)
     assert rows["abort"]["status"] == "crashed" and f"signal {signal.SIGABRT}" in rows["abort"]["message"]
     assert rows["hog"]["status"] == "memory"
     assert rows["sleepy"]["status"] == "killed" and rows["sleepy"]["time_s"] < 30
+    solver_pid = int((tmp_path / "sleepy.pid").read_text())
+    deadline = time.monotonic() + 10
+    while _alive(solver_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(solver_pid), "the killed cell's own subprocess outlived it"
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie, killed and not yet reaped by its orphaned parent's reaper, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_without_the_cap_the_hog_allocates(toy, tmp_path):
