@@ -119,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "append its row to DIR/results.csv (a killed run resumes); `cepopt benchmark "
                                    "report DIR` writes the report (profiles, PAR10, cactus, gap over time).")
     p.add_argument("instances", nargs="*", metavar="INSTANCE",
-                   help="files, globs, bundled names, `bundled[:FAMILY]` or gen:FAMILY:KEY=V1|V2,KEY=A..B")
+                   help="files, globs, bundled names, `bundled[:FAMILY]`, library[:TIER] or "
+                        "gen:FAMILY:KEY=V1|V2,KEY=A..B")
     p.add_argument("--method", "-m", action="append", metavar="[FAMILY/]NAME[:K=V,...][@LABEL]",
                    help="a method entry, repeatable (default: each family's default methods)")
     p.add_argument("--time-limit", type=time_limit_argument, default=None, metavar="S", help="seconds per cell")
