@@ -7,6 +7,7 @@ a solver nor Spark::
     cepopt.load(name_or_path) -> Instance      cepopt.solve(instance, method, ...) -> Solution
     cepopt.compare(instance, methods=None, ...) -> Solutions
     cepopt.generate(family, seed=0, **options)  cepopt.execute(instance, plan, stream=None, ...)
+    cepopt.benchmark(instances, methods=None, ...) -> BenchmarkRun (cepopt.benchmarking)
     cepopt.Instance
 
 The method registry itself is the module :mod:`cepopt.registry`.
@@ -43,6 +44,7 @@ _LAZY = {
     "compare": ("cepopt.registry", "compare"),
     "generate": ("cepopt.instances.generate", "generate"),
     "execute": ("cepopt.pipeline", "execute"),
+    "benchmark": ("cepopt.benchmarking", "benchmark"),
 }
 
 __all__ = [

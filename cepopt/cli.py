@@ -20,30 +20,11 @@ from typing import Any
 
 from cepopt import __version__
 from cepopt.errors import CepoptError
-from cepopt.params import OneLineParser, seed_argument, time_limit_argument
+from cepopt.params import OneLineParser, parse_param, seed_argument, time_limit_argument
 
-__all__ = ["OneLineParser", "main"]
+__all__ = ["OneLineParser", "main", "parse_param"]
 
 EXIT_USER_ERROR = 2
-
-
-def parse_param(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` with VALUE read as JSON when it is JSON (true, 3, 0.5, "x"), else as text.
-
-    >>> parse_param("expand=false"), parse_param("backend=highs"), parse_param("k=3")
-    (('expand', False), ('backend', 'highs'), ('k', 3))
-    """
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise CepoptError(f"--param expects KEY=VALUE, got {text!r}")
-    value = value.strip()
-    lowered = value.lower()
-    if lowered in ("true", "false"):
-        return key.strip(), lowered == "true"
-    try:
-        return key.strip(), json.loads(value)
-    except json.JSONDecodeError:
-        return key.strip(), value
 
 
 def _params(items: Sequence[str] | None) -> dict[str, Any]:
@@ -143,6 +124,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--master", metavar="URL", help="run grid points as Spark tasks on this cluster")
     _add_verbose(p)
 
+    p = sub.add_parser("benchmark", help="compare methods across instance sets (or: benchmark report DIR)",
+                       description="Run every (instance, method, seed, repeat) cell, each in its own process, and "
+                                   "append its row to DIR/results.csv (a killed run resumes); `cepopt benchmark "
+                                   "report DIR` writes the report (profiles, PAR10, cactus, gap over time).")
+    p.add_argument("instances", nargs="*", metavar="INSTANCE",
+                   help="files, globs, bundled names, `bundled[:FAMILY]`, library[:TIER] or "
+                        "gen:FAMILY:KEY=V1|V2,KEY=A..B")
+    p.add_argument("--method", "-m", action="append", metavar="[FAMILY/]NAME[:K=V,...][@LABEL]",
+                   help="a method entry, repeatable (default: each family's default methods)")
+    p.add_argument("--time-limit", type=time_limit_argument, default=None, metavar="S", help="seconds per cell")
+    p.add_argument("--seeds", default="1", metavar="N|A..B|A,B", help="seeds: a count, a range or a list (default 1)")
+    p.add_argument("--repeats", type=int, default=1, metavar="N", help="runs of each (instance, method, seed)")
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="cells at once (default: the cores)")
+    p.add_argument("--memory-mb", type=float, default=None, metavar="MB", help="address space a cell may add")
+    p.add_argument("--kill-after", type=float, default=None, metavar="S",
+                   help="kill a cell's process after S s (default 2 x time limit + 10)")
+    p.add_argument("--out", default="cepopt-results/benchmark", metavar="DIR", help="results folder")
+    p.add_argument("--master", metavar="URL", help="run the cells as Spark tasks on this cluster")
+    p.add_argument("--no-resume", action="store_true", help="start a new results file")
+    p.add_argument("--baseline", metavar="LABEL", help="report: the method of the win/tie/loss table")
+    p.add_argument("--no-report", action="store_true", help="do not write the report after the run")
+    p.add_argument("--library", action="append", choices=["easy", "medium", "hard"], metavar="TIER",
+                   help="add a tier of the instance library (as INSTANCE library:TIER)")
+
     p = sub.add_parser("demo", help="solve the papers' examples with every method and execute plans on Spark")
     p.add_argument("--quick", action="store_true", help="smaller generated workloads and streams")
     p.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
@@ -163,8 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("methods", help="list every family and method")
     p.add_argument("--json", action="store_true", help="print JSON instead of a list")
-    p = sub.add_parser("instances", help="list the bundled instances")
+    p = sub.add_parser("instances", help="list the bundled instances (or the instance library)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a list")
+    p.add_argument("--library", nargs="?", const="all", choices=["all", "easy", "medium", "hard"], metavar="TIER",
+                   help="list the instance library (a tier: easy, medium, hard) with best known objectives")
+    p.add_argument("--verify", action="store_true", help="with --library: re-solve every optimal entry with its "
+                   "family's exact methods and report disagreements (exit 1 when there is one)")
+    p.add_argument("--out", default="cepopt-results/library-verify", metavar="DIR", help="--verify's results")
     return parser
 
 
@@ -382,6 +392,27 @@ def cmd_experiment(args) -> int:
     return 0
 
 
+def cmd_benchmark(args) -> int:
+    from cepopt.benchmarking import benchmark
+    from cepopt.benchmarking.report import write_report
+
+    if args.instances[:1] == ["report"]:
+        if len(args.instances) != 2:
+            raise CepoptError("usage: cepopt benchmark report DIR")
+        print(f"report: {write_report(args.instances[1], baseline=args.baseline)}")
+        return 0
+    specs = [*args.instances, *(f"library:{t}" for t in args.library or ())]
+    run = benchmark(specs, args.method, time_limit=args.time_limit, seeds=args.seeds,
+                    repeats=args.repeats, jobs=args.jobs, memory_mb=args.memory_mb, kill_after=args.kill_after,
+                    out=args.out, master=args.master, resume=not args.no_resume,
+                    command=shlex.join(["cepopt", *args.argv]), progress=sys.stderr.isatty())
+    print(f"benchmark: {run.ran + run.skipped} of {run.total} cells in {run.results_path} ({run.ran} run now in "
+          f"{run.seconds:.1f} s, warm-up {run.warm_s:.1f} s; {run.skipped} resumed, {run.failed} failed)")
+    if not args.no_report:
+        print(f"report: {write_report(run.results_path.parent, baseline=args.baseline)}")
+    return 0
+
+
 def cmd_demo(args) -> int:
     from cepopt.experiments import demo
 
@@ -443,8 +474,34 @@ def cmd_methods(args) -> int:
     return 0
 
 
+def _library(args) -> int:
+    from cepopt.benchmarking import library
+
+    tier = None if args.library == "all" else args.library
+    if args.verify:
+        problems = library.verify(tier, args.out)
+        for p in problems:
+            print(f"DISAGREE {p['instance']} {p['method']}: recorded {p['recorded']}, got {p['status']} "
+                  f"{p['objective']} {p['message']}")
+        print(f"library: {len(problems)} disagreement(s)")
+        return 1 if problems else 0
+    rows = library.entries(tier)
+    if getattr(args, "json", False):
+        _print_json(rows)
+        return 0
+    for e in rows:
+        print(f"{e['tier']:6s} {e['family']:9s} {e['status']:11s} {e['best_objective']!s:>22s} "
+              f"{e['best_bound']!s:>22s} {'+'.join(e['verified_by']) or '-':28s} {e['instance']}")
+    return 0
+
+
 def cmd_instances(args) -> int:
     from cepopt.instances import describe
+
+    if args.library:
+        return _library(args)
+    if args.verify:
+        raise CepoptError("--verify needs --library")
 
     rows = describe()
     if getattr(args, "json", False):
@@ -460,7 +517,8 @@ def cmd_instances(args) -> int:
 
 COMMANDS = {
     "solve": cmd_solve, "compare": cmd_compare, "generate": cmd_generate, "import": cmd_import,
-    "execute": cmd_execute, "experiment": cmd_experiment, "demo": cmd_demo, "fetch": cmd_fetch,
+    "execute": cmd_execute, "experiment": cmd_experiment, "benchmark": cmd_benchmark, "demo": cmd_demo,
+    "fetch": cmd_fetch,
     "methods": cmd_methods,
     "instances": cmd_instances,
 }

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import functools
 import inspect
+import json
 import math
 import numbers
 import operator
@@ -26,6 +27,7 @@ from cepopt.errors import CepoptError
 
 __all__ = ["MAX_SEED", "MAX_TIME_LIMIT", "Bound", "NonNegativeInt", "OneLineParser", "PositiveFloat", "PositiveInt",
            "Workers", "check_keys", "check_seed", "check_time_limit", "number_from_text", "parse_bool", "parse_choice",
+           "parse_param",
            "read_flags", "read_options", "read_values", "seed_argument", "short_repr", "time_limit_argument"]
 
 class OneLineParser(argparse.ArgumentParser):
@@ -318,3 +320,22 @@ def _argument(check: Callable[[Any], Any]) -> Callable[[str], Any]:
 #: ``--time-limit`` and ``--seed`` as argparse types
 time_limit_argument = _argument(check_time_limit)
 seed_argument = _argument(check_seed)
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with VALUE read as JSON when it is JSON (true, 3, 0.5, "x"), else as text.
+
+    >>> parse_param("expand=false"), parse_param("backend=highs"), parse_param("k=3")
+    (('expand', False), ('backend', 'highs'), ('k', 3))
+    """
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise CepoptError(f"--param expects KEY=VALUE, got {text!r}")
+    value = value.strip()
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return key.strip(), lowered == "true"
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value

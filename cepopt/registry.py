@@ -232,7 +232,9 @@ def _run(fam: Family, problem: Any, meth: Method, time_limit: float | None, seed
     try:
         result = meth.fn(problem, time_limit=time_limit, seed=seed, **options)
     except (MethodLimitError, MemoryError) as exc:
-        return _failed(fam, meth, time.perf_counter() - start, instance_name, str(exc) or type(exc).__name__)
+        # stats say which: a benchmark records a memory blow-up as such (numpy's says "Unable to allocate")
+        return _failed(fam, meth, time.perf_counter() - start, instance_name, str(exc) or type(exc).__name__,
+                       stats={"memory_error": True} if isinstance(exc, MemoryError) else None)
     elapsed = time.perf_counter() - start
     if not isinstance(result, MethodResult):
         result = MethodResult(plan=result, status="feasible")

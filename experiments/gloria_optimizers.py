@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from cepopt.benchmarking.report import profile_section
 from cepopt.experiments.framework import Experiment, Grid, markdown_table
 
 __all__ = ["EXPERIMENT"]
@@ -371,6 +372,8 @@ def report(df, out_dir: Path) -> str:
     plt.close(fig)
     lines.append("")
     lines.append("![time](gloria-optimizers-time.png)")
+    lines.append(profile_section(df, name="gloria-optimizers", problem=["source", "instance"], sense="min",
+                                 out_dir=out_dir, time_limit=TIME_LIMIT, method="run"))
     lines += _java_lines(df)
     return "\n".join(lines)
 

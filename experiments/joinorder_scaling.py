@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from cepopt.benchmarking.report import profile_section
 from cepopt.experiments.framework import Experiment, cpu_seconds, markdown_table
 
 __all__ = ["EXPERIMENT", "LIMITS", "METHODS"]
@@ -192,6 +193,10 @@ def report(df, out_dir: Path) -> str:
     status = df.groupby(["method", "status"]).size().unstack(fill_value=0).reset_index()
     status = _dash(status)
     lines.append("Statuses over all runs:\n\n" + markdown_table(status) + "\n")
+    for kind in ("order", "tree"):  # the two plan kinds have different cost functions: one profile each
+        lines.append(profile_section(df[df["kind"] == kind], name=f"joinorder-scaling-{kind}",
+                                     problem=["preset", "n", "seed", "only"], sense="min", out_dir=out_dir,
+                                     time_limit=TIME_LIMIT, objective="log_cost"))
     return "\n".join(lines)
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from cepopt.benchmarking.report import profile_section
 from cepopt.experiments.framework import Experiment, cpu_seconds, markdown_table
 
 __all__ = ["EXPERIMENT", "LIMITS", "METHODS"]
@@ -253,6 +254,9 @@ def report(df, out_dir: Path) -> str:
         fig.savefig(out_dir / f"sharon-optimizers-{preset}.png", dpi=110)
         plt.close(fig)
         parts.append(f"\n![{preset}](sharon-optimizers-{preset}.png)\n")
+    parts.append(profile_section(df, name="sharon-optimizers", problem=["preset", "queries", "seed", "length", "scale",
+                                                                     "graph"], sense="max", out_dir=out_dir,
+                                 time_limit=TIME_LIMIT))
     return "\n".join(parts)
 
 

@@ -71,10 +71,31 @@ def _parameters(solver: cp_model.CpSolver, *, time_limit, seed, workers, lp_heav
             "extra_subsolvers": list(params.extra_subsolvers), **dict(extra or {})}
 
 
-def _run(solver: cp_model.CpSolver, model: cp_model.CpModel) -> tuple[int, float]:
+class _Progress(cp_model.CpSolverSolutionCallback):
+    """Tells the session's progress hook each incumbent and each new bound, mapped to the model's units."""
+
+    def __init__(self, hook, primal, dual):
+        super().__init__()
+        self._hook, self._primal = hook, primal
+        self.dual = lambda value: hook("dual", dual(value))
+
+    def on_solution_callback(self) -> None:
+        self._hook("primal", self._primal(self.ObjectiveValue()))
+
+
+def _run(solver: cp_model.CpSolver, model: cp_model.CpModel, units=None) -> tuple[int, float]:
+    """Solve; with a progress hook in the settings and ``units`` = (primal map, bound map) from CP-SAT's
+    scaled objective to the model's, the hook hears every incumbent and bound (a model whose CP-SAT
+    objective is not the method's objective passes no ``units``, and the hook hears nothing)."""
+    hook = settings().progress
+    callback = None
+    if hook is not None and units is not None:
+        hook("start", None)
+        callback = _Progress(hook, *units)
+        solver.best_bound_callback = callback.dual
     start = time.perf_counter()
     with native_output_to_stderr():
-        code = solver.Solve(model)
+        code = solver.Solve(model, callback)
     return code, time.perf_counter() - start
 
 
@@ -153,7 +174,8 @@ def solve_model_cpsat(model, *, time_limit: float | None, seed: int, workers: in
     solver = cp_model.CpSolver()
     used = _parameters(solver, time_limit=time_limit, seed=seed, workers=workers, lp_heavy=lp_heavy, log=log,
                        extra=dict(extra or {}))
-    code, wall = _run(solver, cp)
+    units = (lambda v: v / scale.factor + float(model.constant), lambda v: _bound(model, scale, v)[0])
+    code, wall = _run(solver, cp, units if proto.objective.vars else None)
     response = solver.ResponseProto()
     status = _STATUS.get(code, "error")
     stats = {"variables": len(proto.variables), "constraints": len(proto.constraints),

@@ -9,7 +9,8 @@
   output stays the caller's (one JSON document under ``--json``) and the solver's words reach stderr.
 * :func:`solver_settings`: per-run settings a caller sets around a method (the CLI's ``--param log=true``
   and ``--export FILE``): ``log`` shows the solver's own log on stderr; ``export`` names the file the
-  model a method solves is written to (:func:`cepopt.formulations.export.offer_export`).
+  model a method solves is written to (:func:`cepopt.formulations.export.offer_export`); ``progress``
+  is told each new incumbent and bound of a solve (CP-SAT's callbacks; ``cepopt benchmark`` records them).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
@@ -120,10 +121,16 @@ class Export:
     error: str = ""
 
 
+#: ``progress(event, value)``: ``event`` is "start" (a solver call begins; value None), "primal" (a new
+#: incumbent) or "dual" (a new proven bound), ``value`` in the model's objective units
+ProgressHook = Callable[[str, float | None], None]
+
+
 @dataclass
 class Settings:
     log: bool = False
     export: Export | None = None
+    progress: ProgressHook | None = None
 
 
 _SETTINGS: contextvars.ContextVar[Settings | None] = contextvars.ContextVar("cepopt_solver_settings", default=None)
@@ -136,12 +143,14 @@ def settings() -> Settings:
 
 
 @contextlib.contextmanager
-def solver_settings(*, log: bool = False, export: str | os.PathLike | None = None) -> Iterator[Settings]:
-    """Settings for every solver call inside the block: ``log`` (the solver's log on stderr) and
-    ``export`` (a file the solved model is written to; :func:`check_export_path` first)."""
+def solver_settings(*, log: bool = False, export: str | os.PathLike | None = None,
+                    progress: ProgressHook | None = None) -> Iterator[Settings]:
+    """Settings for every solver call inside the block: ``log`` (the solver's log on stderr),
+    ``export`` (a file the solved model is written to; :func:`check_export_path` first) and ``progress``
+    (:data:`ProgressHook`)."""
     if export is not None:
         check_export_path(export)
-    s = Settings(log=bool(log), export=None if export is None else Export(str(export)))
+    s = Settings(log=bool(log), export=None if export is None else Export(str(export)), progress=progress)
     token = _SETTINGS.set(s)
     try:
         yield s

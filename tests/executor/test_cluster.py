@@ -1,9 +1,11 @@
 """A real Spark standalone cluster (a master and one worker started from the pyspark installation on
 127.0.0.1): ``cepopt execute --master spark://...`` gives, for one instance per family, the digests of
-the local engine and of a local Spark master. Both processes are stopped by PID."""
+the local engine and of a local Spark master. Both processes are stopped by PID (:func:`standalone_cluster`,
+also used by tests/benchmarking/test_cluster.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -65,19 +67,10 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=10)
 
 
-def _local_digest(name: str, stream: str | None) -> str:
-    try:
-        result = execute(name, None, stream, engine="local")
-    except Exception as exc:  # noqa: BLE001 -- a family that runs on Spark only
-        if "runs on Spark only" in str(exc):
-            return ""
-        raise
-    return result.digest()
-
-
-@pytest.mark.cluster
-@pytest.mark.spark
-def test_standalone_cluster_gives_the_local_digests(spark, tmp_path):
+@contextlib.contextmanager
+def standalone_cluster(tmp_path: Path):
+    """A master and one 2-core worker on 127.0.0.1: yields (master URL, the environment to run cepopt in);
+    both are stopped by PID on the way out."""
     import pyspark
 
     port, ui = _free_port(), _free_port()
@@ -91,20 +84,37 @@ def test_standalone_cluster_gives_the_local_digests(spark, tmp_path):
                              "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", str(_free_port()),
                              "--work-dir", str(tmp_path / "work")], env, tmp_path / "worker.log"))
         _wait_for_worker(ui, procs)
+        yield f"spark://127.0.0.1:{port}", env
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+    assert all(p.poll() is not None for p in procs)
+
+
+def _local_digest(name: str, stream: str | None) -> str:
+    try:
+        result = execute(name, None, stream, engine="local")
+    except Exception as exc:  # noqa: BLE001 -- a family that runs on Spark only
+        if "runs on Spark only" in str(exc):
+            return ""
+        raise
+    return result.digest()
+
+
+@pytest.mark.cluster
+@pytest.mark.spark
+def test_standalone_cluster_gives_the_local_digests(spark, tmp_path):
+    with standalone_cluster(tmp_path) as (master, env):
         cli = Path(sys.executable).with_name("cepopt")
         for name, stream in CASES:
-            args = [str(cli), "execute", name, "--master", f"spark://127.0.0.1:{port}", "--json"]
+            args = [str(cli), "execute", name, "--master", master, "--json"]
             args += ["--stream", stream] if stream else []
             done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
             assert done.returncode == 0, done.stderr[-2000:]
             report = json.loads(done.stdout)
-            assert report["master"] == f"spark://127.0.0.1:{port}" and report["results_rows"] > 0
+            assert report["master"] == master and report["results_rows"] > 0
             on_local_master = execute(name, None, stream, spark=spark)
             assert report["results_digest"] == on_local_master.digest(), name
             on_local_master.release()
             local = _local_digest(name, stream)
             assert local in ("", report["results_digest"]), name
-    finally:
-        for proc in reversed(procs):
-            _stop(proc)
-    assert all(p.poll() is not None for p in procs)
