@@ -21,8 +21,15 @@ header and the column types of its first rows (read on the driver, no Spark job)
 footer. Checks cost no job of their own either: they are part of the read's projection
 (``raise_error`` on a bad event), so the first stage of the work fails on a bad event, and
 :func:`user_error` turns that failure into one line naming the file and line. Time order: no global
-sort; each partition's events are ordered by time by the kernels (a stream is defined by its time
-stamps, published streams are not monotonic, a Parquet folder has no row order across its files).
+sort, on either engine; each partition's events are ordered by time by the kernels (a stream is defined
+by its time stamps, published streams are not monotonic, a Parquet folder has no row order across its
+files).
+
+Event numbering (the ``match`` values of the join executor): an event is numbered by its row in the
+stream as read, 0, 1, ... in file order (the data rows of a CSV file; a generated or embedded stream's
+rows), on both engines, whatever its time stamps; a stream with an ``id`` column is numbered by it. The
+rows of a folder of several Parquet files have no order across its files (Spark lists them its own
+way): give such a stream an ``id`` column for numbers that do not depend on the engine.
 
 Missing values: an empty cell is missing on both sides (pandas NaN, Spark null); on the Spark side every
 NaN of a float column becomes null as well (:func:`nan_to_null`), so that Spark's comparisons and
@@ -146,9 +153,7 @@ def _check_pandas(df: pd.DataFrame, where: str, line_offset: int | None) -> pd.D
     df = df.copy()
     df["ts"] = ts
     df["type"] = df["type"].astype(str)
-    if not df["ts"].is_monotonic_increasing:
-        df = df.sort_values("ts", kind="stable").reset_index(drop=True)
-    return df
+    return df.reset_index(drop=True)  # in file order: an event's row there is its number (see the module docstring)
 
 
 def _exact_ts(raw: pd.Series, where: str, line_offset: int | None) -> pd.Series:
@@ -244,7 +249,7 @@ def _short(raw: Any) -> str:
 
 
 def read_stream_pandas(path: str | Path) -> pd.DataFrame:
-    """Read a local CSV or Parquet stream into pandas, with the checks, sorted by time."""
+    """Read a local CSV or Parquet stream into pandas, with the checks, in file order."""
     fmt = stream_format(path)
     if not is_local(path):
         raise CepoptError(f"{path}: the local engine reads local files; run this stream with --engine spark")

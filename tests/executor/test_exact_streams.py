@@ -70,3 +70,105 @@ def test_join_window_edge_past_2_53_local():
         assert want == (["a=0,b=1,c=2"] if last == base + 7 else [])
         for plan in _every_plan(problem):
             assert _local_matches(problem, plan, events)[0] == want, (str(plan), last)
+
+
+def _issue_instance(tmp_path):
+    from cepopt.instance import Instance, save
+    from cepopt.syntax import parse_queries
+
+    path = tmp_path / "j4.json"
+    query = parse_queries(JOIN_QUERY)
+    rates = {t: 1.0 for t in ("T1", "T2", "T3", "T4")}
+    save(Instance("joinorder", query, Statistics(rates=rates), name="j4"), path)
+    return path
+
+
+#: the named join-order methods whose plans `cepopt execute --plan` runs (besides nonshared)
+JOIN_METHODS = ("trivial", "efreq", "greedy", "ii-greedy", "dp-ld", "dp-b", "zstream", "zstream-ord", "milp-order",
+                "milp-tree", "cpsat-order")
+
+
+def test_join_methods_agree_past_2_53_local(tmp_path):
+    from cepopt.pipeline import execute
+
+    csv = tmp_path / "s.csv"
+    csv.write_text(ISSUE_JOIN_CSV)
+    inst = _issue_instance(tmp_path)
+    for plan in (None, *JOIN_METHODS):
+        got = execute(str(inst), plan, str(csv), engine="local", max_work=float("inf"))
+        assert (got.row_count(), got.digest()) == (0, "0" * 64), plan
+
+
+def _unsorted_join_csv(tmp_path) -> tuple:
+    """A stream out of time order (ties too) and the matches of its events numbered by file row."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    n = 60
+    ts = rng.integers(0, 40, n) + BIG + 1  # past 2^53, unsorted, with ties
+    events = pd.DataFrame({"ts": ts, "type": rng.choice(["T1", "T2", "T3", "T4"], n),
+                           "v1": rng.integers(0, 9, n), "v2": rng.integers(0, 9, n)})
+    path = tmp_path / "unsorted.csv"
+    events.to_csv(path, index=False)
+    assert not events["ts"].is_monotonic_increasing
+    query = JOIN_QUERY.replace("WITHIN 1200", "WITHIN 20")
+    want = reference_matches(parse_query(query), events.assign(id=np.arange(n)))
+    assert 5 < len(want) < 5000, len(want)
+    return path, query, want
+
+
+def test_unsorted_stream_numbers_events_by_file_row_local(tmp_path):
+    path, query, want = _unsorted_join_csv(tmp_path)
+    problem = _join_problem(query)
+    events = read_stream_pandas(path)
+    digests = set()
+    for plan in _every_plan(problem):
+        got, digest = _local_matches(problem, plan, events)
+        assert got == want, str(plan)
+        digests.add(digest)
+    assert len(digests) == 1
+
+
+@pytest.mark.spark
+def test_join_plans_past_2_53_and_unsorted_spark(spark, tmp_path):
+    """Every order and tree in one Spark job, in one task and through the time-chunk exchange: the
+    brute force's matches, numbered by file row, as the local engine gives them."""
+    from cepopt.executor.join_eval import evaluate_many, prepare_events
+    from cepopt.executor.join_plan import compile_query, join_tree
+    from cepopt.executor.streams import read_stream
+
+    issue = tmp_path / "s.csv"
+    issue.write_text(ISSUE_JOIN_CSV)
+    unsorted, query, want = _unsorted_join_csv(tmp_path)
+    for path, text, expected in ((issue, JOIN_QUERY, []), (unsorted, query, want)):
+        problem = _join_problem(text)
+        plans = _every_plan(problem)
+        trees = [join_tree(compile_query(problem.query), plan) for plan in plans]
+        for exchange, chunk_windows in ((False, 64), (True, 2)):
+            events = prepare_events(read_stream(str(path), spark), number_rows=False)
+            ev = evaluate_many(trees, events, exchange=exchange, chunk_windows=chunk_windows,
+                               results=lambda m: m)
+            found: dict[int, list[str]] = {b: [] for b in range(len(trees))}
+            for row in ev.results.collect():
+                found[row["_b"]].append(row["value"])
+            ev.results.unpersist()
+            for b, plan in enumerate(plans):
+                assert sorted(found[b]) == expected, (str(plan), exchange)
+
+
+@pytest.mark.spark
+def test_join_methods_agree_with_local_spark(spark, tmp_path):
+    from cepopt.pipeline import execute
+
+    issue = tmp_path / "s.csv"
+    issue.write_text(ISSUE_JOIN_CSV)
+    unsorted, query, want = _unsorted_join_csv(tmp_path)
+    inst = _issue_instance(tmp_path)
+    for csv in (issue, unsorted):
+        answers = set()
+        for plan in (None, "greedy", "dp-b", "milp-order"):
+            for engine in ("local", "spark"):
+                got = execute(str(inst), plan, str(csv), engine=engine, spark=spark, max_work=float("inf"))
+                answers.add((got.row_count(), got.digest()))
+                got.release()
+        assert len(answers) == 1, (csv.name, answers)

@@ -81,7 +81,7 @@ def test_csv_errors_name_file_and_line(tmp_path):
     good = tmp_path / "good.csv"
     good.write_text("ts,type,v\n2,B,1\n1,A,2\n")
     df = read_stream_pandas(good)
-    assert df["ts"].tolist() == [1, 2] and df["type"].tolist() == ["A", "B"]
+    assert df["ts"].tolist() == [2, 1] and df["type"].tolist() == ["B", "A"]  # file order: rows number events
     missing = tmp_path / "missing.csv"
     missing.write_text("time,type\n1,A\n")
     with pytest.raises(CepoptError, match=r"missing.csv: no column 'ts'"):
@@ -104,7 +104,7 @@ def test_csv_errors_name_file_and_line(tmp_path):
 def test_parquet_reader(tmp_path):
     path = tmp_path / "s.parquet"
     pd.DataFrame({"ts": [3, 1], "type": ["A", "B"], "v": [1.5, 2.5]}).to_parquet(path)
-    assert read_stream_pandas(path)["ts"].tolist() == [1, 3]
+    assert read_stream_pandas(path)["ts"].tolist() == [3, 1]  # file order
     pd.DataFrame({"ts": [1.5], "type": ["A"]}).to_parquet(tmp_path / "f.parquet")
     with pytest.raises(CepoptError, match="row 0: time stamp ts is not an integer"):
         read_stream_pandas(tmp_path / "f.parquet")
