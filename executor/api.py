@@ -79,9 +79,11 @@ class ExecutionResult:
             return self.results.head(n)
         if self.first_rows is not None and (n <= len(self.first_rows) or len(self.first_rows) == self.rows):
             frame = self.first_rows.head(n)
-            return frame.assign(value=[res.parse_value(v) for v in frame["value"]])
-        frame = self.results.orderBy(*res.RESULT_KEYS).limit(n).toPandas()
-        return frame.assign(value=[res.parse_value(v) for v in frame["value"]])
+        else:
+            frame = self.results.orderBy(*res.RESULT_KEYS).limit(n).toPandas()
+        # object values: an int prints as one (exact), not as the float a mixed column would make of it
+        return frame.assign(value=pd.Series([res.parse_value(v) for v in frame["value"]], index=frame.index,
+                                            dtype=object))
 
     def release(self) -> None:
         """Drop the cached results of the Spark engine (nothing to do for pandas results)."""

@@ -27,7 +27,6 @@ The Spark engine runs the join kernel of executor/join_local.py (NumPy range joi
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from cepopt.errors import CepoptError
+from cepopt.executor.integers import split_nulls
 from cepopt.executor.join_plan import CompiledPattern, JoinTree, NodeCount, PlanRun
 from cepopt.executor.streams import nan_to_null
 
@@ -165,7 +165,8 @@ def _chunked(trees: Sequence[JoinTree], events: DataFrame, negate: bool, exchang
     missing = set(attrs) - set(events.columns)
     if missing:
         raise CepoptError(f"the stream has no attribute {sorted(missing)[0]!r} used by the pattern")
-    attrs = [_q(a) for a in attrs if a not in ("id", "ts", "type")]
+    attr_names = [a for a in attrs if a not in ("id", "ts", "type")]
+    attrs = [_q(a) for a in attr_names]
     negated = sorted({it.type for _, it in items if it.negated})
     names = sorted({it.type for _, it in items})
     code = "CASE type " + " ".join(f"WHEN {_text(t)} THEN {i}" for i, t in enumerate(names)) + " END AS type"
@@ -176,7 +177,7 @@ def _chunked(trees: Sequence[JoinTree], events: DataFrame, negate: bool, exchang
         if "id" not in events.columns:  # one partition: monotonically_increasing_id is the row number
             events = events.coalesce(1).withColumn("id", F.monotonically_increasing_id())
         df = events.where(F.expr(f"type IN ({', '.join(map(_text, names))})"))
-        return df.selectExpr("id", "ts", code, *attrs).coalesce(1), names
+        return split_nulls(df.selectExpr("id", "ts", code, *attrs).coalesce(1), attr_names)[0], names
     if "id" not in events.columns:
         events = _with_row_numbers(events)
     chunks = _Chunks.of(trees, chunk_windows)
@@ -184,7 +185,7 @@ def _chunked(trees: Sequence[JoinTree], events: DataFrame, negate: bool, exchang
     df = df.selectExpr("id", "ts", "type", *attrs, f"explode({chunks.copies(negated)}) AS _k")
     df = df.selectExpr("id", f"ts + _k * {chunks.gap} AS ts", code, *attrs,
                        f"_k = {chunks.chunk()} AS _own", "_k")
-    return df.repartition(cores, "_k").drop("_k"), names
+    return split_nulls(df.repartition(cores, "_k").drop("_k"), attr_names)[0], names
 
 
 def _counter(spark, size: int):
@@ -206,13 +207,14 @@ def _kernel(trees: Sequence[JoinTree], negate: bool, counter, types: list[str]):
     """The mapInPandas function: the partition's chunks through the kernel, the counts into
     ``counter``, the owned full matches out as (tree index, text)."""
     def run(batches):
+        from cepopt.executor.integers import restore_nulls
         from cepopt.executor.join_local import evaluate_partition
         from cepopt.executor.streams import marked
 
         frames = list(batches)
         if not frames:
             return
-        events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        events = restore_nulls(pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
         start = time.perf_counter()
         try:
             outcome = evaluate_partition(trees, events, negate=negate, types=types)

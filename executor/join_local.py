@@ -72,8 +72,11 @@ def prepare_events(events: pd.DataFrame) -> pd.DataFrame:
     for col in ("ts", "type"):
         if col not in events.columns:
             raise CepoptError(f"the stream has no column {col!r} (columns: {', '.join(map(str, events.columns))})")
+    from cepopt.executor.integers import exact_integer_columns
+
     if "id" not in events.columns:
         events = events.assign(id=np.arange(len(events), dtype=np.int64))
+    events = exact_integer_columns(events)  # a nullable integer column's to_numpy() would be float64
     events = events.assign(ts=events["ts"].astype("int64"), id=events["id"].astype("int64"))
     return events.sort_values(["ts", "id"], kind="stable").reset_index(drop=True)
 

@@ -172,3 +172,148 @@ def test_join_methods_agree_with_local_spark(spark, tmp_path):
                 answers.add((got.row_count(), got.digest()))
                 got.release()
         assert len(answers) == 1, (csv.name, answers)
+
+
+@pytest.mark.parametrize("length,slide", [(10, 3), (2.5, 0.5), (0.7, 0.1), (1200, 300)])
+def test_window_bounds_exact_past_2_53(length, slide):
+    """Window bounds, blocks and window ends of time stamps past 2^53 are those of exact fractions."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from cepopt.executor.partitions import PartitionClass, window_blocks
+    from cepopt.hamlet.scope import before_window_end, window_bounds
+
+    w, s = Fraction(length), Fraction(slide)
+    ts = np.array([BIG + i for i in range(-3, 12)] + [2 ** 58 + 7, 5], dtype=np.int64)  # window k < 2^63
+    lo, hi = window_bounds(ts, length, slide)
+    want_hi = [int(t // s) for t in ts.tolist()]
+    want_lo = [max(0, int((t - w) // s) + 1) for t in ts.tolist()]
+    assert (lo.tolist(), hi.tolist()) == (want_lo, want_hi)
+    first, last = window_blocks(ts, PartitionClass(("A",), ("ts", "type"), (), length, slide, 4))
+    assert last.tolist() == [h // 4 for h in want_hi]
+    ends = before_window_end(ts, hi, slide, length)
+    assert ends.tolist() == [t < k * s + w for t, k in zip(ts.tolist(), want_hi, strict=True)]
+
+
+# ---------------------------------------------------------------------------------------------
+# item 2: integer attributes exact on both engines
+# ---------------------------------------------------------------------------------------------
+
+V = 2 ** 52 + 1  # odd past 2^52: three of them sum past 2^53
+AGGREGATES = "RETURN COUNT(*), SUM(A.v1), MIN(A.v1), MAX(A.v1), AVG(A.v1)"
+WINDOW = "WITHIN 100000 SLIDE 100000"
+AGG_QUERIES = {
+    "sharon": f"q1: {AGGREGATES} PATTERN SEQ(A, B) {WINDOW}",
+    "gloria": f"q1: {AGGREGATES} PATTERN SEQ(A, B+) {WINDOW}",
+    "hamlet": f"q1: {AGGREGATES} PATTERN SEQ(A, B+) {WINDOW}\nq2: RETURN COUNT(*) PATTERN SEQ(C, B+) {WINDOW}",
+}
+AGG_PLANS = {"sharon": (None, "greedy"), "gloria": (None, "gloria"), "hamlet": (None, "static", "dynamic")}
+
+
+def _agg_instance(tmp_path, family: str) -> str:
+    from cepopt.instance import Instance, save
+    from cepopt.syntax import parse_queries
+
+    path = tmp_path / f"{family}.json"
+    save(Instance(family, parse_queries(AGG_QUERIES[family]), Statistics(rates={"A": 1.0, "B": 1.0, "C": 1.0}),
+                  name=family), path)
+    return str(path)
+
+
+def _agg_stream(tmp_path, bs: int, missing: bool) -> tuple[str, dict]:
+    """Three A events of v1 = V (with ``missing``, a fourth A without v1) then ``bs`` B events; the
+    expected values of q1 by counting: a trend picks one A and a non-empty subset of the Bs (SEQ(A, B):
+    one B)."""
+    rows = ["ts,type,v1", *(f"{i},A,{V}" for i in (1, 2, 3))]
+    if missing:
+        rows.append("4,A,")
+    rows += [f"{10 + i},B,1" for i in range(bs)]
+    path = tmp_path / f"agg-{bs}-{missing}.csv"
+    path.write_text("\n".join(rows) + "\n")
+    a_events = 4 if missing else 3
+    return str(path), {"subsets": 2 ** bs - 1, "a": a_events}
+
+
+def _q1(result) -> dict:
+    frame = result.to_pandas()
+    rows = frame[frame["query"] == "q1"]
+    return dict(zip(rows["aggregate"], rows["value"], strict=True))
+
+
+def _expected(family: str, shape: dict) -> dict:
+    per_a = shape["subsets"] if family != "sharon" else 1  # SEQ(A, B) with one B: one match per A
+    return {"COUNT(*)": shape["a"] * per_a, "SUM(A.v1)": 3 * V * per_a, "MIN(A.v1)": V, "MAX(A.v1)": V}
+
+
+def _check_exact(got: dict, want: dict) -> None:
+    for key, value in want.items():
+        assert type(got[key]) is int and got[key] == value, (key, got[key], value)
+
+
+@pytest.mark.parametrize("family", ["sharon", "gloria", "hamlet"])
+@pytest.mark.parametrize("missing", [False, True])
+def test_integer_sums_exact_local(tmp_path, family, missing):
+    from cepopt.pipeline import execute
+
+    inst = _agg_instance(tmp_path, family)
+    stream, shape = _agg_stream(tmp_path, 1, missing)
+    for plan in AGG_PLANS[family]:
+        got = execute(inst, plan, stream, engine="local", max_work=float("inf"))
+        _check_exact(_q1(got), _expected(family, shape))
+        assert "13510798882111491" in got.preview().to_string()
+
+
+@pytest.mark.parametrize("family", ["gloria", "hamlet"])
+def test_integer_sums_past_2_200_local(tmp_path, family):
+    from cepopt.pipeline import execute
+
+    inst = _agg_instance(tmp_path, family)
+    stream, shape = _agg_stream(tmp_path, 300, True)
+    want = _expected(family, shape)
+    assert want["SUM(A.v1)"] > 2 ** 300
+    for plan in AGG_PLANS[family]:
+        _check_exact(_q1(execute(inst, plan, stream, engine="local", max_work=float("inf"))), want)
+
+
+def test_integer_beyond_int64_is_refused_local(tmp_path):
+    from cepopt.errors import CepoptError
+
+    path = tmp_path / "over.csv"
+    path.write_text(f"ts,type,v1\n1,A,{V}\n2,A,{2 ** 63}\n3,B,\n")
+    with pytest.raises(CepoptError, match=r"over.csv, line 3: column v1 holds '9223372036854775808', not a 64-bit"):
+        read_stream_pandas(path)
+
+
+#: (family, B events, a missing v1, plan) run on Spark: sums past 2^53 and past 2^300, a missing value
+SPARK_AGG_CASES = (("sharon", 1, False, None), ("sharon", 1, True, "greedy"), ("gloria", 300, True, "gloria"),
+                   ("hamlet", 1, True, "dynamic"), ("hamlet", 300, True, None))
+
+
+@pytest.mark.spark
+def test_integer_sums_exact_on_both_engines_spark(spark, tmp_path, monkeypatch):
+    """Spark gives the local engine's exact values and digest (sums past 2^53 and 2^300, a missing
+    value), in one task and on the partitioned path (long columns cross as value and null flag); its
+    preview prints the integers; an integer past int64 is the local engine's error."""
+    from cepopt.errors import CepoptError
+    from cepopt.executor import api
+    from cepopt.pipeline import execute
+
+    for index, (family, bs, missing, plan) in enumerate(SPARK_AGG_CASES):
+        inst = _agg_instance(tmp_path, family)
+        stream, shape = _agg_stream(tmp_path, bs, missing)
+        local = execute(inst, plan, stream, engine="local", max_work=float("inf"))
+        with monkeypatch.context() as m:
+            if index % 2:  # every other case on the partitioned path (a tiny stream runs in one task)
+                m.setattr(api, "TINY_ROWS", 0)
+                m.setattr(api, "TINY_BYTES", 0)
+            got = execute(inst, plan, stream, spark=spark, max_work=float("inf"))
+        _check_exact(_q1(got), _expected(family, shape))
+        assert (got.digest(), got.row_count()) == (local.digest(), local.row_count()), (family, plan)
+        if bs == 1:
+            assert str(3 * V) in got.preview().to_string()
+        got.release()
+    over = tmp_path / "over.csv"
+    over.write_text(f"ts,type,v1\n1,A,{V}\n2,A,{2 ** 63}\n3,B,\n")
+    with pytest.raises(CepoptError, match=r"over.csv, line 3: column v1 holds '9223372036854775808', not a 64-bit"):
+        execute(_agg_instance(tmp_path, "sharon"), None, str(over), spark=spark)
