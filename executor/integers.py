@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["NULL_PREFIX", "canonical_integers", "exact_integer_column", "exact_integer_columns", "restore_nulls",
-           "split_nulls"]
+__all__ = ["NULL_PREFIX", "canonical_integers", "exact_integer_column", "exact_integer_columns", "frame_from_records",
+           "restore_nulls", "split_nulls"]
 
 #: the name prefix of the null flag of a long column on its way from Spark to a kernel
 NULL_PREFIX = "__cepopt_null_"
@@ -93,3 +93,17 @@ def canonical_integers(df: pd.DataFrame) -> pd.DataFrame:
             except OverflowError:  # ints past int64 (a frame given in memory): exact as they are
                 continue
     return exact_integer_columns(df.assign(**ints) if ints else df)
+
+
+def frame_from_records(records) -> pd.DataFrame:
+    """Event dicts (an embedded stream, a list given in memory) as a frame whose integer columns are
+    exact: pandas would make a column of ints with a None float64, rounding every odd int past 2^53."""
+    df = pd.DataFrame(list(records), dtype=object)
+    typed = {}
+    for c in df.columns:
+        if pd.api.types.infer_dtype(df[c], skipna=True) == "integer":
+            typed[c] = pd.Series([None if v is None or v is pd.NA or v != v else int(v) for v in df[c].tolist()],
+                                 index=df.index, dtype=object)
+        else:
+            typed[c] = df[c].infer_objects()
+    return canonical_integers(df.assign(**typed)) if len(df.columns) else df

@@ -408,7 +408,9 @@ def resolve_stream_pandas(spec: str | None, instance: Any = None) -> pd.DataFram
         if instance is None or instance.stream is None:
             name = getattr(instance, "name", None) or "the instance"
             raise CepoptError(f"{name} has no embedded stream: give one with --stream FILE|gen:NAME")
-        return _check_pandas(pd.DataFrame(list(instance.stream)), f"{instance.name or 'instance'}.stream", None)
+        from cepopt.executor.integers import frame_from_records
+
+        return _check_pandas(frame_from_records(instance.stream), f"{instance.name or 'instance'}.stream", None)
     if spec.startswith("gen:"):
         from cepopt.instances.streams import generate
 

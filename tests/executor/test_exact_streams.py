@@ -317,3 +317,15 @@ def test_integer_sums_exact_on_both_engines_spark(spark, tmp_path, monkeypatch):
     over.write_text(f"ts,type,v1\n1,A,{V}\n2,A,{2 ** 63}\n3,B,\n")
     with pytest.raises(CepoptError, match=r"over.csv, line 3: column v1 holds '9223372036854775808', not a 64-bit"):
         execute(_agg_instance(tmp_path, "sharon"), None, str(over), spark=spark)
+
+
+def test_integer_sums_exact_from_an_embedded_stream_local():
+    """An embedded stream (event dicts) with a missing value keeps its integers exact."""
+    from cepopt.instance import Instance
+    from cepopt.pipeline import execute
+    from cepopt.syntax import parse_queries
+
+    events = [{"ts": i, "type": "A", "v1": V} for i in (1, 2, 3)] + [{"ts": 4, "type": "A"}, {"ts": 5, "type": "B"}]
+    inst = Instance("gloria", parse_queries(AGG_QUERIES["gloria"]), Statistics(rates={"A": 1.0, "B": 1.0}),
+                    name="embedded", stream=tuple(events))
+    _check_exact(_q1(execute(inst, None, None, engine="local")), _expected("gloria", {"subsets": 1, "a": 4}))
