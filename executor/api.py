@@ -170,7 +170,9 @@ def _local_events(events: Any) -> pd.DataFrame:
         events = frame_from_records(events)
     if isinstance(events, pd.DataFrame):
         return _check_pandas(events, "the stream", None)
-    return _check_pandas(events.toPandas(), "the stream", None)  # a Spark DataFrame
+    from cepopt.executor.integers import to_pandas
+
+    return _check_pandas(to_pandas(events), "the stream", None)  # a Spark DataFrame
 
 
 def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, engine: str = "spark",

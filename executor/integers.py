@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["NULL_PREFIX", "canonical_integers", "exact_integer_column", "exact_integer_columns", "frame_from_records",
-           "restore_nulls", "split_nulls"]
+           "restore_nulls", "split_nulls", "to_pandas"]
 
 #: the name prefix of the null flag of a long column on its way from Spark to a kernel
 NULL_PREFIX = "__cepopt_null_"
@@ -107,3 +107,8 @@ def frame_from_records(records) -> pd.DataFrame:
         else:
             typed[c] = df[c].infer_objects()
     return canonical_integers(df.assign(**typed)) if len(df.columns) else df
+
+
+def to_pandas(sdf) -> pd.DataFrame:
+    """A Spark DataFrame collected with its long columns exact (``toPandas`` makes one with a null float64)."""
+    return restore_nulls(split_nulls(sdf)[0].toPandas())
