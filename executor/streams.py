@@ -509,7 +509,9 @@ def checked(sdf, numeric: tuple[str, ...] = (), integer: tuple[str, ...] = ()):
         raw = F.trim(F.col(name))
         value = F.when(raw.rlike(f"^{INTEGER_TEXT}$"), F.expr(f"try_cast(trim(`{name}`) as bigint)"))
         missing = F.col(name).isNull() | raw.isin(*NA_TEXTS)
+        number = F.expr(f"try_cast(trim(`{name}`) as double)")
         columns[name] = (F.when(missing, F.lit(None).cast("long"))
+                         .when(number.isNull(), _raise(f"column {name}", F.col(name)))
                          .when(value.isNull(), _raise(f"int64 column {name}", F.col(name))).otherwise(value))
     return nan_to_null(sdf.withColumns(columns))
 

@@ -155,6 +155,8 @@ def test_spark_reader_errors(spark, tmp_path):
     good = tmp_path / "good.csv"
     good.write_text("ts,type,v\n1,A,2\n2,B,1\n")
     assert dict(read_stream(good, spark).dtypes)["ts"] == "bigint"
+    assert dict(read_stream(good.as_uri(), spark).dtypes)["v"] == "bigint"  # an integer column: exact
+    good.write_text("ts,type,v\n1,A,2\n2,B,1.5\n")
     assert dict(read_stream(good.as_uri(), spark).dtypes)["v"] == "double"
     cases = {
         "ts,type\n1,A\n2,B\nx,C\n": r"bad.csv, line 4: time stamp ts is not an integer: 'x'$",
@@ -163,6 +165,8 @@ def test_spark_reader_errors(spark, tmp_path):
         "ts,type\n1,A\n2,\n": r"bad.csv, line 3: event type is missing$",
         # v is numeric in the first rows (the declared schema), then not
         "ts,type,v\n" + "1,A,2\n" * 1001 + "2,B,abc\n": r"bad.csv, line 1003: column v is not a number: 'abc'$",
+        # v holds integers in the first rows (an integer column, exact), then a decimal
+        "ts,type,v\n" + "1,A,2\n" * 1001 + "2,B,2.5\n": r"bad.csv, line 1003: column v holds '2.5', not a 64-bit",
     }
     bad = tmp_path / "bad.csv"
     for text, match in cases.items():
