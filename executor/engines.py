@@ -19,6 +19,10 @@ of every group exactly (:func:`~cepopt.executor.partitions.merge_text`).
   columns (:func:`_block_columns`).
 * :func:`run_local`: the same kernels in process, pandas ``groupby``, no JVM (pyspark is not imported).
 
+Integer columns reach the kernels exactly on both engines (executor/integers.py: a Spark long column
+crosses into Python as value and null flag, Arrow would make one with a null float64), in the same
+form (:func:`prepare_partition`), so the kernels see the same arrays whatever the engine.
+
 A kernel's :class:`~cepopt.errors.CepoptError` on a worker, and a bad event met while reading
 (executor/streams.py), reach the caller as one CepoptError.
 """
