@@ -276,13 +276,17 @@ def read_stream_pandas(path: str | Path) -> pd.DataFrame:
         return checked
     files = parquet_files(p, str(path)) if p.is_dir() else None
     try:
+        import pyarrow.parquet as pq
+
         if files is None:
-            df = pd.read_parquet(p)
+            table = pq.read_table(p)
         else:  # the files found, not pyarrow's own walk of the folder; key=value folders give columns
             import pyarrow.dataset as pads
 
-            df = pads.dataset([str(f) for f in files], format="parquet", partitioning="hive",
-                              partition_base_dir=str(p)).to_table().to_pandas()
+            table = pads.dataset([str(f) for f in files], format="parquet", partitioning="hive",
+                                 partition_base_dir=str(p)).to_table()
+        # an int64 column with a null as Python ints and None, exact (executor/integers.py), not float64
+        df = table.to_pandas(integer_object_nulls=True)
     except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for a bad file
         raise CepoptError(f"{path}: not a readable Parquet stream ({str(exc).splitlines()[0]})") from None
     return _check_pandas(df, str(path), None)

@@ -329,3 +329,13 @@ def test_integer_sums_exact_from_an_embedded_stream_local():
     inst = Instance("gloria", parse_queries(AGG_QUERIES["gloria"]), Statistics(rates={"A": 1.0, "B": 1.0}),
                     name="embedded", stream=tuple(events))
     _check_exact(_q1(execute(inst, None, None, engine="local")), _expected("gloria", {"subsets": 1, "a": 4}))
+
+
+def test_parquet_integer_column_with_a_null_stays_exact_local(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"ts": [1, 2, 3], "type": ["A", "A", "A"], "v1": pa.array([BIG + 1, None, -BIG - 3], pa.int64())}),
+                   path)
+    assert read_stream_pandas(path)["v1"].tolist() == [BIG + 1, None, -BIG - 3]
