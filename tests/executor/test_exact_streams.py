@@ -336,6 +336,6 @@ def test_parquet_integer_column_with_a_null_stays_exact_local(tmp_path):
     import pyarrow.parquet as pq
 
     path = tmp_path / "s.parquet"
-    pq.write_table(pa.table({"ts": [1, 2, 3], "type": ["A", "A", "A"], "v1": pa.array([BIG + 1, None, -BIG - 3], pa.int64())}),
-                   path)
+    values = pa.array([BIG + 1, None, -BIG - 3], pa.int64())
+    pq.write_table(pa.table({"ts": [1, 2, 3], "type": ["A", "A", "A"], "v1": values}), path)
     assert read_stream_pandas(path)["v1"].tolist() == [BIG + 1, None, -BIG - 3]
