@@ -137,7 +137,9 @@ def _pandas_events(ex: Execution):
 
         if is_local(ex.events):
             return read_stream_pandas(ex.events)
-    return _spark_events(ex).toPandas()
+    from cepopt.executor.integers import to_pandas
+
+    return to_pandas(_spark_events(ex))
 
 
 def _spark_events(ex: Execution):

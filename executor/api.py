@@ -26,6 +26,7 @@ import pandas as pd
 
 from cepopt.errors import CepoptError, UnknownNameError
 from cepopt.executor import results as res
+from cepopt.executor.integers import frame_from_records
 from cepopt.executor.output import results_format, write_results, write_spark_results
 
 __all__ = ["ExecutionResult", "driver_module", "execute", "results_format", "spark_digest", "write_results"]
@@ -155,7 +156,7 @@ def _spark_events(events: Any, spark, schema: Any = None):
     if isinstance(events, pd.DataFrame):
         return to_spark(events, spark)
     if isinstance(events, list | tuple):
-        return to_spark(pd.DataFrame(list(events)), spark)
+        return to_spark(frame_from_records(events), spark)
     return checked(events)  # a Spark DataFrame
 
 
@@ -165,10 +166,12 @@ def _local_events(events: Any) -> pd.DataFrame:
     if isinstance(events, str | Path):
         return read_stream_pandas(events)
     if isinstance(events, list | tuple):
-        events = pd.DataFrame(list(events))
+        events = frame_from_records(events)
     if isinstance(events, pd.DataFrame):
         return _check_pandas(events, "the stream", None)
-    return _check_pandas(events.toPandas(), "the stream", None)  # a Spark DataFrame
+    from cepopt.executor.integers import to_pandas
+
+    return _check_pandas(to_pandas(events), "the stream", None)  # a Spark DataFrame
 
 
 def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, engine: str = "spark",

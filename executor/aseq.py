@@ -81,13 +81,16 @@ class LevelKey:
 
 
 def numeric(events: pd.DataFrame, attr: str) -> np.ndarray:
-    """Attribute as int64 (an integer column without missing values) or float64 (missing: NaN; text
-    that is no number: NaN; absent column: all NaN)."""
+    """Attribute as int64 (an integer column without missing values), an object array of Python ints
+    and None (an integer column with missing values, exact: executor/integers.py) or float64 (missing:
+    NaN; text that is no number: NaN; absent column: all NaN)."""
     if attr not in events.columns:
         return np.full(len(events), np.nan)
     col = events[attr]
     if pd.api.types.is_integer_dtype(col.dtype) and not col.isna().any():
         return col.to_numpy(dtype=np.int64)
+    if col.dtype == object and pd.api.types.infer_dtype(col, skipna=True) == "integer":
+        return np.array([None if v is None or v is pd.NA else int(v) for v in col.tolist()], dtype=object)
     if pd.api.types.is_bool_dtype(col.dtype) and not col.isna().any():
         return col.to_numpy(dtype=np.int64)
     return pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
@@ -125,8 +128,11 @@ class SumScale:
 
 def _scaled(vals: np.ndarray) -> tuple[np.ndarray, SumScale]:
     """Integer values (int64, or Python ints in an object array past int64) and their scale."""
-    if vals.dtype.kind == "i":
-        top = int(np.abs(vals).max()) if len(vals) else 0
+    if vals.dtype == object:  # Python ints and None (missing: 0 in a sum, as a float's NaN)
+        vals = _as_int64(np.array([0 if v is None else v for v in vals.tolist()], dtype=object))
+    if vals.dtype.kind == "i" or vals.dtype == object:
+        top = max((abs(int(v)) for v in vals.tolist()), default=0) if vals.dtype == object else (
+            int(np.abs(vals).max()) if len(vals) else 0)
         return vals, SumScale(True, 0, top)
     v = np.where(np.isfinite(vals), vals, 0.0)
     nz = v != 0
@@ -153,8 +159,23 @@ def _scaled(vals: np.ndarray) -> tuple[np.ndarray, SumScale]:
     return out, SumScale(False, emin, top)
 
 
+def _as_int64(vals: np.ndarray) -> np.ndarray:
+    """An object array of Python ints as int64 when every one fits (else unchanged)."""
+    try:
+        return vals.astype(np.int64)
+    except OverflowError:
+        return vals
+
+
 def ranks(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rank or -1 for missing, the distinct values in order, whether the attribute is integer)."""
+    if vals.dtype == object:  # Python ints and None
+        ok = np.array([v is not None for v in vals.tolist()], dtype=bool)
+        uniq = _as_int64(np.array(sorted(set(vals[ok].tolist())), dtype=object))
+        pos = {v: i for i, v in enumerate(uniq.tolist())}
+        r = np.full(len(vals), -1, dtype=np.int64)
+        r[ok] = [pos[v] for v in vals[ok].tolist()]
+        return r, uniq, np.asarray(True)
     ok = ~np.isnan(vals) if vals.dtype.kind == "f" else np.ones(len(vals), dtype=bool)
     uniq = np.unique(vals[ok])
     r = np.full(len(vals), -1, dtype=np.int64)

@@ -19,24 +19,31 @@ of every group exactly (:func:`~cepopt.executor.partitions.merge_text`).
   columns (:func:`_block_columns`).
 * :func:`run_local`: the same kernels in process, pandas ``groupby``, no JVM (pyspark is not imported).
 
+Integer columns reach the kernels exactly on both engines (executor/integers.py: a Spark long column
+crosses into Python as value and null flag, Arrow would make one with a null float64), in the same
+form (:func:`prepare_partition`), so the kernels see the same arrays whatever the engine.
+
 A kernel's :class:`~cepopt.errors.CepoptError` on a worker, and a bad event met while reading
 (executor/streams.py), reach the caller as one CepoptError.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
+from cepopt.executor.integers import NULL_PREFIX
 from cepopt.executor.output import write_spark_results
 from cepopt.executor.partitions import PARTIAL_COLUMNS, PARTIAL_SCHEMA, merge_text, window_blocks
 from cepopt.executor.results import RESULT_COLUMNS, RESULT_KEYS, RESULT_SCHEMA, digest_hex, digest_sum, parse_values
@@ -87,8 +94,13 @@ class Progress:
 
 
 def prepare_partition(events: pd.DataFrame) -> pd.DataFrame:
-    """The input step of a partition: its events in a canonical order (time, type, then the other
-    columns), whatever order they arrived in (a shuffle's order is arbitrary; ties decide bursts)."""
+    """The input step of a partition: its integer columns in one exact form, int64 where no value is
+    missing (:func:`~cepopt.executor.integers.canonical_integers`, so that both engines hand a kernel
+    the same arrays), and its events in a canonical order (time, type, then the other columns),
+    whatever order they arrived in (a shuffle's order is arbitrary; ties decide bursts)."""
+    from cepopt.executor.integers import canonical_integers
+
+    events = canonical_integers(events)
     ts = events["ts"].to_numpy()
     if len(ts) < 2 or bool((ts[1:] > ts[:-1]).all()):
         return events.reset_index(drop=True)
@@ -194,7 +206,7 @@ def run_local(compiled, events: pd.DataFrame, *, progress: Progress | None = Non
 
 def _block_columns(sdf, cls):
     """``sdf`` with the columns ``__cepopt_first`` and ``__cepopt_last`` of :func:`window_blocks` for its
-    ``ts``, in long arithmetic (exact) when the windows are integral.
+    ``ts``, exactly: long arithmetic, or decimal when the windows are fractions of a time unit.
 
     Built in two projections over named columns: an expression that refers to ``lo`` and ``hi`` several
     times would otherwise carry their whole trees each time (Spark does not share them), which made the
@@ -202,16 +214,16 @@ def _block_columns(sdf, cls):
     """
     from pyspark.sql import functions as F
 
-    k, w, s = int(cls.windows_per_block), cls.length, cls.slide
-    if float(w).is_integer() and float(s).is_integer():
-        w, s = int(w), int(s)
-        # a div b rounds toward zero; a - pmod(a, b) is a multiple of b, so the quotient is a floor
-        lo = F.expr(f"greatest(0L, ((ts - {w}L) - pmod(ts - {w}L, {s}L)) div {s}L + 1L)")
-        hi = F.expr(f"(ts - pmod(ts, {s}L)) div {s}L")
-    else:
-        lo = F.greatest(F.lit(0).cast("long"), (F.floor((F.col("ts") - F.lit(float(w))) / F.lit(float(s))) + 1)
-                        .cast("long"))
-        hi = F.floor(F.col("ts") / F.lit(float(s))).cast("long")
+    k = int(cls.windows_per_block)
+    d = math.lcm(Fraction(cls.length).denominator, Fraction(cls.slide).denominator)
+    w, s = int(Fraction(cls.length) * d), int(Fraction(cls.slide) * d)
+    # time in units of 1/d (a fractional window: ts * d as a decimal of 38 digits, never a double)
+    t = "ts" if d == 1 else f"(CAST(ts AS DECIMAL(38, 0)) * {d})"
+    if d > 2 ** 60:
+        raise CepoptError(f"window length {cls.length} / slide {cls.slide}: too fine a fraction of a time unit")
+    # a div b rounds toward zero; a - pmod(a, b) is a multiple of b, so the quotient is a floor
+    lo = F.expr(f"greatest(0L, CAST((({t} - {w}) - pmod({t} - {w}, {s})) div {s} AS BIGINT) + 1L)")
+    hi = F.expr(f"CAST(({t} - pmod({t}, {s})) div {s} AS BIGINT)")
     lo_hi = sdf.withColumns({"__cepopt_lo": lo, "__cepopt_hi": hi})
     first = F.expr(f"CASE WHEN __cepopt_lo > __cepopt_hi THEN (__cepopt_hi - pmod(__cepopt_hi, {k}L)) div {k}L + 1L "
                    f"ELSE __cepopt_lo div {k}L END")  # lo >= 0: div is a floor
@@ -220,12 +232,16 @@ def _block_columns(sdf, cls):
 
 
 def _spark_class(cls, events):
-    """The class's events and columns on Spark, with the block column when blocked."""
+    """The class's events and columns on Spark (long columns as value and null flag,
+    :func:`~cepopt.executor.integers.split_nulls`), with the block column when blocked."""
     from pyspark.sql import functions as F
+
+    from cepopt.executor.integers import split_nulls
 
     sdf = events.filter(F.col("type").isin(list(cls.types)))
     present = set(events.columns)
     sdf = sdf.select(*[F.col(c) if c in present else F.lit(None).cast("string").alias(c) for c in cls.columns])
+    sdf, _ = split_nulls(sdf)
     if cls.windows_per_block is None or cls.slide is None:
         return sdf.withColumn(BLOCK, F.lit(0).cast("long")), False
     sdf = _block_columns(sdf, cls)
@@ -241,10 +257,11 @@ def _spark_class(cls, events):
 
 def _kernel_udf(compiled_bc, index: int, blocked: bool, counters):
     def run(key: tuple, pdf: pd.DataFrame) -> pd.DataFrame:
+        from cepopt.executor.integers import restore_nulls
         from cepopt.executor.streams import marked
 
         block = int(key[-1]) if blocked else None
-        events = prepare_partition(pdf.drop(columns=[BLOCK]))
+        events = prepare_partition(restore_nulls(pdf.drop(columns=[BLOCK])))
         try:
             partials, metrics = _timed_run(compiled_bc.value, index, events, block)
         except CepoptError as exc:
@@ -277,13 +294,15 @@ def _merge_udf(digests, firsts):
 def _single_udf(compiled_bc, counters, digests, firsts):
     """The whole run in one task (a tiny stream in one partition): the local engine's work on it."""
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        from cepopt.executor.integers import restore_nulls
         from cepopt.executor.streams import marked
 
         parts = [b for b in batches if len(b)]
         if not parts:
             return
         try:
-            merged, metrics = local_results(compiled_bc.value, pd.concat(parts, ignore_index=True))
+            events = restore_nulls(pd.concat(parts, ignore_index=True))
+            merged, metrics = local_results(compiled_bc.value, events)
         except CepoptError as exc:
             raise marked(exc) from None
         counters.add(metrics)
@@ -382,7 +401,8 @@ def _partitioned(compiled, compiled_bc, events, spark, counters, digests, firsts
     frames = []
     for index, cls in enumerate(compiled.classes):
         sdf, blocked = _spark_class(cls, events)
-        keys = list(cls.keys) + [BLOCK]
+        # a long key groups as its value and null flag (split_nulls), the block last
+        keys = [k for c in cls.keys for k in (c, NULL_PREFIX + c) if k in sdf.columns] + [BLOCK]
         frames.append(sdf.groupBy(*keys).applyInPandas(_kernel_udf(compiled_bc, index, blocked, counters),
                                                        PARTIAL_SCHEMA))
     if frames:
@@ -407,7 +427,10 @@ def run_spark(compiled, events, spark, *, source: str | None = None, output: str
     digests = sc.accumulator((0, 0), _digest_param())
     firsts = sc.accumulator([], _first_rows_param())
     if single:
-        results = events.coalesce(1).mapInPandas(_single_udf(compiled_bc, counters, digests, firsts), RESULT_SCHEMA)
+        from cepopt.executor.integers import split_nulls
+
+        one = split_nulls(events.coalesce(1))[0]
+        results = one.mapInPandas(_single_udf(compiled_bc, counters, digests, firsts), RESULT_SCHEMA)
     else:
         results = _partitioned(compiled, compiled_bc, events, spark, counters, digests, firsts)
     results = results.persist()

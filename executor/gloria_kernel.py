@@ -43,6 +43,7 @@ import numpy as np
 from numba import njit
 
 from cepopt.executor.greta import C_EVAL, C_PROP, C_REUSED, C_SNAP, C_VALUES, addm
+from cepopt.hamlet.scope import before_window_end
 
 __all__ = ["gloria_kernel", "gloria_run"]
 
@@ -457,10 +458,10 @@ def gloria_run(compiled, index: int, inp) -> tuple:
     run = np.array([i for i, cq in enumerate(cls.queries) if cq.name not in greta], dtype=np.int64)
     blk = block_table(cls, compiled.plan, list(run), lay.type_names)
     binfo, bqs, in_ptr, in_v, out_ptr, out_v, ntuples, nb = blk
-    window_start = np.repeat(lay.scope_window * cls.slide, np.diff(lay.scope_start))
+    window_of = np.repeat(lay.scope_window, np.diff(lay.scope_start))
     live = np.zeros((len(cls.queries), lay.n), dtype=bool)
-    for q in run:
-        live[q] = lay.ts < window_start + cls.queries[q].length
+    for q in run:  # the row lies before its query's window end (int64, not through a float)
+        live[q] = before_window_end(lay.ts, window_of, cls.slide, cls.queries[q].length)
     ties = np.diff(np.flatnonzero(np.r_[lay.tie == np.arange(lay.n), True])) if lay.n else np.zeros(0, int)
     batch = int(ties.max(initial=1))
     maxin = int(np.diff(in_ptr).max(initial=0)) or 1

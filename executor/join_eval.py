@@ -27,7 +27,6 @@ The Spark engine runs the join kernel of executor/join_local.py (NumPy range joi
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from cepopt.errors import CepoptError
+from cepopt.executor.integers import split_nulls
 from cepopt.executor.join_plan import CompiledPattern, JoinTree, NodeCount, PlanRun
 from cepopt.executor.streams import nan_to_null
 
@@ -113,31 +113,38 @@ def _text(value: str) -> str:
 @dataclass(frozen=True)
 class _Chunks:
     """The chunking of one evaluation: chunk length ``length`` and shift ``gap`` (integers, time
-    units) for the largest window ``w`` of the trees."""
+    units) for the largest window ``w`` of the trees, in whole time units (time stamps are integers).
+    Every expression is long arithmetic: a time stamp past 2^53 is no double."""
 
-    w: float
+    w: int
     length: int
     gap: int
 
     @classmethod
     def of(cls, trees: Sequence[JoinTree], windows: int) -> _Chunks:
         """Chunks of ``windows`` windows (at least 2: a chunk's reach is its neighbours')."""
+        from cepopt.executor.join_local import window_units
+
         if windows < 2:
             raise CepoptError(f"chunk_windows must be at least 2, got {windows}")
-        w = max(float(t.pattern.window) for t in trees)
-        return cls(w, max(1, math.ceil(windows * w)), math.floor(4 * w) + 2)
+        w = max(window_units(t.pattern.window) for t in trees)
+        return cls(w, max(1, windows * w), 4 * w + 2)
+
+    def chunk(self) -> str:
+        """SQL: the chunk of ``ts``, floor(ts / length) in long arithmetic."""
+        return f"((ts - pmod(ts, {self.length}L)) div {self.length}L)"
 
     def copies(self, negated_types: Sequence[str]) -> str:
         """SQL: the chunks an event is copied to (its own chunk c, and c-1 / c+1 when it lies in their
-        reach: positive events ``[kL, (k+1)L + W]``, negated types ``[kL - W, (k+1)L + 2W]``). Plain
-        CASE expressions, no lambda: Spark compiles them, it interprets higher-order functions."""
-        c = f"CAST(floor(ts / {self.length}) AS BIGINT)"
-        start, w = f"{c} * {self.length}", f"CAST({self.w!r} AS DOUBLE)"
-        positive = f"CASE WHEN ts <= {start} + {w} THEN array({c} - 1, {c}) ELSE array({c}) END"
+        reach: positive events ``[kL, (k+1)L + W]``, negated types ``[kL - W, (k+1)L + 2W]``), from
+        its offset ``pmod(ts, L)`` in its chunk. Plain CASE expressions, no lambda: Spark compiles
+        them, it interprets higher-order functions."""
+        c, r, w = self.chunk(), f"pmod(ts, {self.length}L)", f"{self.w}L"
+        positive = f"CASE WHEN {r} <= {w} THEN array({c} - 1, {c}) ELSE array({c}) END"
         if not negated_types:
             return positive
-        before = f"ts <= {start} + 2 * {w}"
-        after = f"ts >= {start} + {self.length} - {w}"
+        before = f"{r} <= 2 * {w}"
+        after = f"{r} >= {self.length}L - {w}"
         negated = (f"CASE WHEN {before} AND {after} THEN array({c} - 1, {c}, {c} + 1) "
                    f"WHEN {before} THEN array({c} - 1, {c}) WHEN {after} THEN array({c}, {c} + 1) "
                    f"ELSE array({c}) END")
@@ -158,7 +165,8 @@ def _chunked(trees: Sequence[JoinTree], events: DataFrame, negate: bool, exchang
     missing = set(attrs) - set(events.columns)
     if missing:
         raise CepoptError(f"the stream has no attribute {sorted(missing)[0]!r} used by the pattern")
-    attrs = [_q(a) for a in attrs if a not in ("id", "ts", "type")]
+    attr_names = [a for a in attrs if a not in ("id", "ts", "type")]
+    attrs = [_q(a) for a in attr_names]
     negated = sorted({it.type for _, it in items if it.negated})
     names = sorted({it.type for _, it in items})
     code = "CASE type " + " ".join(f"WHEN {_text(t)} THEN {i}" for i, t in enumerate(names)) + " END AS type"
@@ -169,15 +177,15 @@ def _chunked(trees: Sequence[JoinTree], events: DataFrame, negate: bool, exchang
         if "id" not in events.columns:  # one partition: monotonically_increasing_id is the row number
             events = events.coalesce(1).withColumn("id", F.monotonically_increasing_id())
         df = events.where(F.expr(f"type IN ({', '.join(map(_text, names))})"))
-        return df.selectExpr("id", "ts", code, *attrs).coalesce(1), names
+        return split_nulls(df.selectExpr("id", "ts", code, *attrs).coalesce(1), attr_names)[0], names
     if "id" not in events.columns:
         events = _with_row_numbers(events)
     chunks = _Chunks.of(trees, chunk_windows)
     df = events.where(F.expr(f"type IN ({', '.join(map(_text, names))})"))
     df = df.selectExpr("id", "ts", "type", *attrs, f"explode({chunks.copies(negated)}) AS _k")
     df = df.selectExpr("id", f"ts + _k * {chunks.gap} AS ts", code, *attrs,
-                       f"_k = CAST(floor(ts / {chunks.length}) AS BIGINT) AS _own", "_k")
-    return df.repartition(cores, "_k").drop("_k"), names
+                       f"_k = {chunks.chunk()} AS _own", "_k")
+    return split_nulls(df.repartition(cores, "_k").drop("_k"), attr_names)[0], names
 
 
 def _counter(spark, size: int):
@@ -199,13 +207,14 @@ def _kernel(trees: Sequence[JoinTree], negate: bool, counter, types: list[str]):
     """The mapInPandas function: the partition's chunks through the kernel, the counts into
     ``counter``, the owned full matches out as (tree index, text)."""
     def run(batches):
+        from cepopt.executor.integers import restore_nulls
         from cepopt.executor.join_local import evaluate_partition
         from cepopt.executor.streams import marked
 
         frames = list(batches)
         if not frames:
             return
-        events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        events = restore_nulls(pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
         start = time.perf_counter()
         try:
             outcome = evaluate_partition(trees, events, negate=negate, types=types)

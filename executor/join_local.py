@@ -10,6 +10,10 @@ timestamps and ``_own`` whether the event at ``_lo`` is owned by this evaluation
 Spark: the event lies in the chunk's own time range, so that each partial match is counted by one
 chunk only).
 
+Time stamps are int64 throughout and the window enters as the integer ``floor(W)`` (a span of integer
+time stamps is at most W exactly when it is at most floor(W)), so no time stamp goes through a float
+(a float64 holds no odd integer past 2^53; bounds are saturated at the int64 range instead of wrapping).
+
 Joins are range joins on time, not equi-joins on buckets: the right side sorted by ``_lo``, each left
 match meets the right matches whose first timestamp lies in ``[hi_l - W, lo_l + W]`` (two matches in
 one window), narrowed by the SEQ order where it bounds the right side's first event (a right event
@@ -43,6 +47,23 @@ MAX_KLEENE_LATER = 20
 PAIR_BLOCK = 1 << 16
 #: the columns of a node that are not item columns
 _SPAN = ("_lo", "_hi", "_own")
+_INT64 = np.iinfo(np.int64)
+
+
+def window_units(window: float) -> int:
+    """The window as whole time units: time stamps are integers, so a span is at most ``window``
+    exactly when it is at most its floor."""
+    return int(np.floor(window))
+
+
+def _plus(ts: np.ndarray, w: int) -> np.ndarray:
+    """``ts + w`` (``w >= 0``) in int64, saturated at its maximum instead of wrapping."""
+    return np.where(ts > _INT64.max - w, _INT64.max, ts + min(w, int(_INT64.max)))
+
+
+def _minus(ts: np.ndarray, w: int) -> np.ndarray:
+    """``ts - w`` (``w >= 0``) in int64, saturated at its minimum instead of wrapping."""
+    return np.where(ts < _INT64.min + w, _INT64.min, ts - min(w, int(_INT64.max)))
 
 
 def prepare_events(events: pd.DataFrame) -> pd.DataFrame:
@@ -51,8 +72,11 @@ def prepare_events(events: pd.DataFrame) -> pd.DataFrame:
     for col in ("ts", "type"):
         if col not in events.columns:
             raise CepoptError(f"the stream has no column {col!r} (columns: {', '.join(map(str, events.columns))})")
+    from cepopt.executor.integers import exact_integer_columns
+
     if "id" not in events.columns:
         events = events.assign(id=np.arange(len(events), dtype=np.int64))
+    events = exact_integer_columns(events)  # a nullable integer column's to_numpy() would be float64
     events = events.assign(ts=events["ts"].astype("int64"), id=events["id"].astype("int64"))
     return events.sort_values(["ts", "id"], kind="stable").reset_index(drop=True)
 
@@ -130,6 +154,7 @@ class _Evaluator:
         self.p = pattern
         self.s = events
         self.w = float(pattern.window)
+        self.wi = window_units(pattern.window)
         self.negate = negate and bool(pattern.negations)
         missing = {a for it in pattern.items for a in pattern.attrs_of(it.position)} - set(events.frame.columns)
         if missing:
@@ -196,7 +221,7 @@ class _Evaluator:
         (present) equivalence values: each event as the set's first with every subset of the later ones."""
         rows = self._events_of(pos)
         ts = self.ts[rows]
-        ends = np.searchsorted(ts, ts + self.w, side="right")
+        ends = np.searchsorted(ts, _plus(ts, self.wi), side="right")
         eq = [self.s.col(a) for a in self.p.equivalences]
         sets, firsts, his = [], [], []
         for i, first in enumerate(rows):
@@ -223,8 +248,8 @@ class _Evaluator:
         """Per left row, the range of the right side's first timestamp: the window, narrowed by the
         SEQ order (every right item after some left item: at or after the earliest such bound; a
         right item before a left item: at or before that item's first timestamp)."""
-        lower = left["_hi"] - self.w
-        upper = left["_lo"] + self.w
+        lower = _minus(left["_hi"], self.wi)
+        upper = _plus(left["_lo"], self.wi)
         after: dict[int, np.ndarray] = {}
         for c in self.p.checks:
             if c.kind != "order":
@@ -240,13 +265,12 @@ class _Evaluator:
 
     def _ranges(self, left: dict, right: dict, lpos: Sequence[int], rpos: Sequence[int]):
         """(right rows sorted by first timestamp, per left row the start and count of its candidates
-        there): the right rows whose first timestamp is in the left row's range (:meth:`_bounds`;
-        timestamps are integers, so the bounds are rounded inwards)."""
+        there): the right rows whose first timestamp is in the left row's range (:meth:`_bounds`, int64)."""
         order = np.argsort(right["_lo"], kind="stable")
         rlo = right["_lo"][order]
         lower, upper = self._bounds(left, lpos, rpos)
-        start = np.searchsorted(rlo, np.ceil(lower).astype(np.int64), side="left")
-        count = np.maximum(np.searchsorted(rlo, np.floor(upper).astype(np.int64), side="right") - start, 0)
+        start = np.searchsorted(rlo, lower, side="left")
+        count = np.maximum(np.searchsorted(rlo, upper, side="right") - start, 0)
         return order, start, count
 
     def _single_event(self, positions: Sequence[int]) -> bool:
@@ -278,7 +302,7 @@ class _Evaluator:
             if not implied:
                 span = (np.maximum(left["_hi"][li], right["_hi"][ri])
                         - np.minimum(left["_lo"][li], right["_lo"][ri]))
-                keep = span <= self.w
+                keep = span <= self.wi
                 li, ri = li[keep], ri[keep]
             for c in checks:
                 if not len(li):

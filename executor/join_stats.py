@@ -46,6 +46,8 @@ def _type_samples(events, types: list[str], columns: list[str], sample: int, see
         return counts, duration, samples
     from pyspark.sql import functions as F
 
+    from cepopt.executor.integers import to_pandas
+
     agg = events.agg(F.min("ts").alias("lo"), F.max("ts").alias("hi"), F.count(F.lit(1)).alias("n")).first()
     if not agg["n"]:
         raise CepoptError("the stream is empty: no statistics can be estimated")
@@ -59,7 +61,7 @@ def _type_samples(events, types: list[str], columns: list[str], sample: int, see
         rows = events.where(F.col("type") == t).select(*cols)
         if n > sample:
             rows = rows.sample(fraction=min(1.0, 1.2 * sample / n), seed=seed + i).limit(sample)
-        samples[t] = rows.toPandas()
+        samples[t] = to_pandas(rows)
     return counts, duration, samples
 
 

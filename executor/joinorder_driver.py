@@ -126,7 +126,9 @@ def execute(problem, plan, events, spark=None, *, engine: str = "spark") -> Exec
         from cepopt.executor.join_local import evaluate_many as local_many
 
         if not hasattr(events, "iloc"):
-            events = events.toPandas()
+            from cepopt.executor.integers import to_pandas
+
+            events = to_pandas(events)
         start = time.perf_counter()
         ev = local_many(plan_trees(problem, plan), events)
         elapsed = time.perf_counter() - start

@@ -78,22 +78,16 @@ def window_blocks(ts: np.ndarray, cls: PartitionClass) -> tuple[np.ndarray, np.n
     """First and last block of each time stamp: the blocks whose windows hold it.
 
     Window k = [kS, kS + W) (sharon.md §1.5); block b holds windows [bK, (b+1)K). With K >= W/S an
-    event lies in at most two blocks; an event in no window (S > W) gets first > last. Exact for
-    integral time stamps, lengths and slides.
+    event lies in at most two blocks; an event in no window (S > W) gets first > last. Exact
+    (:func:`cepopt.hamlet.scope.window_bounds`).
     """
     if cls.windows_per_block is None or cls.slide is None:
         zero = np.zeros(len(ts), dtype=np.int64)
         return zero, zero
+    from cepopt.hamlet.scope import window_bounds
+
     k = int(cls.windows_per_block)
-    w, s = cls.length, cls.slide
-    if float(w).is_integer() and float(s).is_integer() and np.issubdtype(np.asarray(ts).dtype, np.integer):
-        w, s = int(w), int(s)
-        lo = np.maximum(0, (ts - w) // s + 1)
-        hi = ts // s
-    else:
-        tsf = np.asarray(ts, dtype=float)
-        lo = np.maximum(0, np.floor((tsf - w) / s) + 1).astype(np.int64)
-        hi = np.floor(tsf / s).astype(np.int64)
+    lo, hi = window_bounds(ts, cls.length, cls.slide)
     first, last = (lo // k).astype(np.int64), (hi // k).astype(np.int64)
     return np.where(lo > hi, last + 1, first), last
 

@@ -2,9 +2,12 @@
 
 Every stream has ``ts`` (long), ``type`` (string) and attribute columns. A bad event (a missing or
 non-integer time stamp, one beyond the 64-bit range, a missing type, an attribute that is not a number
-in a numeric column, or in a CSV an integer beyond +-2^53 there, which Spark's double would round) is
-a :class:`~cepopt.errors.CepoptError` naming the file and (for a local CSV file) the line. Time
-stamps are read exactly on both sides (a CSV's as text, never through a double).
+in a numeric column, an integer beyond the 64-bit range in an integer column, or in a CSV an integer
+beyond +-2^53 in a float column, which a double would round) is a :class:`~cepopt.errors.CepoptError`
+naming the file and (for a local CSV file) the line. Time stamps are read exactly on both sides (a
+CSV's as text, never through a double), and so are integer columns (:func:`integer_texts`: a CSV
+column of integer literals, missing values allowed; int64, or Python ints and None where a value is
+missing, see executor/integers.py; Spark reads them as long).
 
 Stream specs (``--stream``):
 
@@ -21,8 +24,15 @@ header and the column types of its first rows (read on the driver, no Spark job)
 footer. Checks cost no job of their own either: they are part of the read's projection
 (``raise_error`` on a bad event), so the first stage of the work fails on a bad event, and
 :func:`user_error` turns that failure into one line naming the file and line. Time order: no global
-sort; each partition's events are ordered by time by the kernels (a stream is defined by its time
-stamps, published streams are not monotonic, a Parquet folder has no row order across its files).
+sort, on either engine; each partition's events are ordered by time by the kernels (a stream is defined
+by its time stamps, published streams are not monotonic, a Parquet folder has no row order across its
+files).
+
+Event numbering (the ``match`` values of the join executor): an event is numbered by its row in the
+stream as read, 0, 1, ... in file order (the data rows of a CSV file; a generated or embedded stream's
+rows), on both engines, whatever its time stamps; a stream with an ``id`` column is numbered by it. The
+rows of a folder of several Parquet files have no order across its files (Spark lists them its own
+way): give such a stream an ``id`` column for numbers that do not depend on the engine.
 
 Missing values: an empty cell is missing on both sides (pandas NaN, Spark null); on the Spark side every
 NaN of a float column becomes null as well (:func:`nan_to_null`), so that Spark's comparisons and
@@ -53,8 +63,9 @@ __all__ = ["ERROR_MARK", "is_local", "local_path", "marked", "nan_to_null", "par
 #: the prefix of a user error raised inside a Spark job (a bad event, a kernel's CepoptError)
 ERROR_MARK = "CEPOPT-USER-ERROR:"
 INT64 = 2 ** 63
-#: the integers a double holds exactly: Spark reads a CSV's number columns as double, so an integer
-#: beyond it is refused in such a column (by both engines: it would be rounded by Spark alone)
+#: the integers a double holds exactly: a CSV's float columns (numbers with decimals) are read as
+#: double, so an integer literal beyond it is refused in such a column (by both engines); integer
+#: columns are exact (int64, see :func:`integer_texts`)
 EXACT_DOUBLE = 2 ** 53
 #: texts that pandas reads as a missing value (read_csv's defaults), so Spark reads them so too
 NA_TEXTS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
@@ -143,12 +154,12 @@ def _check_pandas(df: pd.DataFrame, where: str, line_offset: int | None) -> pd.D
     if df["type"].isna().any():
         i = int(df["type"].isna().to_numpy().nonzero()[0][0])
         raise CepoptError(f"{where}, {_place(i, line_offset)}: event type is missing")
-    df = df.copy()
+    from cepopt.executor.integers import exact_integer_columns
+
+    df = exact_integer_columns(df.copy())
     df["ts"] = ts
     df["type"] = df["type"].astype(str)
-    if not df["ts"].is_monotonic_increasing:
-        df = df.sort_values("ts", kind="stable").reset_index(drop=True)
-    return df
+    return df.reset_index(drop=True)  # in file order: an event's row there is its number (see the module docstring)
 
 
 def _exact_ts(raw: pd.Series, where: str, line_offset: int | None) -> pd.Series:
@@ -244,7 +255,7 @@ def _short(raw: Any) -> str:
 
 
 def read_stream_pandas(path: str | Path) -> pd.DataFrame:
-    """Read a local CSV or Parquet stream into pandas, with the checks, sorted by time."""
+    """Read a local CSV or Parquet stream into pandas, with the checks, in file order."""
     fmt = stream_format(path)
     if not is_local(path):
         raise CepoptError(f"{path}: the local engine reads local files; run this stream with --engine spark")
@@ -258,20 +269,24 @@ def read_stream_pandas(path: str | Path) -> pd.DataFrame:
             df = pd.read_csv(p, dtype={"type": str}, keep_default_na=False, na_values=missing)
             if "ts" in df.columns and df["ts"].dtype.kind not in "iu":  # not all integers: exact from the text
                 df["ts"] = pd.read_csv(p, dtype=str, usecols=["ts"])["ts"].to_numpy()
-            checked = _check_pandas(df, str(path), 2)
-            _check_exact_integers(df, p, str(path))
+            checked = _check_pandas(_integer_columns(df, p, str(path)), str(path), 2)
+            _check_exact_integers(checked, p, str(path))
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise CepoptError(f"{path}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
         return checked
     files = parquet_files(p, str(path)) if p.is_dir() else None
     try:
+        import pyarrow.parquet as pq
+
         if files is None:
-            df = pd.read_parquet(p)
+            table = pq.read_table(p)
         else:  # the files found, not pyarrow's own walk of the folder; key=value folders give columns
             import pyarrow.dataset as pads
 
-            df = pads.dataset([str(f) for f in files], format="parquet", partitioning="hive",
-                              partition_base_dir=str(p)).to_table().to_pandas()
+            table = pads.dataset([str(f) for f in files], format="parquet", partitioning="hive",
+                                 partition_base_dir=str(p)).to_table()
+        # an int64 column with a null as Python ints and None, exact (executor/integers.py), not float64
+        df = table.to_pandas(integer_object_nulls=True)
     except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for a bad file
         raise CepoptError(f"{path}: not a readable Parquet stream ({str(exc).splitlines()[0]})") from None
     return _check_pandas(df, str(path), None)
@@ -309,16 +324,57 @@ def parquet_files(folder: Path, where: str) -> list[Path]:
     return files
 
 
+#: an integer literal (what an integer column holds besides missing values)
+INTEGER_TEXT = r"[+-]?[0-9]+"
+
+
+def integer_texts(texts: pd.Series) -> bool:
+    """Whether a column's texts make it an integer column: some present value, and every present one
+    (not a missing-value text) an integer literal."""
+    stripped = texts.astype(str).str.strip()
+    present = stripped[~stripped.isin(NA_TEXTS)]
+    return len(present) > 0 and bool(present.str.fullmatch(INTEGER_TEXT).all())
+
+
+def _integer_columns(df: pd.DataFrame, path: Path, where: str) -> pd.DataFrame:
+    """``df`` with its integer columns (:func:`integer_texts`; pandas reads one with a missing value as
+    float64, one past int64 as uint64 or text) read exactly from the text: int64, or Python ints and None
+    where a value is missing (executor/integers.py). An integer beyond the 64-bit range is a
+    CepoptError naming the line and the column."""
+    candidates = [c for c in df.columns if c not in ("ts", "type") and df[c].dtype.kind in "fuO"]
+    if not candidates:
+        return df
+    texts = pd.read_csv(path, dtype=str, keep_default_na=False)  # all columns: the same names as df's
+    exact = {}
+    for name in candidates:
+        if not integer_texts(texts[name]):
+            continue
+        stripped = texts[name].str.strip()
+        present = ~stripped.isin(NA_TEXTS).to_numpy()
+        values = np.empty(len(df), dtype=object)
+        for i in present.nonzero()[0]:
+            value = int(stripped.iloc[i])
+            if not -INT64 <= value < INT64:
+                raise CepoptError(f"{where}, line {i + 2}: {_int64_problem(name, stripped.iloc[i])}")
+            values[i] = value
+        exact[name] = pd.Series(values.astype(np.int64) if present.all() else values, index=df.index)
+    return df.assign(**exact) if exact else df
+
+
+def _int64_problem(name: str, text: str) -> str:
+    return (f"column {name} holds {_short(text.strip())}, not a 64-bit integer, in an integer column (read as "
+            f"exact 64-bit integers: a CSV column of integer literals, judged on Spark by its first {_SNIFF_ROWS} "
+            "rows); declare its type with --schema or write the stream as Parquet")
+
+
 def _check_exact_integers(df: pd.DataFrame, path: Path, where: str) -> None:
-    """A CepoptError at the first integer beyond +-2^53 in a number column of a CSV stream (see
-    :data:`EXACT_DOUBLE`), naming the line and the column; the text is read again only for a column
-    that may hold one."""
+    """A CepoptError at the first integer beyond +-2^53 in a float column of a CSV stream (a column that
+    also holds decimals: see :data:`EXACT_DOUBLE`), naming the line and the column; the text is read
+    again only for a column that may hold one. Integer columns are exact (:func:`_integer_columns`)."""
     suspects = []
     for name in df.columns.drop(["ts", "type"], errors="ignore"):
         col = df[name]
-        if col.dtype.kind in "iu":
-            suspect = (col > EXACT_DOUBLE) | (col < -EXACT_DOUBLE)
-        elif col.dtype.kind == "f":
+        if col.dtype.kind == "f":
             suspect = (col.abs() >= EXACT_DOUBLE) & (col == col.round())
         else:
             continue
@@ -356,7 +412,9 @@ def resolve_stream_pandas(spec: str | None, instance: Any = None) -> pd.DataFram
         if instance is None or instance.stream is None:
             name = getattr(instance, "name", None) or "the instance"
             raise CepoptError(f"{name} has no embedded stream: give one with --stream FILE|gen:NAME")
-        return _check_pandas(pd.DataFrame(list(instance.stream)), f"{instance.name or 'instance'}.stream", None)
+        from cepopt.executor.integers import frame_from_records
+
+        return _check_pandas(frame_from_records(instance.stream), f"{instance.name or 'instance'}.stream", None)
     if spec.startswith("gen:"):
         from cepopt.instances.streams import generate
 
@@ -411,10 +469,11 @@ def _raise(kind: str, raw):
     return F.raise_error(F.concat(F.lit(f"{ERROR_MARK}{kind}|"), F.coalesce(raw.cast("string"), F.lit(""))))
 
 
-def checked(sdf, numeric: tuple[str, ...] = ()):
+def checked(sdf, numeric: tuple[str, ...] = (), integer: tuple[str, ...] = ()):
     """``sdf`` with ``ts`` as long and ``type`` as string, checked as they are read: a bad time stamp or a
     missing type raises inside the job (no job of its own). ``numeric``: text columns read as numbers
-    (a CSV's), a non-number raising likewise; NaN becomes null (:func:`nan_to_null`)."""
+    (a CSV's), a non-number raising likewise; ``integer``: text columns read as longs, exactly, a value
+    that is no integer within the 64-bit range raising; NaN becomes null (:func:`nan_to_null`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegralType, StringType
 
@@ -450,6 +509,14 @@ def checked(sdf, numeric: tuple[str, ...] = ()):
         columns[name] = (F.when(missing, F.lit(None).cast("double"))
                          .when(value.isNull(), _raise(f"column {name}", F.col(name)))
                          .when(beyond, _raise(f"integer column {name}", F.col(name))).otherwise(value))
+    for name in integer:
+        raw = F.trim(F.col(name))
+        value = F.when(raw.rlike(f"^{INTEGER_TEXT}$"), F.expr(f"try_cast(trim(`{name}`) as bigint)"))
+        missing = F.col(name).isNull() | raw.isin(*NA_TEXTS)
+        number = F.expr(f"try_cast(trim(`{name}`) as double)")
+        columns[name] = (F.when(missing, F.lit(None).cast("long"))
+                         .when(number.isNull(), _raise(f"column {name}", F.col(name)))
+                         .when(value.isNull(), _raise(f"int64 column {name}", F.col(name))).otherwise(value))
     return nan_to_null(sdf.withColumns(columns))
 
 
@@ -494,9 +561,10 @@ def _sample_lines(uri: str, spark, limit: int = _SNIFF_ROWS + 1) -> list[str]:
         raise CepoptError(f"{uri}: cannot read the stream ({_first_line(exc)})") from None
 
 
-def _csv_schema(uri: str, spark) -> tuple[str, tuple[str, ...]]:
-    """(Spark DDL with every column as text, the columns to read as numbers) from the header and the
-    first rows: a column pandas reads as numbers there is numeric (double)."""
+def _csv_schema(uri: str, spark) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(Spark DDL with every column as text, the columns to read as numbers (double), the columns to read
+    as integers (long)) from the header and the first rows: a column whose values there are integers
+    (:func:`integer_texts`) is an integer column, another that pandas reads as numbers is numeric."""
     lines = _sample_lines(uri, spark)
     if not lines:
         raise CepoptError(f"{uri}: an empty CSV stream (no header row)")
@@ -508,9 +576,11 @@ def _csv_schema(uri: str, spark) -> tuple[str, tuple[str, ...]]:
     bad = [n for n in names if not n or "`" in n]
     if bad or len(set(names)) != len(names):
         raise CepoptError(f"{uri}: the header row must name every column once (got {', '.join(names)})")
-    numeric = tuple(n for n in names if n not in ("ts", "type") and pd.api.types.is_numeric_dtype(sample[n])
-                    and not pd.api.types.is_bool_dtype(sample[n]))
-    return ", ".join(f"`{n}` string" for n in names), numeric
+    texts = pd.read_csv(io.StringIO("".join(lines)), dtype=str, keep_default_na=False)
+    integer = tuple(n for n in names if n not in ("ts", "type") and integer_texts(texts[n]))
+    numeric = tuple(n for n in names if n not in ("ts", "type", *integer)
+                    and pd.api.types.is_numeric_dtype(sample[n]) and not pd.api.types.is_bool_dtype(sample[n]))
+    return ", ".join(f"`{n}` string" for n in names), numeric, integer
 
 
 def _parquet_schema(uri: str):
@@ -539,11 +609,12 @@ def read_stream(spec: str | Path, spark, *, schema: Any = None):
     if is_local(uri) and not uri.startswith("file:"):
         uri = str(local_path(uri).resolve())
     numeric: tuple[str, ...] = ()
+    integer: tuple[str, ...] = ()
     reader = spark.read
     try:
         if fmt == "csv":
             if schema is None:
-                schema, numeric = _csv_schema(uri, spark)
+                schema, numeric, integer = _csv_schema(uri, spark)
             sdf = reader.schema(schema).option("header", True).option("mode", "PERMISSIVE").csv(uri)
         else:
             schema = schema if schema is not None else _parquet_schema(uri)
@@ -555,7 +626,7 @@ def read_stream(spec: str | Path, spark, *, schema: Any = None):
 
         raise CepoptError(f"{spec}: not a readable stream ({_first_line(exc)})") from None
     try:
-        return checked(sdf, numeric)
+        return checked(sdf, numeric, integer)
     except CepoptError as exc:
         raise CepoptError(f"{spec}: {exc}") from None
 
@@ -571,7 +642,7 @@ def _locate_csv(path: Path, kind: str) -> tuple[int, str] | None:
     with path.open(newline="", errors="replace") as fh:
         reader = csv.reader(fh)
         header = next(reader, [])
-        col = {"ts": "ts", "type": "ts"}.get(kind, kind.removeprefix("integer ").removeprefix("column "))
+        col = {"ts": "ts", "type": "ts"}.get(kind, kind.split(" ", 1)[-1].removeprefix("column "))
         if col not in header or "type" not in header:
             return None
         i, t = header.index(col), header.index("type")
@@ -587,6 +658,9 @@ def _locate_csv(path: Path, kind: str) -> tuple[int, str] | None:
             elif kind.startswith("integer "):
                 if _beyond_double(value):
                     return lineno, _beyond_double_problem(col, value)
+            elif kind.startswith("int64 "):
+                if value not in NA_TEXTS and not (re.fullmatch(INTEGER_TEXT, value) and -INT64 <= int(value) < INT64):
+                    return lineno, _int64_problem(col, value)
             elif value not in NA_TEXTS and not _is_number(value):
                 return lineno, f"{kind} is not a number: {value!r}"
     return None
@@ -616,7 +690,7 @@ def user_error(exc: BaseException, source: str | None = None) -> CepoptError | N
     body = text[at + len(ERROR_MARK):].splitlines()[0]
     body = re.sub(r"\s*SQLSTATE: \w+\s*$", "", body).strip()
     kind, sep, raw = body.partition("|")
-    if not sep or not (kind in ("ts", "type") or kind.startswith(("column ", "integer column "))):
+    if not sep or not (kind in ("ts", "type") or kind.startswith(("column ", "integer column ", "int64 column "))):
         return CepoptError(body)  # a kernel's own message
     where = source or "the stream"
     if source and is_local(source) and source.lower().endswith(".csv") and local_path(source).is_file():
@@ -629,4 +703,6 @@ def user_error(exc: BaseException, source: str | None = None) -> CepoptError | N
         return CepoptError(f"{where}: an event (ts {raw or '?'}) has no type")
     if kind.startswith("integer "):
         return CepoptError(f"{where}: an event's {_beyond_double_problem(kind.removeprefix('integer column '), raw)}")
+    if kind.startswith("int64 "):
+        return CepoptError(f"{where}: an event's {_int64_problem(kind.removeprefix('int64 column '), raw)}")
     return CepoptError(f"{where}: an event's {kind} is not a number: {raw!r}")

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OP_CODES", "Layout", "class_layout", "codes_compare", "edge_codes", "matched_mask", "norm_key",
-           "pane_size", "type_codes", "window_bounds"]
+__all__ = ["OP_CODES", "Layout", "before_window_end", "class_layout", "codes_compare", "edge_codes", "matched_mask",
+           "norm_key", "pane_size", "type_codes", "window_bounds"]
 
 #: comparison operators as codes (the kernels compare integer codes)
 OP_CODES = {"=": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
@@ -105,19 +105,37 @@ def pane_size(lengths_and_slides: Sequence[float]) -> float:
     return int(g) if g.denominator == 1 else float(g)
 
 
+def _exact_times(ts: np.ndarray, *values: float) -> tuple[bool, int, list[int]]:
+    """(integral, d, the values times d as ints): d the least common denominator of ``values`` (their
+    exact binary fractions); integral when d is 1 and the time stamps are integers (int64 arithmetic)."""
+    fracs = [Fraction(v) for v in values]
+    d = math.lcm(*(f.denominator for f in fracs))
+    return d == 1 and np.issubdtype(ts.dtype, np.integer), d, [int(f * d) for f in fracs]
+
+
 def window_bounds(ts: np.ndarray, length: float, slide: float) -> tuple[np.ndarray, np.ndarray]:
-    """First and last window index k with kS <= t < kS + W (sharon.md §1.5), vectorized and exact
-    for integral time stamps and windows."""
+    """First and last window index k with kS <= t < kS + W (sharon.md §1.5), vectorized, exact: int64
+    arithmetic for integral time stamps and windows, else Python fractions (a fractional window or
+    float time stamps); no time stamp goes through a float."""
     ts = np.asarray(ts)
-    if float(length).is_integer() and float(slide).is_integer() and np.issubdtype(ts.dtype, np.integer):
-        w, s = int(length), int(slide)
+    integral, d, (w, s) = _exact_times(ts, length, slide)
+    if integral:
         lo = np.maximum(0, (ts - w) // s + 1)
         hi = ts // s
-    else:
-        tsf = ts.astype(float)
-        lo = np.maximum(0, np.floor((tsf - length) / slide) + 1).astype(np.int64)
-        hi = np.floor(tsf / slide).astype(np.int64)
-    return lo.astype(np.int64), hi.astype(np.int64)
+        return lo.astype(np.int64), hi.astype(np.int64)
+    scaled = [Fraction(t) * d for t in ts.tolist()]
+    lo = np.array([max(0, (t - w) // s + 1) for t in scaled], dtype=np.int64)
+    return lo, np.array([t // s for t in scaled], dtype=np.int64)
+
+
+def before_window_end(ts: np.ndarray, window: np.ndarray, slide: float, length: float) -> np.ndarray:
+    """``ts < window * slide + length`` element by element, exactly (as :func:`window_bounds`)."""
+    ts, window = np.asarray(ts), np.asarray(window, dtype=np.int64)
+    integral, d, (s, w) = _exact_times(ts, slide, length)
+    if integral:
+        return ts < window * s + w
+    return np.array([Fraction(t) * d < k * s + w for t, k in zip(ts.tolist(), window.tolist(), strict=True)],
+                    dtype=bool)
 
 
 @dataclass
@@ -312,7 +330,7 @@ def class_layout(cls, events, windows: tuple[int, float] = (0, math.inf)) -> Lay
     for i, cq in enumerate(cls.queries):
         m = matched_mask(cq, frame, tcode_src, names)[src]
         if cq.length < cls.length:  # a shorter window of the class ends earlier (Gloria, mixed lengths)
-            m &= ts < window * cls.slide + cq.length
+            m &= before_window_end(ts, window, cls.slide, cq.length)
         masks[i] = m
     return Layout(cls, frame, src, ts, tcode_src[src], names, np.r_[starts, n].astype(np.int64),
                   [keys[k] for k in rkey[starts]], window[starts].astype(np.int64), masks, tie.astype(np.int64))

@@ -106,15 +106,17 @@ def test_spark_engine_writes_results(spark, tmp_path):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("length,slide,k", [(10, 3, 4), (7, 7, 2), (3, 10, 1), (1200, 300, 64), (2.5, 0.5, 5)])
+@pytest.mark.parametrize("length,slide,k", [(10, 3, 4), (7, 7, 2), (3, 10, 1), (1200, 300, 64), (2.5, 0.5, 5),
+                                            (0.7, 0.1, 8)])
 def test_spark_blocks_equal_window_blocks(spark, length, slide, k):
-    """The Spark block columns (long arithmetic) are :func:`window_blocks` on any time stamp, negative
-    and far beyond 2^53 included."""
+    """The Spark block columns (long or decimal arithmetic) are :func:`window_blocks` on any time stamp,
+    negative and far beyond 2^53 included, fractional windows too."""
     from cepopt.executor.engines import BLOCK, _spark_class
     from cepopt.executor.partitions import PartitionClass, window_blocks
 
     rng = np.random.default_rng(7)
     ts = np.concatenate([rng.integers(-50, 400, 300), [0, 1, -1, length, slide],
+                         [2 ** 53 + 1, 2 ** 53 + 3, 2 ** 58 + 1],  # window indexes stay below 2^63
                          [2 ** 62 + 12345, 2 ** 62 - 1] if float(slide).is_integer() else []]).astype(np.int64)
     cls = PartitionClass(types=("A",), columns=("ts", "type"), keys=(), length=length, slide=slide,
                          windows_per_block=k)

@@ -81,7 +81,7 @@ def test_csv_errors_name_file_and_line(tmp_path):
     good = tmp_path / "good.csv"
     good.write_text("ts,type,v\n2,B,1\n1,A,2\n")
     df = read_stream_pandas(good)
-    assert df["ts"].tolist() == [1, 2] and df["type"].tolist() == ["A", "B"]
+    assert df["ts"].tolist() == [2, 1] and df["type"].tolist() == ["B", "A"]  # file order: rows number events
     missing = tmp_path / "missing.csv"
     missing.write_text("time,type\n1,A\n")
     with pytest.raises(CepoptError, match=r"missing.csv: no column 'ts'"):
@@ -104,7 +104,7 @@ def test_csv_errors_name_file_and_line(tmp_path):
 def test_parquet_reader(tmp_path):
     path = tmp_path / "s.parquet"
     pd.DataFrame({"ts": [3, 1], "type": ["A", "B"], "v": [1.5, 2.5]}).to_parquet(path)
-    assert read_stream_pandas(path)["ts"].tolist() == [1, 3]
+    assert read_stream_pandas(path)["ts"].tolist() == [3, 1]  # file order
     pd.DataFrame({"ts": [1.5], "type": ["A"]}).to_parquet(tmp_path / "f.parquet")
     with pytest.raises(CepoptError, match="row 0: time stamp ts is not an integer"):
         read_stream_pandas(tmp_path / "f.parquet")
@@ -155,6 +155,8 @@ def test_spark_reader_errors(spark, tmp_path):
     good = tmp_path / "good.csv"
     good.write_text("ts,type,v\n1,A,2\n2,B,1\n")
     assert dict(read_stream(good, spark).dtypes)["ts"] == "bigint"
+    assert dict(read_stream(good.as_uri(), spark).dtypes)["v"] == "bigint"  # an integer column: exact
+    good.write_text("ts,type,v\n1,A,2\n2,B,1.5\n")
     assert dict(read_stream(good.as_uri(), spark).dtypes)["v"] == "double"
     cases = {
         "ts,type\n1,A\n2,B\nx,C\n": r"bad.csv, line 4: time stamp ts is not an integer: 'x'$",
@@ -163,6 +165,8 @@ def test_spark_reader_errors(spark, tmp_path):
         "ts,type\n1,A\n2,\n": r"bad.csv, line 3: event type is missing$",
         # v is numeric in the first rows (the declared schema), then not
         "ts,type,v\n" + "1,A,2\n" * 1001 + "2,B,abc\n": r"bad.csv, line 1003: column v is not a number: 'abc'$",
+        # v holds integers in the first rows (an integer column, exact), then a decimal
+        "ts,type,v\n" + "1,A,2\n" * 1001 + "2,B,2.5\n": r"bad.csv, line 1003: column v holds '2.5', not a 64-bit",
     }
     bad = tmp_path / "bad.csv"
     for text, match in cases.items():

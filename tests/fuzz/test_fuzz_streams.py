@@ -37,11 +37,11 @@ def check_frame(result, source=None) -> None:
         return
     assert isinstance(result, pd.DataFrame)
     assert {"ts", "type"} <= set(result.columns)
-    assert result["ts"].dtype == "int64" and result["ts"].is_monotonic_increasing
-    if source is not None:  # every time stamp read is the one written (no wrap, no rounding)
+    assert result["ts"].dtype == "int64"
+    if source is not None:  # every time stamp read is the one written, in file order (no wrap, no rounding)
         written = pd.read_csv(source, dtype=str, keep_default_na=False)["ts"] if str(source).endswith(".csv") else None
         if written is not None:
-            assert sorted(int(decimal.Decimal(t.strip())) for t in written) == list(result["ts"])  # exact
+            assert [int(decimal.Decimal(t.strip())) for t in written] == list(result["ts"])  # exact
 
 
 @st.composite
@@ -138,4 +138,4 @@ def test_a_frame_written_to_csv_reads_back(tmp_path):
     df.to_csv(buf, index=False)
     (tmp_path / "s.csv").write_text(buf.getvalue())
     got = read_stream_pandas(tmp_path / "s.csv")
-    assert list(got["ts"]) == [1, 2, 3] and list(got["type"]) == ["B", "A", "A"]
+    assert list(got["ts"]) == [3, 1, 2] and list(got["type"]) == ["A", "B", "A"]  # file order

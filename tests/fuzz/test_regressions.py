@@ -220,7 +220,7 @@ def test_a_parquet_folder_as_spark_writes_it(tmp_path):
     assert [f.relative_to(folder).as_posix() for f in parquet_files(folder, "s")] == [
         "g=1/part-00000-x.snappy.parquet", "g=2/part-00000-x.snappy.parquet"]
     df = read_stream_pandas(folder)
-    assert df["ts"].tolist() == [1, 2, 3] and df["g"].tolist() == [1, 2, 1]
+    assert df["ts"].tolist() == [3, 1, 2] and df["g"].tolist() == [1, 1, 2]  # file order, files in name order
     empty = tmp_path / "empty"
     (empty / "k=v").mkdir(parents=True)
     with pytest.raises(CepoptError, match="empty: a folder without Parquet files"):
@@ -228,8 +228,8 @@ def test_a_parquet_folder_as_spark_writes_it(tmp_path):
 
 
 @pytest.mark.parametrize("text,stamps", [
-    ("ts,type\n68353271807575464,A\n2.0,B\n", [2, 68353271807575464]),  # was read back as ...456
-    ("ts,type\n9223372036854775807,A\n-9223372036854775808,B\n", [-(2**63), 2**63 - 1]),
+    ("ts,type\n68353271807575464,A\n2.0,B\n", [68353271807575464, 2]),  # was read back as ...456
+    ("ts,type\n9223372036854775807,A\n-9223372036854775808,B\n", [2**63 - 1, -(2**63)]),
     ("ts,type\n 5 ,A\n1e1,B\n", [5, 10]),
 ])
 def test_csv_time_stamps_are_read_exactly(tmp_path, text, stamps):
@@ -243,7 +243,7 @@ def test_csv_time_stamps_are_read_exactly(tmp_path, text, stamps):
     ("ts,type\nTRUE\n", r"line 2: time stamp ts is not an integer: 'TRUE'"),  # was OverflowError (a bool ts)
     ("ts,type\n1e400,A\n", r"line 2: time stamp ts is beyond the 64-bit range: '1e400'"),
     ("ts,type\n1_000,A\n", r"line 2: time stamp ts is not an integer: '1_000'"),  # Python's int() reads it
-    ("ts,type,v\n1,A,1\n2,A,68353271807575464\n", r"line 3: column v holds the integer '68353271807575464', beyond"),
+    ("ts,type,v\n1,A,1\n2,A,9223372036854775808\n", r"line 3: column v holds '9223372036854775808', not a 64-bit"),
     ("ts,type,v\n1,A,1.5\n2,A,-9007199254740993\n", r"line 3: column v holds the integer '-9007199254740993'"),
 ])
 def test_csv_values_no_engine_reads_exactly_are_refused(tmp_path, text, message):
@@ -260,6 +260,9 @@ def test_csv_integers_within_2_to_the_53_stay_exact(tmp_path):
     (tmp_path / "s.csv").write_text("ts,type,v,w\n1,01,9007199254740992,1.5\n2,A,-9007199254740992,1e300\n")
     df = read_stream_pandas(tmp_path / "s.csv")
     assert df["v"].tolist() == [2**53, -(2**53)] and df["type"].tolist() == ["01", "A"]
+    # an integer column is exact past 2^53 too (int64), a missing value leaving Python ints and None
+    (tmp_path / "s.csv").write_text("ts,type,v\n1,A,68353271807575464\n2,A,\n3,A,-9223372036854775808\n")
+    assert read_stream_pandas(tmp_path / "s.csv")["v"].tolist() == [68353271807575464, None, -(2**63)]
 
 
 @pytest.mark.parametrize("columns,message", [
@@ -325,8 +328,8 @@ def test_csv_time_stamps_beyond_int64(tmp_path, text):
 
 @pytest.mark.spark
 def test_spark_reads_csv_numbers_as_the_local_engine_does(spark, tmp_path):
-    """Both engines read a 17-digit time stamp exactly and refuse an integer beyond 2^53 in a number
-    column with the same line (Spark reads such columns as double, which would round it)."""
+    """Both engines read a 17-digit time stamp exactly, an integer column exactly (as int64) and refuse
+    an integer beyond 2^53 in a float column with the same line (a double would round it)."""
     from cepopt.executor.engines import spark_failure
     from cepopt.executor.streams import read_stream, read_stream_pandas
 
@@ -338,18 +341,20 @@ def test_spark_reads_csv_numbers_as_the_local_engine_does(spark, tmp_path):
         except Exception as exc:  # noqa: BLE001 -- the job's failure, as the engines report it
             spark_side = spark_failure(exc, str(path))
         else:
-            spark_side = sorted((r["ts"], r["type"]) for r in rows)
+            spark_side = sorted((r["ts"], r["type"], r["v"]) for r in rows)
         try:
             df = read_stream_pandas(path)
-            local_side = list(zip(df["ts"].tolist(), df["type"].tolist(), strict=True))
+            local_side = sorted(zip(df["ts"].tolist(), df["type"].tolist(), df["v"].tolist(), strict=True))
         except CepoptError as exc:
             local_side = exc
         return spark_side, local_side
 
     path = tmp_path / "s.csv"
     path.write_text("ts,type,v\n68353271807575464,01,1\n2.0,B,9007199254740992\n")
-    assert both(path) == ([(2, "B"), (68353271807575464, "01")],) * 2
-    for text in ("ts,type,v\n1,A,1\n2,A,68353271807575464\n", "ts,type,v\n1,A,1.5\n2,A,-99999999999999999999999\n"):
+    assert both(path) == ([(2, "B", 9007199254740992), (68353271807575464, "01", 1)],) * 2
+    path.write_text("ts,type,v\n1,A,1\n2,A,68353271807575463\n")  # an integer column: exact past 2^53
+    assert both(path) == ([(1, "A", 1), (2, "A", 68353271807575463)],) * 2
+    for text in ("ts,type,v\n1,A,1.5\n2,A,68353271807575464\n", "ts,type,v\n1,A,1.5\n2,A,-99999999999999999999999\n"):
         path.write_text(text)
         spark_side, local_side = both(path)
         assert isinstance(spark_side, CepoptError) and str(spark_side) == str(local_side), (spark_side, local_side)
