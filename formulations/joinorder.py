@@ -53,13 +53,13 @@ own (``OASpec.solution_logs``: M-BUSHY's equal-size nodes may sit in either slot
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from cepopt.clock import now
 from cepopt.errors import MethodLimitError
 from cepopt.formulations.model import Model, solve
 from cepopt.joinorder.cost import (
@@ -112,7 +112,7 @@ _PROOF_GAP = 2e-9
 
 def _remaining(deadline: float | None) -> float | None:
     """Seconds left (at least a millisecond: a solver given no time at all still answers at once)."""
-    return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+    return None if deadline is None else max(deadline - now(), 1e-3)
 
 
 def _solve(m: Model, backend: str, time_limit: float | None, seed: int, stats: dict, hint: list | None = None):
@@ -199,7 +199,7 @@ def _root_cuts(m: Model, slots: dict, cuts: dict, sigma: float, deadline: float 
     the cut grid's. Each round is an LP (HiGHS)."""
     import copy
 
-    start = time.perf_counter()
+    start = now()
     for r in range(rounds):
         relaxed = copy.copy(m)
         relaxed.rows = list(m.rows)
@@ -217,7 +217,7 @@ def _root_cuts(m: Model, slots: dict, cuts: dict, sigma: float, deadline: float 
         stats["root_bound"] = res.objective
         if not added:
             break
-    stats["root_time_s"] = time.perf_counter() - start
+    stats["root_time_s"] = now() - start
 
 
 def _new_cuts(cuts: dict, logs: dict) -> bool:
@@ -236,7 +236,7 @@ def outer_approximation(spec: OASpec, starts: list, *, time_limit: float | None,
     ``root_cuts``: first close the LP relaxation on its own L values (:func:`_root_cuts`; measured mixed:
     it helps some hard instances, slows dense ones). ``lower``: a bound on the log variable cost proven
     elsewhere (the sparse DP's), reported when the MILP's own is weaker; never a proof of the MILP."""
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = None if time_limit is None else now() + time_limit
     best = min(starts, key=spec.var_log)
     best_log = spec.var_log(best)
     cuts: dict = {}
@@ -252,7 +252,7 @@ def outer_approximation(spec: OASpec, starts: list, *, time_limit: float | None,
         if left is not None and left <= 0.05:
             break
         sigma = best_log
-        t_round = time.perf_counter()
+        t_round = now()
         m, slots, info = spec.build(sigma)
         for slot in slots:
             cuts.setdefault(slot, [sigma - 2.0 * j for j in range(11)])
@@ -264,7 +264,7 @@ def outer_approximation(spec: OASpec, starts: list, *, time_limit: float | None,
         m.add_row(nz, [m.objective[i] for i in nz], None, 1.0 + 1e-7)
         hint = None if spec.encode is None else _hint(m, slots, cuts, sigma, spec.encode(best, info))
         res = _solve(m, backend, _remaining(deadline), seed, stats, hint)
-        stats.setdefault("round_s", []).append(round(time.perf_counter() - t_round, 3))
+        stats.setdefault("round_s", []).append(round(now() - t_round, 3))
         stats["iterations"] = it
         stats["cuts"] = sum(len(c) for c in cuts.values())
         if res.x is None or res.status not in ("optimal", "feasible"):
@@ -397,7 +397,7 @@ def order_spec(conj: Conjunct) -> OASpec:
         slot_logs=lambda order: {k: float(v) for k, v in enumerate(order_logs(conj, order)[:-1], start=1)},
         var_log=lambda order: log_order_variable(conj, order),
         const=const, encode=lambda order, info: _order_encode(conj, order, info),
-        improve=lambda order: window_dp(conj, order, deadline=time.perf_counter() + 2.0))
+        improve=lambda order: window_dp(conj, order, deadline=now() + 2.0))
 
 
 def _order_starts(conj: Conjunct, seed: int) -> list[list[int]]:
@@ -409,7 +409,7 @@ def _order_starts(conj: Conjunct, seed: int) -> list[list[int]]:
 
     start = greedy(conj)
     better = ii(conj, start, seed=seed, max_evals=2000, time_limit=1.0)
-    return [start, better, window_dp(conj, better, deadline=time.perf_counter() + 2.0)]
+    return [start, better, window_dp(conj, better, deadline=now() + 2.0)]
 
 
 #: the share of milp-order's time the sparse DP may take before the MILP starts
@@ -430,7 +430,7 @@ def _sparse_dp_first(conj: Conjunct, starts: list, deadline: float | None, stats
     best = min(starts, key=lambda o: log_order_variable(conj, o))
     ub = log_order_variable(conj, best)
     left = _remaining(deadline)
-    dp_deadline = None if left is None else time.perf_counter() + _SPARSE_SHARE * left
+    dp_deadline = None if left is None else now() + _SPARSE_SHARE * left
     lower = -math.inf
     runs = stats.setdefault("sparse_dp", [])
     for direction in ("forward", "backward"):
@@ -465,7 +465,7 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
     if n <= 2:
         order = [0] if n == 1 else min(([0, 1], [1, 0]), key=lambda o: log_order_variable(conj, o))
         return ModelOutcome(order, "optimal", {"iterations": 0})
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = None if time_limit is None else now() + time_limit
     stats: dict = {"binaries": n * (n - 1), "continuous_y": len(_edges(conj)) * (n - 1)}
     starts = _order_starts(conj, seed)
     spec = order_spec(conj)
@@ -704,7 +704,7 @@ def solve_tree_flow(conj: Conjunct, *, time_limit: float | None = None, seed: in
     small = _tree_guard(conj)
     if small is not None:
         return small
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = None if time_limit is None else now() + time_limit
     starts = _tree_starts(conj)
     best = min(starts, key=lambda t: _tree_var_log(conj, t))
     sigma = _tree_var_log(conj, best)
@@ -748,7 +748,7 @@ def solve_order_cpsat(conj: Conjunct, *, time_limit: float | None = None, seed: 
     if n <= 2:
         order = [0] if n == 1 else min(([0, 1], [1, 0]), key=lambda o: log_order_variable(conj, o))
         return ModelOutcome(order, "feasible", {"scale": scale})
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = None if time_limit is None else now() + time_limit
     edges = _edges(conj)
     coefs = [float(v) for v in conj.a] + [float(conj.b[i, j]) for i, j in edges]
     # the second stage sums n - 1 prefixes, each at most the sum of all |coefs|
@@ -777,7 +777,7 @@ def solve_order_cpsat(conj: Conjunct, *, time_limit: float | None = None, seed: 
     model.Minimize(M)
     start = greedy(conj)
     hint = [(x[i, k], int(start.index(i) < k)) for i in range(n) for k in range(1, n)]
-    first_limit = None if deadline is None else max((deadline - time.perf_counter()) / 2, 0.01)
+    first_limit = None if deadline is None else max((deadline - now()) / 2, 0.01)
     r1 = solve_cpsat(model, time_limit=first_limit, seed=seed, workers=workers, hint=hint)
     stats = {"scale": scale, "workers": workers, "seed": seed, "stage1_status": r1.status,
              "stage1_bottleneck": None if r1.objective is None else r1.objective / scale,
@@ -788,7 +788,7 @@ def solve_order_cpsat(conj: Conjunct, *, time_limit: float | None = None, seed: 
     model.Add(M <= int(round(r1.objective)))
     model.Minimize(sum(Ls))
     hint = [(x[i, k], int(order.index(i) < k)) for i in range(n) for k in range(1, n)]
-    left = None if deadline is None else max(deadline - time.perf_counter(), 0.01)
+    left = None if deadline is None else max(deadline - now(), 0.01)
     r2 = solve_cpsat(model, time_limit=left, seed=seed, workers=workers, hint=hint)
     stats["stage2_status"] = r2.status
     final = r1

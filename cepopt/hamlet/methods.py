@@ -17,9 +17,9 @@ when time runs out and the plan is the best found (status feasible).
 from __future__ import annotations
 
 import itertools
-import time
 from collections import Counter
 
+from cepopt.clock import now
 from cepopt.errors import MethodLimitError
 from cepopt.hamlet import cost
 from cepopt.hamlet.cost import sequence_cost
@@ -93,7 +93,7 @@ def optimal(problem: HamletProblem, *, time_limit=None, seed=0) -> MethodResult:
     """Enumerate every decision sequence per (scope, type), from the dynamic policy's sequence as the
     incumbent; the plan replays the best one. When ``time_limit`` runs out the groups left keep the
     incumbent and the status is feasible."""
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = None if time_limit is None else now() + time_limit
     by_key: dict[tuple, list[int]] = {}
     for i, b in enumerate(problem.bursts):
         by_key.setdefault((b.scope, b.type), []).append(i)
@@ -113,7 +113,7 @@ def optimal(problem: HamletProblem, *, time_limit=None, seed=0) -> MethodResult:
             cost = sequence_cost(bursts, seq, problem.t_of)
             if cost < best_cost:
                 best, best_cost = list(seq), cost
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and now() > deadline:
                 timed_out = True
                 break
         for i, qs in zip(idx, best, strict=True):

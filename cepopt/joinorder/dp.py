@@ -25,11 +25,11 @@ Ties go to the smallest last element (DP-LD) or the first split enumerated (DP-B
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import numpy as np
 
+from cepopt.clock import now
 from cepopt.joinorder.cost import all_node_logs, leaf_log
 from cepopt.joinorder.problem import Conjunct
 
@@ -65,7 +65,7 @@ def _log_sums(values: np.ndarray) -> np.ndarray:
 
 
 def _check(deadline: float | None) -> None:
-    if deadline is not None and time.perf_counter() > deadline:
+    if deadline is not None and now() > deadline:
         raise DpTimeout
 
 

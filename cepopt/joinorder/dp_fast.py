@@ -21,10 +21,9 @@ back on :func:`dp_b` otherwise.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from cepopt.clock import now
 from cepopt.errors import MethodLimitError
 from cepopt.joinorder.cost import all_node_logs, leaf_log
 from cepopt.joinorder.dp import DpTimeout, popcount_layers
@@ -99,7 +98,7 @@ def dp_b_pruned(conj: Conjunct, ub_trees: list, *, deadline: float | None = None
         # the deadline checked between them (one middle layer at n = 24 is over a minute of work)
         step = max(1, chunk_splits >> (k - 1))
         for lo in range(0, len(layer), step):
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and now() > deadline:
                 raise DpTimeout
             pruned += kernel(layer[lo:lo + step], V, best, split, outside, ub_margin, full, alive, 1 << (k - 1))
         alive = np.concatenate([alive, layer[np.isfinite(best[layer])]])

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import numpy as np
 
+from cepopt.clock import now
 from cepopt.errors import MethodLimitError
 from cepopt.joinorder import bruteforce as _bf
 from cepopt.joinorder import cost
@@ -94,11 +94,11 @@ def _assemble(plans: list):
 
 
 def _deadline(time_limit: float | None) -> float | None:
-    return None if time_limit is None else time.perf_counter() + time_limit
+    return None if time_limit is None else now() + time_limit
 
 
 def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+    return None if deadline is None else max(deadline - now(), 1e-3)
 
 
 def _order_method(problem: JoinOrderProblem, one: Callable[[Conjunct], list[int]], *, exact: bool = False,
