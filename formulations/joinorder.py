@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from cepopt.clock import now
+from cepopt.clock import check, now
 from cepopt.errors import MethodLimitError
 from cepopt.formulations.model import Model, solve
 from cepopt.joinorder.cost import (
@@ -301,6 +301,14 @@ def outer_approximation(spec: OASpec, starts: list, *, time_limit: float | None,
     if status != "optimal" and lower > lb_log:
         lb_log = lower
         stats["bound_from"] = "sparse dp-ld"
+    if status != "optimal" and best_log - lb_log <= _PROOF_GAP:
+        # stopped by a limit with the proven bound already within the proof tolerance of the incumbent:
+        # that is the module's "optimal" (a gap closed to the solver's precision), whatever stopped the loop;
+        # the last MILP's value may belong to another plan, so there is no solver value to cross-check
+        stats.update(proof="bound, at a limit", proof_gap_log=max(best_log - lb_log, 0.0))
+        out = _outcome(best, best_log, lb_log, last_obj, spec.const, "optimal", stats)
+        out.solver_log = None
+        return out
     return _outcome(best, best_log, lb_log, last_obj, spec.const, status, stats)
 
 
@@ -310,10 +318,11 @@ def _outcome(best: Any, best_log: float, lb_log: float, last_obj_log: float, con
     ub_total = float(np.logaddexp(best_log, const))
     lb_total = float(np.logaddexp(lb_log, const)) if lb_log > -math.inf else const
     stats["lower_bound_log_cost"] = lb_total
-    # a proof by gap (the bound meets the incumbent to _PROOF_GAP, not exactly) keeps that gap: the reported
-    # bound is the proven one, never the objective itself (issue 21: a tolerance is not an exact proof)
-    gap_proof = status == "optimal" and stats.get("proof_gap_log", 0.0) > 0
-    ratio = max(ub_total - lb_total, 0.0) if status != "optimal" or gap_proof else 0.0
+    # the reported bound is the proven one, never the objective itself, also for an "optimal" proven to the
+    # solver's precision (a proof by gap, or an exact surrogate whose MILP value sits 1e-8 below the plan's
+    # cost: issue 21, a tolerance is not an exact proof; issue 30: the bound was the objective, above the
+    # proven lower_bound_log_cost)
+    ratio = max(ub_total - lb_total, 0.0)
     solver_log = float(np.logaddexp(last_obj_log, const)) if status == "optimal" else None
     return ModelOutcome(best, status, stats, "" if status == "optimal" else "optimum not proven", ratio,
                         solver_log)
@@ -387,7 +396,7 @@ def _order_encode(conj: Conjunct, order: list[int], info: dict) -> dict:
     return out
 
 
-def order_spec(conj: Conjunct) -> OASpec:
+def order_spec(conj: Conjunct, deadline: float | None = None) -> OASpec:
     n = conj.n
     edges = _edges(conj)
     const = float(order_logs(conj, list(range(n)))[-1])  # ln PM(all)
@@ -397,19 +406,25 @@ def order_spec(conj: Conjunct) -> OASpec:
         slot_logs=lambda order: {k: float(v) for k, v in enumerate(order_logs(conj, order)[:-1], start=1)},
         var_log=lambda order: log_order_variable(conj, order),
         const=const, encode=lambda order, info: _order_encode(conj, order, info),
-        improve=lambda order: window_dp(conj, order, deadline=now() + 2.0))
+        improve=lambda order: window_dp(conj, order, deadline=_sooner(deadline, 2.0)))
 
 
-def _order_starts(conj: Conjunct, seed: int) -> list[list[int]]:
+def _sooner(deadline: float | None, seconds: float) -> float:
+    """The earlier of ``deadline`` (a :func:`cepopt.clock.now` value, None: none) and ``seconds`` from now."""
+    own = now() + seconds
+    return own if deadline is None else min(own, deadline)
+
+
+def _order_starts(conj: Conjunct, seed: int, deadline: float | None = None) -> list[list[int]]:
     """Good orders to start from: GREEDY's, II-GREEDY's local minimum from it (a few thousand
-    evaluations at most), and that improved by the window DP (:mod:`cepopt.joinorder.window`), which
-    finds the optimum itself on most instances of up to 22 events (measured): then the first MILP
-    only has to prove it."""
+    evaluations at most, 1 s at most), and that improved by the window DP (:mod:`cepopt.joinorder.window`,
+    2 s at most), which finds the optimum itself on most instances of up to 22 events (measured): then
+    the first MILP only has to prove it. Both stop at ``deadline`` too."""
     from cepopt.joinorder.ii import ii
 
     start = greedy(conj)
-    better = ii(conj, start, seed=seed, max_evals=2000, time_limit=1.0)
-    return [start, better, window_dp(conj, better, deadline=now() + 2.0)]
+    better = ii(conj, start, seed=seed, max_evals=2000, time_limit=max(_sooner(deadline, 1.0) - now(), 1e-3))
+    return [start, better, window_dp(conj, better, deadline=_sooner(deadline, 2.0))]
 
 
 #: the share of milp-order's time the sparse DP may take before the MILP starts
@@ -467,8 +482,8 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
         return ModelOutcome(order, "optimal", {"iterations": 0})
     deadline = None if time_limit is None else now() + time_limit
     stats: dict = {"binaries": n * (n - 1), "continuous_y": len(_edges(conj)) * (n - 1)}
-    starts = _order_starts(conj, seed)
-    spec = order_spec(conj)
+    starts = _order_starts(conj, seed, deadline)
+    spec = order_spec(conj, deadline)
     lower = -math.inf
     if sparse_dp:
         order, lower, dp_value = _sparse_dp_first(conj, starts, deadline, stats)
@@ -638,15 +653,17 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
 MAX_FLOW_SPLITS = 2_000_000
 
 
-def _flow_build(conj: Conjunct, sigma: float, keep: np.ndarray):
-    """The subset-flow model over the candidate nodes ``keep`` (a bool per subset): (model, splits)."""
+def _flow_build(conj: Conjunct, sigma: float, keep: np.ndarray, deadline: float | None = None):
+    """The subset-flow model over the candidate nodes ``keep`` (a bool per subset): (model, splits);
+    TimeLimitReached past ``deadline`` (a :func:`cepopt.clock.now` value)."""
     from cepopt.joinorder.cost import all_node_logs
     from cepopt.joinorder.dp_fast import splits_of
 
     n = conj.n
     full = (1 << n) - 1
-    V = all_node_logs(conj, tree=True)
+    V = all_node_logs(conj, tree=True, deadline=deadline)
     S, A = splits_of(keep, n, MAX_FLOW_SPLITS)
+    check(deadline, "listing the splits")
     m = Model("m-bushy-flow", sense="min")
     cost = np.where(S == full, 0.0, np.exp(np.minimum(V[S] - sigma, 700.0)))
     m.add_vars([f"y_{s}_{a}" for s, a in zip(S.tolist(), A.tolist(), strict=True)], 0, 1, True, cost.tolist())
@@ -709,8 +726,15 @@ def solve_tree_flow(conj: Conjunct, *, time_limit: float | None = None, seed: in
     best = min(starts, key=lambda t: _tree_var_log(conj, t))
     sigma = _tree_var_log(conj, best)
     const = _tree_const(conj)
-    keep = candidate_nodes(conj, starts)
-    m, splits = _flow_build(conj, sigma, keep)
+    try:  # the tables over 2^n subsets and the model's build stop at the deadline; too many splits refuse
+        keep = candidate_nodes(conj, starts, deadline=deadline)
+        m, splits = _flow_build(conj, sigma, keep, deadline)
+        check(deadline, "building the flow model")
+    except MethodLimitError as exc:  # TimeLimitReached too: the best start tree and the bound every tree pays
+        out = _outcome(best, sigma, -math.inf, -math.inf, const, "feasible",
+                       {"model": "flow", "backend": backend, "iterations": 0, "stopped": str(exc)})
+        out.message = f"milp-tree: {exc}; the best start tree (ZStream over GREEDY's or the declared order)"
+        return out
     stats: dict = {"model": "flow", "backend": backend, "iterations": 1, "candidate_nodes": int(keep.sum()),
                    "splits": len(splits[0]), "tolerance": 0.0}
     res = _flow_lp(m, deadline, stats)
