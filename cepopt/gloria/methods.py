@@ -3,7 +3,8 @@
 =============  ==============================================================================
 gloria         GLORIA as published: node generation with the frequency test, progressive
                pruning (paper node pruning), path search (§5, §6). Exact only on forest-shaped
-               pool graphs (stats ``pool_graph_is_forest``, ``search_value``).
+               pool graphs (stats ``pool_graph_is_forest``; ``eq22_end_sum``: Eq. 22 summed at the end
+               pools, which counts shared pools once per end pool: no plan's cost).
 gloria-safe    the same with the safe node pruning of specs/gloria.md §4.2 and no frequency test
 noprune        the paper's NoPrune: the full graph (Figs 7a, 9b), then the path search
 greedy         the paper's Greedy baseline (§8.1); option ``tie`` = share | nonshare
@@ -29,6 +30,7 @@ from typing import Literal
 
 from cepopt.allocation import collector_paused
 from cepopt.clock import now
+from cepopt.errors import MethodLimitError
 from cepopt.gloria import cost
 from cepopt.gloria.compiled import compiled_modules
 from cepopt.gloria.exhaustive import brute_force, exhaustive_graph
@@ -88,9 +90,21 @@ def _remaining(deadline: float | None) -> float | None:
     return None if deadline is None else max(deadline - now(), 1e-3)
 
 
-def _timeout(start: float, candidates: str) -> MethodResult:
-    return MethodResult(None, status="timeout", stats={"optimizer_time_s": now() - start},
-                        message=f"time limit reached while building the {candidates} candidate graph")
+def _timeout(start: float, candidates: str, problem: GloriaProblem | None = None,
+             step: str = "while building the {} candidate graph") -> MethodResult:
+    """A method out of time: Greedy's plan (tie=share, the ``greedy`` method's; cheap, so a time-out never
+    returns less than it) with status feasible and no bound, or, without ``problem``, no plan."""
+    reason = "time limit reached " + step.format(candidates)
+    stats = {"optimizer_time_s": now() - start}
+    if problem is not None:
+        try:
+            options = greedy_options(problem, "share")
+        except MethodLimitError:
+            options = None
+        if options is not None:
+            return MethodResult(cost.plan_from_options(problem, options), status="feasible", stats=stats,
+                                message=f"{reason}: Greedy's plan (no bound)")
+    return MethodResult(None, status="timeout", stats=stats, message=reason)
 
 
 def _searched(problem: GloriaProblem, mode: str, max_nodes: int, time_limit: float | None) -> MethodResult:
@@ -147,11 +161,13 @@ def exhaustive(problem: GloriaProblem, *, time_limit: float | None = None, seed:
     try:
         graph = exhaustive_graph(problem, max_options=max_options, deadline=deadline, max_plans=max_plans)
     except BuildTimeout:
-        return _timeout(start, "exhaustive")
+        return _timeout(start, "exhaustive", problem)
     choice, value, proven = brute_force(graph, max_plans=max_plans, time_limit=_remaining(deadline))
     stats = {**graph.stats, "optimizer_time_s": now() - start}
+    if choice is None and not proven:
+        return _timeout(start, "exhaustive", problem, "in the enumeration")
     if choice is None:
-        return MethodResult(None, status="timeout" if not proven else "infeasible", stats=stats)
+        return MethodResult(None, status="infeasible", stats=stats)
     return MethodResult(graph.plan(choice), status="optimal" if proven else "feasible",
                         solver_objective=value, stats=stats)
 
@@ -164,7 +180,7 @@ def _solved(problem: GloriaProblem, candidates: str, solver, max_nodes: int, max
         graph = candidate_graph(problem, candidates, max_nodes=max_nodes, max_options=max_options,
                                 deadline=deadline)
     except BuildTimeout:
-        return _timeout(start, candidates)
+        return _timeout(start, candidates, problem)
     built = now() - start
     choice, status, objective, bound, stats = solver(graph, time_limit=_remaining(deadline), **kwargs)
     stats.update(candidates=candidates, candidate_status=status, nodes=graph.num_nodes, edges=graph.num_edges,
@@ -176,8 +192,10 @@ def _solved(problem: GloriaProblem, candidates: str, solver, max_nodes: int, max
         bound = None
         if status == "optimal":
             status = "feasible"
-            message = (f"optimal over the {candidates} candidate nodes only; candidates=exhaustive proves "
-                       "the optimum")
+            message = (f"optimal over the {candidates} candidate nodes only; candidates=full proves the "
+                       "optimum of Def. 2.7 (every partition of every pool, without listing them)")
+    if choice is None and status in ("timeout", "feasible"):
+        return _timeout(start, candidates, problem, "in the solver (over the {} candidate nodes)")
     if choice is None:
         return MethodResult(None, status=status, bound=bound, stats=stats,
                             message=f"no plan found ({status})")
