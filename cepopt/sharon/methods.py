@@ -506,7 +506,8 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
         model = mwis_model(sub, extend=extend)
         export_now(model, backend)
     start = _mwis_start(problem, keep, best, clock)
-    best.tighten(sub.cover_bound())
+    if not clock.over():
+        best.tighten(sub.cover_bound())
     unit = _unit(sub.weights)
     tree = None if clock.over() else _lp_tree(sub, lp_nodes, clock, workers, start)
     if tree is not None:
