@@ -109,3 +109,73 @@ def test_join_order_dps_stop_in_their_tables(join23, method):
     start = solve(join23, "greedy" if method == "dp-ld" else "zstream-ord")
     assert sol.objective <= start.objective + 1e-9
     assert wall <= 0.2 + 1.0, (wall, sol.message)
+
+
+def _join(tmp_path, size: int, preset: str, seed: int) -> str:
+    return _generate(tmp_path, "joinorder", "--size", str(size), "--preset", preset, "--seed", str(seed))
+
+
+def test_milp_order_starts_stop_at_the_deadline(tmp_path, warm_kernels):
+    """milp-order's starts (II-GREEDY 1 s, the window DP 2 s) and sparse DP ran past a 10 s limit (14.4 s)."""
+    path = _join(tmp_path, 60, "hard", 1)
+    sol, wall = _timed(path, "milp-order", 0.5)
+    assert sol.plan is not None and sol.bound is not None and sol.bound <= sol.objective
+    assert wall <= 0.5 + 1.0, (wall, sol.message)
+
+
+def test_dp_b_time_out_starts_from_the_left_deep_dp_ld_tree(tmp_path, monkeypatch, warm_kernels):
+    """hard n = 8, seed 3: the left-deep tree of DP-LD's optimal order (tree cost 4.9007) beats ZStream over
+    GREEDY's and the declared orders (4.9402); a dp-b time-out returned the worse one."""
+    from cepopt.joinorder import dp_fast
+    from cepopt.joinorder.cost import log_cost_tree
+    from cepopt.joinorder.dp import DpTimeout
+    from cepopt.joinorder.dp_ld_fast import dp_ld_fast
+
+    path = _join(tmp_path, 8, "hard", 3)
+    _, problem, _ = build_problem(path)
+    c = problem.conjuncts[0]
+    order, _ = dp_ld_fast(c)
+    tree = order[0]
+    for x in order[1:]:
+        tree = (tree, x)
+    left_deep = log_cost_tree(c, tree)
+
+    def out_of_time(*args, **kwargs):
+        raise DpTimeout
+
+    monkeypatch.setattr(dp_fast, "dp_b_pruned", out_of_time)
+    sol = solve(path, "dp-b", time_limit=60, problem=problem)
+    assert sol.status == "feasible" and sol.objective <= left_deep + 1e-12
+    assert sol.objective < solve(path, "zstream-ord", problem=problem).objective
+
+
+def test_dp_b_upper_bound_log_is_an_upper_bound(tmp_path, warm_kernels):
+    """stats.upper_bound_log was the start tree's internal nodes only: below the optimum it bounds."""
+    for seed in (0, 1):
+        sol = solve(_join(tmp_path, 10, "paper", seed), "dp-b")
+        assert sol.status == "optimal" and sol.stats["upper_bound_log"] >= sol.objective - 1e-12
+
+
+def test_milp_tree_bound_is_the_proven_one(tmp_path):
+    """On the hard preset the flow model's proof holds to the solver's precision (1e-8 in ln cost): the
+    bound was the objective, above stats.lower_bound_log_cost; it is that proven bound now."""
+    below = 0
+    for seed in (0, 1, 2):
+        sol = solve(_join(tmp_path, 8, "hard", seed), "milp-tree")
+        assert sol.status == "optimal"
+        assert sol.bound <= sol.stats["lower_bound_log_cost"] + 1e-12 and sol.bound <= sol.objective
+        below += sol.bound < sol.objective
+    assert below  # the case of the issue is among them
+
+
+def test_milp_tree_compact_status_follows_the_proof_tolerance(tmp_path):
+    """model=compact stopped at its limit as "feasible" with a gap of 1e-13..6e-10 (ln cost), where the
+    module says a gap <= 1e-9 is "optimal"."""
+    from cepopt.formulations.joinorder import _PROOF_GAP
+
+    sol = solve(_join(tmp_path, 7, "paper", 0), "milp-tree", time_limit=1.0,
+                params={"model": "compact", "max_iters": 1})
+    assert sol.plan is not None and sol.bound is not None and sol.bound <= sol.objective
+    gap = sol.objective - sol.bound
+    assert (sol.status == "optimal") == (gap <= _PROOF_GAP), (sol.status, gap)
+    assert gap <= _PROOF_GAP  # the issue's case: the limit stops the loop with the gap closed
