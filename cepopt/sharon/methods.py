@@ -23,15 +23,19 @@ Methods:
   (also honours subsets=all; :func:`~cepopt.formulations.sharon.compact_model`).
 
 Time limits (issue 21): the limit covers the problem's build (solve() passes on what is left), the
-expanded graph, the models and the solves. The compact methods stop building their model at the
-deadline, take the segment DP's plan and bound from it (expanded problem; GWMIN on the original graph and
-the gain bound when no model was built in time, or with expand=false), count writing the solver's proto,
+expanded graph, the models and the solves. Every exact method starts from the floor (:func:`_floor`:
+GWMIN on the original graph, a plan for every option set, and the gain bounds while time is left; issue
+30): the graph methods compute it before the expanded graph, whose build, cells and cliques then stop at
+the deadline (:class:`~cepopt.clock.TimeLimitReached`: the floor is the answer); a capped expansion keeps
+the gain bound. The compact methods stop building their model at the deadline less :data:`FLOOR_SHARE`
+of the time, take the segment DP's plan and bound from it (expanded problem; the floor, in the share
+kept for it, when no model was built in time), count writing the solver's proto,
 and keep back a reserve for the solver's own overshoot (:data:`SOLVER_RESERVE_PER_VARIABLE`), so past the
 limit they only re-score their plan. HiGHS can overshoot at its root node (its analytic centre has no
 time limit: at 20,000 default queries, seed 1, a 57 s limit ended after 96 s), so large HiGHS models run
 in a child process killed just after the limit (:mod:`cepopt.formulations.mathopt_child`). In the graph
-methods a step that is running when the limit passes (the expanded graph's build, a solver's own
-check interval) is not interrupted: ``pytest -m bench tests/sharon/test_time_limits.py`` measures the
+methods a step that is running when the limit passes (GWMIN of the floor, the MWIS model's build, a
+solver's own check interval) is not interrupted: ``pytest -m bench tests/sharon/test_time_limits.py`` measures the
 wall time of 2 s calls. Loading the instance file (JSON schema, query parsing: 1.2 s of CPU at 10,000 queries)
 happens before the clock starts.
 Every exact method keeps the best plan it has seen - GWMIN's, the LP tree's
