@@ -1,8 +1,10 @@
-"""The cases of issue 30 (item 6, item 8), shrunk to run in seconds, on the real clock: each failed before
-the fix (a time-out with no plan or an empty one, seconds past the limit, a refusal after counting
-everything, a memory blow-up). Wall times are asserted with a margin of a second or more over the
-limit (the machine is shared); the old code was several times over it. The fake-clock counterpart,
-every exact method of every family, is ``test_time_limit_clock.py``."""
+"""The cases of issue 30 (item 6, item 8), shrunk to run in seconds: each failed before the fix (a
+time-out with no plan or an empty one, a refusal after counting everything, a memory blow-up, a DP that
+filled its tables past the deadline, starts run past it). The default run asserts what a time-out
+returns and, with a fake clock (:mod:`cepopt.clock`), that a step stops at its deadline; the wall times
+against the limit are the benchmark at the end (``pytest -m bench``; the project keeps wall-clock
+assertions out of the default run). Every exact method of every family on a fake clock:
+``test_time_limit_clock.py``."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import tracemalloc
 import pytest
 
 from cepopt.cli import main
+from cepopt.clock import TickingClock, use_clock
 from cepopt.registry import build_problem, solve
 
 
@@ -43,10 +46,9 @@ def sharon_dense(tmp_path_factory):
 @pytest.mark.parametrize("method", ["cpsat", "milp", "exhaustive", "sharon", "bruteforce"])
 def test_sharon_graph_methods_return_greedy_and_a_bound_within_the_limit(sharon_dense, method):
     path, greedy = sharon_dense
-    sol, wall = _timed(path, method, 1.0)
+    sol = solve(path, method, time_limit=1.0)
     assert sol.plan is not None and sol.objective >= greedy.objective > 0, (sol.status, sol.message)
     assert sol.bound is not None and sol.bound >= sol.objective, sol.message
-    assert wall <= 1.0 + 3.0, (wall, sol.message)  # old: 3-6 s under load, and no plan
 
 
 def test_sharon_gain_bounds_hold_over_every_option_set(sharon_dense):
@@ -101,26 +103,51 @@ def join23(tmp_path_factory, warm_kernels):
 
 
 @pytest.mark.parametrize("method", ["dp-b", "milp-tree", "dp-ld"])
-def test_join_order_dps_stop_in_their_tables(join23, method):
-    """dp-b filled its 2^n tables (13.8 s for 2 s at n = 24), milp-tree counted 10^8 splits before
-    refusing (20.5 s), dp-ld timed out without a plan: now a plan no worse than the greedy start."""
-    sol, wall = _timed(join23, method, 0.2)
+def test_join_order_dps_return_their_start_on_a_time_out(join23, method):
+    """dp-b and milp-tree (13.8 s and 20.5 s for 2 s at n = 24, milp-tree then refusing) and dp-ld (no plan)
+    out of time: a plan no worse than their start, GREEDY's order or ZStream over it."""
+    sol = solve(join23, method, time_limit=0.2)
     assert sol.plan is not None and sol.status == "feasible", (sol.status, sol.message)
     start = solve(join23, "greedy" if method == "dp-ld" else "zstream-ord")
     assert sol.objective <= start.objective + 1e-9
-    assert wall <= 0.2 + 1.0, (wall, sol.message)
+
+
+@pytest.mark.parametrize("method", ["dp-b", "milp-tree"])
+def test_join_order_tables_stop_at_the_deadline(tmp_path, monkeypatch, method, warm_kernels):
+    """With the deadline passed at the first look at the clock, the tables over 2^n subsets (node costs,
+    outside bounds) are not finished: they used to be, whatever the limit."""
+    from cepopt.joinorder import dp_fast
+
+    finished = []
+    outside = dp_fast._outside
+    monkeypatch.setattr(dp_fast, "_outside", lambda *a, **k: finished.append(1) or outside(*a, **k))
+    path = _join(tmp_path, 16, "paper", 1)
+    _, problem, _ = build_problem(path)
+    with use_clock(TickingClock(step=10.0)):
+        sol = solve(path, method, time_limit=1.0, problem=problem)
+    assert sol.plan is not None and sol.status == "feasible" and not finished, sol.message
 
 
 def _join(tmp_path, size: int, preset: str, seed: int) -> str:
     return _generate(tmp_path, "joinorder", "--size", str(size), "--preset", preset, "--seed", str(seed))
 
 
-def test_milp_order_starts_stop_at_the_deadline(tmp_path, warm_kernels):
-    """milp-order's starts (II-GREEDY 1 s, the window DP 2 s) and sparse DP ran past a 10 s limit (14.4 s)."""
-    path = _join(tmp_path, 60, "hard", 1)
-    sol, wall = _timed(path, "milp-order", 0.5)
+def test_milp_order_starts_stop_at_the_deadline(tmp_path, monkeypatch, warm_kernels):
+    """milp-order's starts (II-GREEDY for 1 s, the window DP for 2 s) and its sparse DP ran past a 10 s
+    limit (14.4 s): each step now gets a deadline no later than the method's."""
+    from cepopt.formulations import joinorder as formulation
+
+    clock = TickingClock(step=1e-3)
+    given = []
+    window = formulation.window_dp
+    monkeypatch.setattr(formulation, "window_dp", lambda c, o, deadline=None: given.append(deadline) or window(
+        c, o, deadline=deadline))
+    path = _join(tmp_path, 30, "hard", 1)
+    _, problem, _ = build_problem(path)
+    with use_clock(clock):
+        sol = solve(path, "milp-order", time_limit=0.5, problem=problem)
     assert sol.plan is not None and sol.bound is not None and sol.bound <= sol.objective
-    assert wall <= 0.5 + 1.0, (wall, sol.message)
+    assert given and all(d <= 0.5 + 0.01 for d in given), given  # the fake clock started at 0
 
 
 def test_dp_b_time_out_starts_from_the_left_deep_dp_ld_tree(tmp_path, monkeypatch, warm_kernels):
@@ -179,3 +206,19 @@ def test_milp_tree_compact_status_follows_the_proof_tolerance(tmp_path):
     gap = sol.objective - sol.bound
     assert (sol.status == "optimal") == (gap <= _PROOF_GAP), (sol.status, gap)
     assert gap <= _PROOF_GAP  # the issue's case: the limit stops the loop with the gap closed
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("case", ["sharon:cpsat", "sharon:milp", "sharon:exhaustive", "join:dp-b", "join:milp-tree",
+                                  "join:dp-ld", "order:milp-order"])
+def test_wall_time_of_the_issue_cases(case, sharon_dense, join23, tmp_path):
+    """Benchmark (``pytest -m bench -s tests/test_time_limit_cases.py``): wall time of the method alone
+    against its limit. Measured on 2 cores at load 10-16, old -> new: dp-b n = 23, 0.2 s: 8.1 -> 0.2 s;
+    milp-tree n = 22, 0.1 s: 3.0 s (then refusing) -> 0.3 s; milp-order hard n = 60, 1 s: 2.3 -> 1.3 s;
+    sharon 150 long queries, 1 s: 3-6 s (no plan) -> 1.1-1.3 s."""
+    family, method = case.split(":")
+    path, limit = {"sharon": (sharon_dense[0], 1.0), "join": (join23, 0.2),
+                   "order": (_join(tmp_path, 60, "hard", 1), 1.0)}[family]
+    sol, wall = _timed(path, method, limit)
+    print(f"\n{case}: {sol.status}, wall {wall:.2f} s for a {limit} s limit")
+    assert wall <= limit + 1.5, (wall, sol.message)
