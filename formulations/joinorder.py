@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from cepopt.clock import check, now
+from cepopt.clock import check, now, remaining
 from cepopt.errors import MethodLimitError
 from cepopt.formulations.model import Model, solve
 from cepopt.joinorder.cost import (
@@ -113,7 +113,7 @@ _PROOF_GAP = 2e-9
 
 def _remaining(deadline: float | None) -> float | None:
     """Seconds left (at least a millisecond: a solver given no time at all still answers at once)."""
-    return None if deadline is None else max(deadline - now(), 1e-3)
+    return remaining(deadline)
 
 
 def _solve(m: Model, backend: str, time_limit: float | None, seed: int, stats: dict, hint: list | None = None):

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Literal
 
 from cepopt.allocation import collector_paused
-from cepopt.clock import now
+from cepopt.clock import now, remaining
 from cepopt.errors import MethodLimitError
 from cepopt.gloria import cost
 from cepopt.gloria.compiled import compiled_modules
@@ -87,7 +87,7 @@ def _deadline(start: float, time_limit: float | None) -> float | None:
 
 def _remaining(deadline: float | None) -> float | None:
     """The time left for the search once the graph is built (a solver needs some time > 0)."""
-    return None if deadline is None else max(deadline - now(), 1e-3)
+    return remaining(deadline)
 
 
 def _timeout(start: float, candidates: str, problem: GloriaProblem | None = None,
