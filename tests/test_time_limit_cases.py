@@ -51,6 +51,17 @@ def test_sharon_graph_methods_return_greedy_and_a_bound_within_the_limit(sharon_
     assert sol.bound is not None and sol.bound >= sol.objective, sol.message
 
 
+def test_sharon_milp_on_a_graph_too_dense_for_maximal_cliques(sharon_dense):
+    """With the expanded graph built (before the clock), milp's model over maximal cliques needed adjacency
+    lists over their cap and the method ended in an error: it falls back on the cell cliques."""
+    path, greedy = sharon_dense
+    _, problem, _ = build_problem(path)
+    assert len(problem.graph) > 5000  # built, cells and cliques aside
+    sol = solve(path, "milp", time_limit=2.0, problem=problem)
+    assert sol.status != "error" and sol.objective >= greedy.objective, sol.message
+    assert sol.stats["extend"].startswith("off")
+
+
 def test_sharon_gain_bounds_hold_over_every_option_set(sharon_dense):
     path, _ = sharon_dense
     _, problem, _ = build_problem(path)

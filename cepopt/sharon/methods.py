@@ -490,6 +490,17 @@ def _mwis_start(problem: SharonProblem, keep: list[int], best: _Best, clock: Dea
     return [1 if v in picked else 0 for v in keep]
 
 
+def _mwis_model(sub, extend: bool, stats: dict):
+    """The MWIS model; over cell cliques when the graph is too dense for the maximal ones (their adjacency
+    lists are over :data:`~cepopt.sharon.graph.MAX_ADJACENCY_PAIRS`: the method used to end in an error)."""
+    if extend:
+        try:
+            return mwis_model(sub, extend=True)
+        except MethodLimitError:
+            stats["extend"] = "off: the graph is too dense for maximal cliques"
+    return mwis_model(sub, extend=False)
+
+
 def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: bool, split: bool, extend: bool,
           lp_nodes: int, workers: int, solver_options: dict, **solve_options) -> MethodResult:
     """cpsat and milp: reduced graph, GWMIN start, LP tree, then the solver with the best start as hint,
@@ -507,7 +518,7 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
         return _without_graph(problem, best, clock, str(exc))
     model = None
     if settings().export is not None:  # --export: the model, even when the LP tree proves the answer first
-        model = mwis_model(sub, extend=extend)
+        model = _mwis_model(sub, extend, extra)
         export_now(model, backend)
     start = _mwis_start(problem, keep, best, clock)
     if not clock.over():
@@ -527,7 +538,7 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
     stats = _stats(problem, variables=len(keep), **extra)
     message = ""
     if not clock.over():
-        model = model or mwis_model(sub, extend=extend)
+        model = model or _mwis_model(sub, extend, stats)
         model.hint = start
         res = solve_sharon_model(model, backend, seed=seed, split=split, workers=workers, deadline=clock.at,
                                  options=solver_options, **solve_options)
