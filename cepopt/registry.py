@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import inspect
 import math
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cepopt import entry_points
+from cepopt.clock import now
 from cepopt.errors import CepoptError, MethodLimitError, ObjectiveMismatchError, UnknownNameError
 from cepopt.params import check_seed, check_time_limit, read_options
 from cepopt.solution import MethodResult, Objective, Solution, Solutions, gap
@@ -202,11 +202,11 @@ def solve(instance: Any, method: str, time_limit: float | None = None, seed: int
     meth = _method_entry(fam.name, method)
     options = _method_options(meth, method_params)
     if problem is None:
-        started = time.perf_counter()
+        started = now()
         problem = fam.build(inst, **problem_params)
         if time_limit is not None and isinstance(time_limit, int | float) and time_limit > 0:
             # building the problem counts against the limit: the method gets what is left
-            time_limit = max(time_limit - (time.perf_counter() - started), min(time_limit, 0.01))
+            time_limit = max(time_limit - (now() - started), min(time_limit, 0.01))
     return _run(fam, problem, meth, time_limit, seed, options, inst.name)
 
 
@@ -228,14 +228,14 @@ def _failed(fam: Family, meth: Method, elapsed: float, instance_name: str | None
 
 def _run(fam: Family, problem: Any, meth: Method, time_limit: float | None, seed: int,
          options: dict, instance_name: str | None) -> Solution:
-    start = time.perf_counter()
+    start = now()
     try:
         result = meth.fn(problem, time_limit=time_limit, seed=seed, **options)
     except (MethodLimitError, MemoryError) as exc:
         # stats say which: a benchmark records a memory blow-up as such (numpy's says "Unable to allocate")
-        return _failed(fam, meth, time.perf_counter() - start, instance_name, str(exc) or type(exc).__name__,
+        return _failed(fam, meth, now() - start, instance_name, str(exc) or type(exc).__name__,
                        stats={"memory_error": True} if isinstance(exc, MemoryError) else None)
-    elapsed = time.perf_counter() - start
+    elapsed = now() - start
     if not isinstance(result, MethodResult):
         result = MethodResult(plan=result, status="feasible")
     if result.plan is None:
@@ -292,12 +292,12 @@ def compare(instance: Any, methods: Iterable[str] | None = None, time_limit: flo
     problem = fam.build(inst, **problem_params)
     out = Solutions()
     for meth, options in runs:
-        start = time.perf_counter()
+        start = now()
         try:
             out.append(_run(fam, problem, meth, time_limit, seed, options, inst.name))
         except Exception as exc:  # noqa: BLE001 -- one failing method must not take the others down
             reason = str(exc) if isinstance(exc, CepoptError) else f"{type(exc).__name__}: {exc}"
-            out.append(_failed(fam, meth, time.perf_counter() - start, inst.name, reason))
+            out.append(_failed(fam, meth, now() - start, inst.name, reason))
     return out
 
 

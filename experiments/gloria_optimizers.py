@@ -195,7 +195,7 @@ def run(point: dict) -> list[dict]:
                      "time_s": round(sol.time_s, 6), "bound": sol.bound,
                      "nodes": st.get("nodes"), "edges": st.get("edges"),
                      "model_vars": (st.get("x_variables") or 0) + (st.get("y_variables") or 0) or None,
-                     "search_value": st.get("search_value"), "consistent": st.get("consistent"),
+                     "eq22_end_sum": st.get("eq22_end_sum"), "consistent": st.get("consistent"),
                      "message": sol.message[:120]})
     timings = _java_timings(point, runs + _timing_runs(point, inst, repeats, processes - 1))
     return [{**row, **timings.get(row["run"], {})} for row in rows]

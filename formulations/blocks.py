@@ -15,10 +15,10 @@ The model is a :class:`~cepopt.formulations.model.Model`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from itertools import product
 
+from cepopt.clock import now
 from cepopt.formulations.linear import ModelResult
 
 __all__ = ["ENUMERATE", "WHOLE_SHARE", "blocks", "solve_by_blocks"]
@@ -112,8 +112,8 @@ def solve_by_blocks(model, solve: Callable, *, time_limit: float | None, deadlin
     """Solve ``model`` block by block; ``solve(sub_model, time_left)`` solves one block and returns a
     :class:`~cepopt.formulations.model.ModelResult`. Returns the whole model's ModelResult; its stats gain
     ``blocks``, ``largest_block`` and ``enumerated_variables``, plus the solver stats of the largest
-    block. ``deadline`` (a ``time.perf_counter()`` value) overrides ``time_limit``."""
-    start = time.perf_counter()
+    block. ``deadline`` (a ``now()`` value) overrides ``time_limit``."""
+    start = now()
     if deadline is None and time_limit is not None:
         deadline = start + time_limit
     n = len(model.names)
@@ -132,7 +132,7 @@ def solve_by_blocks(model, solve: Callable, *, time_limit: float | None, deadlin
             stats["enumerated_variables"] += len(members)
             res = ModelResult("optimal" if bx is not None else "infeasible", value, value, bx, exact=True)
         else:
-            left = None if deadline is None else deadline - time.perf_counter()
+            left = None if deadline is None else deadline - now()
             if left is None:
                 res = solve(sub, None)
             else:

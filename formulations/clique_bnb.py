@@ -23,11 +23,12 @@ incumbent to the exact solver.
 from __future__ import annotations
 
 import heapq
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from cepopt.clock import now
 
 __all__ = ["TreeResult", "clique_branch_and_bound"]
 
@@ -98,7 +99,7 @@ class _Packing:
             x[free] = (gain > 0).astype(float)
             return base + float(gain.sum()), x
         sub = sub[live]
-        options = {} if deadline is None else {"time_limit": max(deadline - time.perf_counter(), 0.01)}
+        options = {} if deadline is None else {"time_limit": max(deadline - now(), 0.01)}
         res = self.linprog(-self.w[free], A_ub=sub, b_ub=np.ones(sub.shape[0]), bounds=(0, 1),
                            method="highs", options=options)
         if res.status != 0:
@@ -126,7 +127,7 @@ def clique_branch_and_bound(weights: Sequence[float], cliques: Sequence[Sequence
                             deadline: float | None = None, threads: int = 2,
                             root_multiple: float | None = None, float_exact: bool = True) -> TreeResult | None:
     """Run the tree (module docstring) for at most ``node_limit`` LPs, until ``deadline`` (a
-    ``time.perf_counter()`` value), and, with ``root_multiple``, for at most that multiple of the
+    ``now()`` value), and, with ``root_multiple``, for at most that multiple of the
     root LP's time. ``incumbent``: a feasible 0-1 vector to start from.
     ``threads`` > 1 solves a node's two children at once (HiGHS releases the GIL: 1.8x on 2 cores).
     Returns None when the root LP fails or runs out of time (the caller then solves without the
@@ -160,12 +161,12 @@ def _search(weights, cliques, incumbent, node_limit, deadline, root_multiple, po
         if value > best:
             best, best_x = value, cand
 
-    started = time.perf_counter()
+    started = now()
     root = pk.lp(np.full(n, -1, dtype=np.int8), deadline)
     if root is None:
         return None
     if root_multiple is not None:
-        own = started + root_multiple * (time.perf_counter() - started)
+        own = started + root_multiple * (now() - started)
         deadline = own if deadline is None else min(deadline, own)
     nodes = 1
     heap: list = []
@@ -187,7 +188,7 @@ def _search(weights, cliques, incumbent, node_limit, deadline, root_multiple, po
         frac = np.flatnonzero((x > INTEGRAL) & (x < 1 - INTEGRAL))
         if not len(frac):  # integral LP solution: offer() has taken it (its rounding is itself)
             continue
-        if nodes >= node_limit or (deadline is not None and time.perf_counter() > deadline):
+        if nodes >= node_limit or (deadline is not None and now() > deadline):
             heapq.heappush(heap, (bound, 0, fixed, x))
             break
         v = frac[np.argmax(pk.w[frac] * x[frac] * (1 - x[frac]))]

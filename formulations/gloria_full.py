@@ -46,11 +46,11 @@ proof is a proof. Float frequencies are rounded for CP-SAT and the result is the
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations
 
+from cepopt.clock import now
 from cepopt.errors import MethodLimitError
 from cepopt.formulations.model import Model
 from cepopt.gloria import cost
@@ -769,7 +769,7 @@ def integral_objective(fm: FullModel) -> tuple[list[int] | None, int, object]:
 
 
 def deadline_left(deadline: float | None) -> float | None:
-    return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+    return None if deadline is None else max(deadline - now(), 1e-3)
 
 
 # ---------------------------------------------------------------------------------------------- solving
@@ -866,12 +866,12 @@ def start_options(problem: GloriaProblem, deadline: float | None = None, seed: i
         found.append((cost.total_cost(problem, options), "greedy", options))
     except MethodLimitError:
         pass
-    left = None if deadline is None else (deadline - time.perf_counter()) / 4
+    left = None if deadline is None else (deadline - now()) / 4
     if noprune and (left is None or left > 0.05):
         try:
             from cepopt.formulations.gloria import solve_cpsat_gloria
 
-            graph = generate(problem, "noprune", deadline=None if left is None else time.perf_counter() + left)
+            graph = generate(problem, "noprune", deadline=None if left is None else now() + left)
             choice, _status, _obj, _bound, _stats = solve_cpsat_gloria(
                 graph, time_limit=None if left is None else max(left, 0.05), seed=seed)
             if choice is not None:
@@ -898,7 +898,7 @@ def component_cost(problem: GloriaProblem, pools: list[int], options: list) -> o
 
 def solve_full(problem: GloriaProblem, *, backend: str, time_limit: float | None, seed: int,
                workers: int = 2) -> MethodResult:
-    start = time.perf_counter()
+    start = now()
     deadline = None if time_limit is None else start + time_limit
     prep = prepare(problem)
     # CP-SAT takes the start plan as its hint (the NOPRUNE optimum is often the optimum); the MILP only
@@ -917,7 +917,7 @@ def solve_full(problem: GloriaProblem, *, backend: str, time_limit: float | None
     if bound is not None and Fraction(value) < bound:
         raise AssertionError(f"gloria full model: plan cost {value} below the proven bound {bound}")
     optimal = stats["parts_proven"] == len(parts) and bound is not None and Fraction(value) == bound
-    stats["optimizer_time_s"] = time.perf_counter() - start
+    stats["optimizer_time_s"] = now() - start
     message = ("Def. 2.7 optimum proven (every partition of every pool)" if optimal else
                "best plan found; the bound is a proven lower bound of Def. 2.7's optimum")
     return MethodResult(cost.plan_from_options(problem, options), status="optimal" if optimal else "feasible",

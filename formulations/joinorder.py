@@ -44,7 +44,8 @@ own (``OASpec.solution_logs``: M-BUSHY's equal-size nodes may sit in either slot
 
 * **optimal** when no cut is new and the MILP is optimal: the solution's surrogate is exact, so
   its cost is the MILP's optimum, a lower bound of the true one (to the solver's precision);
-* **optimal** also when ``ln UB - ln LB <= 1e-9``: the gap is closed to the solver's precision;
+* **optimal** also when ``ln UB - ln LB <= 1e-9``: the gap is closed to the solver's precision (also
+  when a time or iteration limit stops the loop there); the bound reported is then the proven LB;
 * **feasible** when ``UB - LB <= tol·UB`` for a user's ``tol`` > 0 (default 0: iterate until proven; the
   proven bound LB is reported, with the tolerance used), or at the time / iteration limit (the best plan
   with its bound).
@@ -53,13 +54,13 @@ own (``OASpec.solution_logs``: M-BUSHY's equal-size nodes may sit in either slot
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from cepopt.clock import check, now, remaining
 from cepopt.errors import MethodLimitError
 from cepopt.formulations.model import Model, solve
 from cepopt.joinorder.cost import (
@@ -112,7 +113,7 @@ _PROOF_GAP = 2e-9
 
 def _remaining(deadline: float | None) -> float | None:
     """Seconds left (at least a millisecond: a solver given no time at all still answers at once)."""
-    return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+    return remaining(deadline)
 
 
 def _solve(m: Model, backend: str, time_limit: float | None, seed: int, stats: dict, hint: list | None = None):
@@ -199,7 +200,7 @@ def _root_cuts(m: Model, slots: dict, cuts: dict, sigma: float, deadline: float 
     the cut grid's. Each round is an LP (HiGHS)."""
     import copy
 
-    start = time.perf_counter()
+    start = now()
     for r in range(rounds):
         relaxed = copy.copy(m)
         relaxed.rows = list(m.rows)
@@ -217,7 +218,7 @@ def _root_cuts(m: Model, slots: dict, cuts: dict, sigma: float, deadline: float 
         stats["root_bound"] = res.objective
         if not added:
             break
-    stats["root_time_s"] = time.perf_counter() - start
+    stats["root_time_s"] = now() - start
 
 
 def _new_cuts(cuts: dict, logs: dict) -> bool:
@@ -236,7 +237,7 @@ def outer_approximation(spec: OASpec, starts: list, *, time_limit: float | None,
     ``root_cuts``: first close the LP relaxation on its own L values (:func:`_root_cuts`; measured mixed:
     it helps some hard instances, slows dense ones). ``lower``: a bound on the log variable cost proven
     elsewhere (the sparse DP's), reported when the MILP's own is weaker; never a proof of the MILP."""
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = None if time_limit is None else now() + time_limit
     best = min(starts, key=spec.var_log)
     best_log = spec.var_log(best)
     cuts: dict = {}
@@ -252,7 +253,7 @@ def outer_approximation(spec: OASpec, starts: list, *, time_limit: float | None,
         if left is not None and left <= 0.05:
             break
         sigma = best_log
-        t_round = time.perf_counter()
+        t_round = now()
         m, slots, info = spec.build(sigma)
         for slot in slots:
             cuts.setdefault(slot, [sigma - 2.0 * j for j in range(11)])
@@ -264,7 +265,7 @@ def outer_approximation(spec: OASpec, starts: list, *, time_limit: float | None,
         m.add_row(nz, [m.objective[i] for i in nz], None, 1.0 + 1e-7)
         hint = None if spec.encode is None else _hint(m, slots, cuts, sigma, spec.encode(best, info))
         res = _solve(m, backend, _remaining(deadline), seed, stats, hint)
-        stats.setdefault("round_s", []).append(round(time.perf_counter() - t_round, 3))
+        stats.setdefault("round_s", []).append(round(now() - t_round, 3))
         stats["iterations"] = it
         stats["cuts"] = sum(len(c) for c in cuts.values())
         if res.x is None or res.status not in ("optimal", "feasible"):
@@ -301,6 +302,16 @@ def outer_approximation(spec: OASpec, starts: list, *, time_limit: float | None,
     if status != "optimal" and lower > lb_log:
         lb_log = lower
         stats["bound_from"] = "sparse dp-ld"
+    gap_log = float(np.logaddexp(best_log, spec.const) - np.logaddexp(lb_log, spec.const))  # ln UB - ln LB
+    if status != "optimal" and gap_log <= _PROOF_GAP:
+        # stopped by a limit with the proven bound of the cost already within the proof tolerance of the
+        # incumbent's: that is the module's "optimal" (a gap closed to the solver's precision), whatever
+        # stopped the loop (issue 30: 19 of 52 time-limited runs said "feasible" at gaps <= 5.5e-11); the
+        # last MILP's value may belong to another plan, so there is no solver value to cross-check
+        stats.update(proof="bound, at a limit", proof_gap_log=max(gap_log, 0.0))
+        out = _outcome(best, best_log, lb_log, last_obj, spec.const, "optimal", stats)
+        out.solver_log = None
+        return out
     return _outcome(best, best_log, lb_log, last_obj, spec.const, status, stats)
 
 
@@ -310,10 +321,11 @@ def _outcome(best: Any, best_log: float, lb_log: float, last_obj_log: float, con
     ub_total = float(np.logaddexp(best_log, const))
     lb_total = float(np.logaddexp(lb_log, const)) if lb_log > -math.inf else const
     stats["lower_bound_log_cost"] = lb_total
-    # a proof by gap (the bound meets the incumbent to _PROOF_GAP, not exactly) keeps that gap: the reported
-    # bound is the proven one, never the objective itself (issue 21: a tolerance is not an exact proof)
-    gap_proof = status == "optimal" and stats.get("proof_gap_log", 0.0) > 0
-    ratio = max(ub_total - lb_total, 0.0) if status != "optimal" or gap_proof else 0.0
+    # the reported bound is the proven one, never the objective itself, also for an "optimal" proven to the
+    # solver's precision (a proof by gap, or an exact surrogate whose MILP value sits 1e-8 below the plan's
+    # cost: issue 21, a tolerance is not an exact proof; issue 30: the bound was the objective, above the
+    # proven lower_bound_log_cost)
+    ratio = max(ub_total - lb_total, 0.0)
     solver_log = float(np.logaddexp(last_obj_log, const)) if status == "optimal" else None
     return ModelOutcome(best, status, stats, "" if status == "optimal" else "optimum not proven", ratio,
                         solver_log)
@@ -387,7 +399,7 @@ def _order_encode(conj: Conjunct, order: list[int], info: dict) -> dict:
     return out
 
 
-def order_spec(conj: Conjunct) -> OASpec:
+def order_spec(conj: Conjunct, deadline: float | None = None) -> OASpec:
     n = conj.n
     edges = _edges(conj)
     const = float(order_logs(conj, list(range(n)))[-1])  # ln PM(all)
@@ -397,19 +409,25 @@ def order_spec(conj: Conjunct) -> OASpec:
         slot_logs=lambda order: {k: float(v) for k, v in enumerate(order_logs(conj, order)[:-1], start=1)},
         var_log=lambda order: log_order_variable(conj, order),
         const=const, encode=lambda order, info: _order_encode(conj, order, info),
-        improve=lambda order: window_dp(conj, order, deadline=time.perf_counter() + 2.0))
+        improve=lambda order: window_dp(conj, order, deadline=_sooner(deadline, 2.0)))
 
 
-def _order_starts(conj: Conjunct, seed: int) -> list[list[int]]:
+def _sooner(deadline: float | None, seconds: float) -> float:
+    """The earlier of ``deadline`` (a :func:`cepopt.clock.now` value, None: none) and ``seconds`` from now."""
+    own = now() + seconds
+    return own if deadline is None else min(own, deadline)
+
+
+def _order_starts(conj: Conjunct, seed: int, deadline: float | None = None) -> list[list[int]]:
     """Good orders to start from: GREEDY's, II-GREEDY's local minimum from it (a few thousand
-    evaluations at most), and that improved by the window DP (:mod:`cepopt.joinorder.window`), which
-    finds the optimum itself on most instances of up to 22 events (measured): then the first MILP
-    only has to prove it."""
+    evaluations at most, 1 s at most), and that improved by the window DP (:mod:`cepopt.joinorder.window`,
+    2 s at most), which finds the optimum itself on most instances of up to 22 events (measured): then
+    the first MILP only has to prove it. Both stop at ``deadline`` too."""
     from cepopt.joinorder.ii import ii
 
     start = greedy(conj)
-    better = ii(conj, start, seed=seed, max_evals=2000, time_limit=1.0)
-    return [start, better, window_dp(conj, better, deadline=time.perf_counter() + 2.0)]
+    better = ii(conj, start, seed=seed, max_evals=2000, time_limit=max(_sooner(deadline, 1.0) - now(), 1e-3))
+    return [start, better, window_dp(conj, better, deadline=_sooner(deadline, 2.0))]
 
 
 #: the share of milp-order's time the sparse DP may take before the MILP starts
@@ -430,7 +448,7 @@ def _sparse_dp_first(conj: Conjunct, starts: list, deadline: float | None, stats
     best = min(starts, key=lambda o: log_order_variable(conj, o))
     ub = log_order_variable(conj, best)
     left = _remaining(deadline)
-    dp_deadline = None if left is None else time.perf_counter() + _SPARSE_SHARE * left
+    dp_deadline = None if left is None else now() + _SPARSE_SHARE * left
     lower = -math.inf
     runs = stats.setdefault("sparse_dp", [])
     for direction in ("forward", "backward"):
@@ -465,10 +483,10 @@ def solve_order_milp(conj: Conjunct, *, time_limit: float | None = None, seed: i
     if n <= 2:
         order = [0] if n == 1 else min(([0, 1], [1, 0]), key=lambda o: log_order_variable(conj, o))
         return ModelOutcome(order, "optimal", {"iterations": 0})
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = None if time_limit is None else now() + time_limit
     stats: dict = {"binaries": n * (n - 1), "continuous_y": len(_edges(conj)) * (n - 1)}
-    starts = _order_starts(conj, seed)
-    spec = order_spec(conj)
+    starts = _order_starts(conj, seed, deadline)
+    spec = order_spec(conj, deadline)
     lower = -math.inf
     if sparse_dp:
         order, lower, dp_value = _sparse_dp_first(conj, starts, deadline, stats)
@@ -638,15 +656,17 @@ def solve_tree_milp(conj: Conjunct, *, time_limit: float | None = None, seed: in
 MAX_FLOW_SPLITS = 2_000_000
 
 
-def _flow_build(conj: Conjunct, sigma: float, keep: np.ndarray):
-    """The subset-flow model over the candidate nodes ``keep`` (a bool per subset): (model, splits)."""
+def _flow_build(conj: Conjunct, sigma: float, keep: np.ndarray, deadline: float | None = None):
+    """The subset-flow model over the candidate nodes ``keep`` (a bool per subset): (model, splits);
+    TimeLimitReached past ``deadline`` (a :func:`cepopt.clock.now` value)."""
     from cepopt.joinorder.cost import all_node_logs
     from cepopt.joinorder.dp_fast import splits_of
 
     n = conj.n
     full = (1 << n) - 1
-    V = all_node_logs(conj, tree=True)
+    V = all_node_logs(conj, tree=True, deadline=deadline)
     S, A = splits_of(keep, n, MAX_FLOW_SPLITS)
+    check(deadline, "listing the splits")
     m = Model("m-bushy-flow", sense="min")
     cost = np.where(S == full, 0.0, np.exp(np.minimum(V[S] - sigma, 700.0)))
     m.add_vars([f"y_{s}_{a}" for s, a in zip(S.tolist(), A.tolist(), strict=True)], 0, 1, True, cost.tolist())
@@ -704,13 +724,20 @@ def solve_tree_flow(conj: Conjunct, *, time_limit: float | None = None, seed: in
     small = _tree_guard(conj)
     if small is not None:
         return small
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = None if time_limit is None else now() + time_limit
     starts = _tree_starts(conj)
     best = min(starts, key=lambda t: _tree_var_log(conj, t))
     sigma = _tree_var_log(conj, best)
     const = _tree_const(conj)
-    keep = candidate_nodes(conj, starts)
-    m, splits = _flow_build(conj, sigma, keep)
+    try:  # the tables over 2^n subsets and the model's build stop at the deadline; too many splits refuse
+        keep = candidate_nodes(conj, starts, deadline=deadline)
+        m, splits = _flow_build(conj, sigma, keep, deadline)
+        check(deadline, "building the flow model")
+    except MethodLimitError as exc:  # TimeLimitReached too: the best start tree and the bound every tree pays
+        out = _outcome(best, sigma, -math.inf, -math.inf, const, "feasible",
+                       {"model": "flow", "backend": backend, "iterations": 0, "stopped": str(exc)})
+        out.message = f"milp-tree: {exc}; the best start tree (ZStream over GREEDY's or the declared order)"
+        return out
     stats: dict = {"model": "flow", "backend": backend, "iterations": 1, "candidate_nodes": int(keep.sum()),
                    "splits": len(splits[0]), "tolerance": 0.0}
     res = _flow_lp(m, deadline, stats)
@@ -748,7 +775,7 @@ def solve_order_cpsat(conj: Conjunct, *, time_limit: float | None = None, seed: 
     if n <= 2:
         order = [0] if n == 1 else min(([0, 1], [1, 0]), key=lambda o: log_order_variable(conj, o))
         return ModelOutcome(order, "feasible", {"scale": scale})
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = None if time_limit is None else now() + time_limit
     edges = _edges(conj)
     coefs = [float(v) for v in conj.a] + [float(conj.b[i, j]) for i, j in edges]
     # the second stage sums n - 1 prefixes, each at most the sum of all |coefs|
@@ -777,7 +804,7 @@ def solve_order_cpsat(conj: Conjunct, *, time_limit: float | None = None, seed: 
     model.Minimize(M)
     start = greedy(conj)
     hint = [(x[i, k], int(start.index(i) < k)) for i in range(n) for k in range(1, n)]
-    first_limit = None if deadline is None else max((deadline - time.perf_counter()) / 2, 0.01)
+    first_limit = None if deadline is None else max((deadline - now()) / 2, 0.01)
     r1 = solve_cpsat(model, time_limit=first_limit, seed=seed, workers=workers, hint=hint)
     stats = {"scale": scale, "workers": workers, "seed": seed, "stage1_status": r1.status,
              "stage1_bottleneck": None if r1.objective is None else r1.objective / scale,
@@ -788,7 +815,7 @@ def solve_order_cpsat(conj: Conjunct, *, time_limit: float | None = None, seed: 
     model.Add(M <= int(round(r1.objective)))
     model.Minimize(sum(Ls))
     hint = [(x[i, k], int(order.index(i) < k)) for i in range(n) for k in range(1, n)]
-    left = None if deadline is None else max(deadline - time.perf_counter(), 0.01)
+    left = None if deadline is None else max(deadline - now(), 0.01)
     r2 = solve_cpsat(model, time_limit=left, seed=seed, workers=workers, hint=hint)
     stats["stage2_status"] = r2.status
     final = r1

@@ -45,6 +45,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cepopt.clock import now
 from cepopt.errors import CepoptError
 from cepopt.formulations.convert import from_pulp, mathopt_proto, to_pulp
 from cepopt.formulations.export import offer_export
@@ -93,7 +94,7 @@ def solve_model_milp(model, *, backend: str, time_limit: float | None = None, se
     seed = check_seed(seed, 0, 2**31 - 1, solver=backend)  # HiGHS refuses negative seeds
     kind = _backend_kind(backend)
     factor = milp_scale(coefficient_total([c for c in model.objective if c]))
-    start = time.perf_counter()
+    start = now()
     if kind == "mathopt":
         out = _solve_mathopt(model, backend, factor, time_limit, seed, rel_gap, feas_tol, threads,
                              dict(options or {}), hint, log)
@@ -104,7 +105,7 @@ def solve_model_milp(model, *, backend: str, time_limit: float | None = None, se
     if out.status == "error" and options:  # the options are the usual suspects: name them
         out.message += f" (solver options given: {', '.join(sorted(options))})"
     _finish(model, out, prove)
-    out.wall_time = time.perf_counter() - start
+    out.wall_time = now() - start
     return out
 
 
@@ -212,10 +213,10 @@ def _solve_mathopt(model, backend, factor, time_limit, seed, rel_gap, feas_tol, 
     from ortools.math_opt import model_parameters_pb2, result_pb2
     from ortools.math_opt.core.python import solver as core
 
-    started = time.perf_counter()
+    started = now()
     proto, _ = mathopt_proto(model, factor)
     if time_limit is not None:  # the limit covers writing the proto
-        time_limit = time_limit - (time.perf_counter() - started)
+        time_limit = time_limit - (now() - started)
         if time_limit <= 0:
             return ModelResult("timeout", backend=backend,
                                message=f"time limit reached while writing the {backend} model")

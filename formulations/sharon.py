@@ -80,10 +80,10 @@ Solving (decisions measured on the sharon-optimizers instances, 200-1000 queries
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from cepopt.clock import now
 from cepopt.formulations import model as container
 from cepopt.formulations.blocks import solve_by_blocks
 from cepopt.formulations.export import export_now
@@ -167,7 +167,7 @@ class BuildTimeout(Exception):
 
 
 def _check(deadline: float | None, k: int) -> None:
-    if deadline is not None and k % DEADLINE_CHECK == 0 and time.perf_counter() >= deadline:
+    if deadline is not None and k % DEADLINE_CHECK == 0 and now() >= deadline:
         raise BuildTimeout
 
 
@@ -207,7 +207,7 @@ def compact_model(problem, deadline: float | None = None) -> Model:
 
     Decode data (``model.decode``): ("compact", [(pattern, {group: variable index}, y index) per
     candidate], members of each group, the problem's start table, {candidate: {tied group: gain per
-    copy}}; a tied group's variable is y). ``deadline`` (``time.perf_counter()``):
+    copy}}; a tied group's variable is y). ``deadline`` (``now()``):
     raise :class:`BuildTimeout` once it passes (the build takes seconds at 10,000 queries, so a time limit
     must be able to stop it).
     """
@@ -340,7 +340,7 @@ def solve_sharon_model(model: Model, backend: str, *, time_limit=None, seed: int
     if backend == "cpsat" and not presolve:
         options["cp_model_presolve"] = False
     if deadline is None and time_limit is not None:
-        deadline = time.perf_counter() + time_limit
+        deadline = now() + time_limit
 
     def one(sub: Model, left) -> ModelResult:
         return container.solve(sub, backend, time_limit=left, seed=seed, workers=workers, lp_heavy=lp_heavy,
@@ -349,7 +349,7 @@ def solve_sharon_model(model: Model, backend: str, *, time_limit=None, seed: int
     if split:
         res = solve_by_blocks(model, one, time_limit=None, deadline=deadline)
     else:
-        res = one(model, None if deadline is None else max(deadline - time.perf_counter(), 0.01))
+        res = one(model, None if deadline is None else max(deadline - now(), 0.01))
     res.backend = backend
     res.stats.update(variables=len(model.names), constraints=len(model.rows), backend=backend)
     if options:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 
+from cepopt.clock import now
 from cepopt.errors import MethodLimitError
 from cepopt.gloria.cost import Option, option_problem
 from cepopt.gloria.graph import CandidateGraph, check_deadline, complete_edges
@@ -114,7 +114,7 @@ def brute_force(graph: CandidateGraph, *, max_plans: float = 5e6,
     preds = {b: [a for a in problem.preds.get(b, []) if pos[a] < pos[b]] for b in order}
     choice = [-1] * len(problem.pools)
     best: list = [None, INF]
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = None if time_limit is None else now() + time_limit
     timed_out = [False]
 
     def dfs(k: int, cost: float) -> None:
@@ -123,7 +123,7 @@ def brute_force(graph: CandidateGraph, *, max_plans: float = 5e6,
         if k == len(order):
             best[0], best[1] = list(choice), cost
             return
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and now() > deadline:
             timed_out[0] = True
             return
         b = order[k]

@@ -13,11 +13,11 @@ same graph, so their values are comparable on the same candidates.
 
 from __future__ import annotations
 
-import time
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
+from cepopt.clock import now
 from cepopt.gloria.canonical import distinct_blocks
 from cepopt.gloria.cost import (
     ASide,
@@ -41,8 +41,8 @@ class BuildTimeout(Exception):
 
 
 def check_deadline(deadline: float | None) -> None:
-    """Raise :class:`BuildTimeout` once ``deadline`` (a ``time.perf_counter()`` value) has passed."""
-    if deadline is not None and time.perf_counter() > deadline:
+    """Raise :class:`BuildTimeout` once ``deadline`` (a ``now()`` value) has passed."""
+    if deadline is not None and now() > deadline:
         raise BuildTimeout
 
 

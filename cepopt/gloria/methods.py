@@ -3,7 +3,8 @@
 =============  ==============================================================================
 gloria         GLORIA as published: node generation with the frequency test, progressive
                pruning (paper node pruning), path search (§5, §6). Exact only on forest-shaped
-               pool graphs (stats ``pool_graph_is_forest``, ``search_value``).
+               pool graphs (stats ``pool_graph_is_forest``; ``eq22_end_sum``: Eq. 22 summed at the end
+               pools, which counts shared pools once per end pool: no plan's cost).
 gloria-safe    the same with the safe node pruning of specs/gloria.md §4.2 and no frequency test
 noprune        the paper's NoPrune: the full graph (Figs 7a, 9b), then the path search
 greedy         the paper's Greedy baseline (§8.1); option ``tie`` = share | nonshare
@@ -25,10 +26,11 @@ the problem, "feasible", with no bound (stats ``candidates``, ``candidate_status
 
 from __future__ import annotations
 
-import time
 from typing import Literal
 
 from cepopt.allocation import collector_paused
+from cepopt.clock import now, remaining
+from cepopt.errors import MethodLimitError
 from cepopt.gloria import cost
 from cepopt.gloria.compiled import compiled_modules
 from cepopt.gloria.exhaustive import brute_force, exhaustive_graph
@@ -69,7 +71,7 @@ FAMILY = declare(Family(
 def candidate_graph(problem: GloriaProblem, candidates: str, *, max_nodes: int = 20000,
                     max_options: int = 2000, deadline: float | None = None) -> CandidateGraph:
     """The candidate graph named ``candidates`` (noprune | safe | gloria | exhaustive);
-    :class:`~cepopt.gloria.graph.BuildTimeout` past ``deadline`` (a ``time.perf_counter()`` value)."""
+    :class:`~cepopt.gloria.graph.BuildTimeout` past ``deadline`` (a ``now()`` value)."""
     if candidates not in CANDIDATES:
         from cepopt.errors import CepoptError
 
@@ -85,16 +87,28 @@ def _deadline(start: float, time_limit: float | None) -> float | None:
 
 def _remaining(deadline: float | None) -> float | None:
     """The time left for the search once the graph is built (a solver needs some time > 0)."""
-    return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+    return remaining(deadline)
 
 
-def _timeout(start: float, candidates: str) -> MethodResult:
-    return MethodResult(None, status="timeout", stats={"optimizer_time_s": time.perf_counter() - start},
-                        message=f"time limit reached while building the {candidates} candidate graph")
+def _timeout(start: float, candidates: str, problem: GloriaProblem | None = None,
+             step: str = "while building the {} candidate graph") -> MethodResult:
+    """A method out of time: Greedy's plan (tie=share, the ``greedy`` method's; cheap, so a time-out never
+    returns less than it) with status feasible and no bound, or, without ``problem``, no plan."""
+    reason = "time limit reached " + step.format(candidates)
+    stats = {"optimizer_time_s": now() - start}
+    if problem is not None:
+        try:
+            options = greedy_options(problem, "share")
+        except MethodLimitError:
+            options = None
+        if options is not None:
+            return MethodResult(cost.plan_from_options(problem, options), status="feasible", stats=stats,
+                                message=f"{reason}: Greedy's plan (no bound)")
+    return MethodResult(None, status="timeout", stats=stats, message=reason)
 
 
 def _searched(problem: GloriaProblem, mode: str, max_nodes: int, time_limit: float | None) -> MethodResult:
-    start = time.perf_counter()
+    start = now()
     with collector_paused():  # cepopt/allocation.py: the graph's many small containers hold no cycles
         try:
             graph = generate(problem, mode, max_nodes=max_nodes, deadline=_deadline(start, time_limit))
@@ -104,7 +118,7 @@ def _searched(problem: GloriaProblem, mode: str, max_nodes: int, time_limit: flo
         plan = cost.plan_from_options(problem, options)
         stats = {**graph.stats, **stats}
         del graph  # freed while paused: the collector never scans it
-    stats["optimizer_time_s"] = time.perf_counter() - start
+    stats["optimizer_time_s"] = now() - start
     # which code was timed: the compiled modules (setup.py, cepopt/gloria/compiled.py), [] = pure Python
     stats["compiled_modules"] = list(compiled_modules())
     return MethodResult(plan, status="feasible", stats=stats,
@@ -132,43 +146,45 @@ def noprune(problem: GloriaProblem, *, time_limit: float | None = None, seed: in
 @register("gloria", "greedy", "Greedy: one node per pool, REUSE or not share (§8.1); tie=share|nonshare")
 def greedy(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
            tie: Literal["share", "nonshare"] = "share") -> MethodResult:
-    start = time.perf_counter()
+    start = now()
     options = greedy_options(problem, tie)
     return MethodResult(cost.plan_from_options(problem, options), status="feasible",
-                        stats={"optimizer_time_s": time.perf_counter() - start, "tie": tie})
+                        stats={"optimizer_time_s": now() - start, "tie": tie})
 
 
 @register("gloria", "exhaustive", "brute force over every partition and snapshot type (small workloads)",
           exact=True)
 def exhaustive(problem: GloriaProblem, *, time_limit: float | None = None, seed: int = 0,
                max_options: PositiveInt = 2000, max_plans: PositiveFloat = 5e6) -> MethodResult:
-    start = time.perf_counter()
+    start = now()
     deadline = _deadline(start, time_limit)
     try:
         graph = exhaustive_graph(problem, max_options=max_options, deadline=deadline, max_plans=max_plans)
     except BuildTimeout:
-        return _timeout(start, "exhaustive")
+        return _timeout(start, "exhaustive", problem)
     choice, value, proven = brute_force(graph, max_plans=max_plans, time_limit=_remaining(deadline))
-    stats = {**graph.stats, "optimizer_time_s": time.perf_counter() - start}
+    stats = {**graph.stats, "optimizer_time_s": now() - start}
+    if choice is None and not proven:
+        return _timeout(start, "exhaustive", problem, "in the enumeration")
     if choice is None:
-        return MethodResult(None, status="timeout" if not proven else "infeasible", stats=stats)
+        return MethodResult(None, status="infeasible", stats=stats)
     return MethodResult(graph.plan(choice), status="optimal" if proven else "feasible",
                         solver_objective=value, stats=stats)
 
 
 def _solved(problem: GloriaProblem, candidates: str, solver, max_nodes: int, max_options: int,
             time_limit: float | None, **kwargs) -> MethodResult:
-    start = time.perf_counter()
+    start = now()
     deadline = _deadline(start, time_limit)
     try:
         graph = candidate_graph(problem, candidates, max_nodes=max_nodes, max_options=max_options,
                                 deadline=deadline)
     except BuildTimeout:
-        return _timeout(start, candidates)
-    built = time.perf_counter() - start
+        return _timeout(start, candidates, problem)
+    built = now() - start
     choice, status, objective, bound, stats = solver(graph, time_limit=_remaining(deadline), **kwargs)
     stats.update(candidates=candidates, candidate_status=status, nodes=graph.num_nodes, edges=graph.num_edges,
-                 candidate_time_s=built, optimizer_time_s=time.perf_counter() - start)
+                 candidate_time_s=built, optimizer_time_s=now() - start)
     message = f"{status} over the {candidates} candidate nodes"
     if candidates != "exhaustive":
         # Only the exhaustive space holds the optimum of Def. 2.7 (spec §7.3 item 5): an optimum or bound
@@ -176,8 +192,10 @@ def _solved(problem: GloriaProblem, candidates: str, solver, max_nodes: int, max
         bound = None
         if status == "optimal":
             status = "feasible"
-            message = (f"optimal over the {candidates} candidate nodes only; candidates=exhaustive proves "
-                       "the optimum")
+            message = (f"optimal over the {candidates} candidate nodes only; candidates=full proves the "
+                       "optimum of Def. 2.7 (every partition of every pool, without listing them)")
+    if choice is None and status in ("timeout", "feasible"):
+        return _timeout(start, candidates, problem, "in the solver (over the {} candidate nodes)")
     if choice is None:
         return MethodResult(None, status=status, bound=bound, stats=stats,
                             message=f"no plan found ({status})")

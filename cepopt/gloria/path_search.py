@@ -42,7 +42,10 @@ def _distances(graph: CandidateGraph) -> list[list[Cost]]:
 
 
 def search_value(graph: CandidateGraph) -> Cost:
-    """Eq. 22 summed at the end nodes (the published search's own value)."""
+    """Eq. 22 summed at the end nodes (what the published search minimises, stats ``eq22_end_sum``). Not
+    a plan's cost: each end pool's distance ``d_s`` holds the whole path from the source, so pools that
+    several end pools share are counted once per end pool (a taxi SEQ workload: 30,909,874,072 against
+    the plan's 2,027,996,450); the plan's cost is the method's objective."""
     d_s = _distances(graph)
     total: Cost = 0.0
     for pool in graph.problem.pools:
@@ -155,7 +158,7 @@ def search(graph: CandidateGraph) -> tuple[list[Option], dict]:
     problem = graph.problem
     forest = pool_graph_is_forest(problem)
     value = search_value(graph)
-    stats = {"search_value": value, "pool_graph_is_forest": forest,
+    stats = {"eq22_end_sum": value, "pool_graph_is_forest": forest,
              "exact": "only on forest-shaped pool graphs (specs/gloria.md §4.3)"}
     if forest:
         choice = tree_dp(graph)

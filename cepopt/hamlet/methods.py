@@ -17,16 +17,16 @@ when time runs out and the plan is the best found (status feasible).
 from __future__ import annotations
 
 import itertools
-import time
 from collections import Counter
 
-from cepopt.errors import MethodLimitError
+from cepopt.clock import Deadline
 from cepopt.hamlet import cost
 from cepopt.hamlet.cost import sequence_cost
 from cepopt.hamlet.decide import run_policy
 from cepopt.hamlet.plan import HamletPlan, plan_from_json, plan_to_json
 from cepopt.hamlet.policy import REPLAY, ReplayPolicy
 from cepopt.hamlet.problem import HamletProblem, build
+from cepopt.params import PositiveInt
 from cepopt.registry import Family, declare, register
 from cepopt.solution import MethodResult
 
@@ -87,40 +87,63 @@ def _options(burst) -> list[tuple[str, ...]]:
     return opts
 
 
+def _count_options(burst) -> int:
+    """len(_options(burst)) without listing them: the empty set and every subset of two or more."""
+    k = len(burst.queries)
+    return 2**k - k
+
+
+def _sequence_count(bursts, cap: int) -> int:
+    """The number of decision sequences of a group of bursts, counted without listing anything (a burst of
+    40 candidates has 2^40 options: listing them is what filled 6 GB); once past ``cap`` some number
+    above it."""
+    count = 1
+    for burst in bursts:
+        count *= _count_options(burst)
+        if count > cap:
+            break
+    return count
+
+
 @register("hamlet", "optimal", "the cheapest sequence of per-burst decisions, by enumeration (small)",
           exact=True)
-def optimal(problem: HamletProblem, *, time_limit=None, seed=0) -> MethodResult:
+def optimal(problem: HamletProblem, *, time_limit=None, seed=0,
+            max_sequences: PositiveInt = OPTIMAL_MAX_SEQUENCES) -> MethodResult:
     """Enumerate every decision sequence per (scope, type), from the dynamic policy's sequence as the
     incumbent; the plan replays the best one. When ``time_limit`` runs out the groups left keep the
-    incumbent and the status is feasible."""
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    incumbent and the status is feasible. A group with more than ``max_sequences`` sequences is not
+    enumerated (counted first, nothing listed): the plan is then the dynamic policy's, status feasible,
+    and the message says so."""
+    clock = Deadline.after(time_limit)
     by_key: dict[tuple, list[int]] = {}
     for i, b in enumerate(problem.bursts):
         by_key.setdefault((b.scope, b.type), []).append(i)
-    for idx in by_key.values():
-        count = 1
-        for i in idx:
-            count *= len(_options(problem.bursts[i]))
-        if count > OPTIMAL_MAX_SEQUENCES:
-            raise MethodLimitError(f"optimal: {count} decision sequences exceed {OPTIMAL_MAX_SEQUENCES}")
+    groups = [[problem.bursts[i] for i in idx] for idx in by_key.values()]
+    over = [g for g, bursts in enumerate(groups) if _sequence_count(bursts, max_sequences) > max_sequences]
     chosen: list[tuple[str, ...]] = [()] * len(problem.bursts)
     timed_out = False
-    for idx in by_key.values():
-        bursts = [problem.bursts[i] for i in idx]
+    for g, (idx, bursts) in enumerate(zip(by_key.values(), groups, strict=True)):
         incumbent, best_cost = run_policy(bursts, "dynamic", problem.t_of)
         best = [d.queries for d in incumbent]
-        for seq in () if timed_out else itertools.product(*(_options(b) for b in bursts)):
+        for seq in () if timed_out or g in over else itertools.product(*(_options(b) for b in bursts)):
             cost = sequence_cost(bursts, seq, problem.t_of)
             if cost < best_cost:
                 best, best_cost = list(seq), cost
-            if deadline is not None and time.perf_counter() > deadline:
+            if clock.over():
                 timed_out = True
                 break
         for i, qs in zip(idx, best, strict=True):
             chosen[i] = qs
     decisions, total = run_policy(problem.bursts, ReplayPolicy(problem.bursts, chosen), problem.t_of)
     plan = HamletPlan(REPLAY if problem.from_stream else "exhaustive", tuple(decisions))
-    return MethodResult(plan, "feasible" if timed_out else "optimal", solver_objective=float(total),
-                        stats={"bursts": len(decisions), "actions": dict(Counter(d.action for d in decisions)),
-                               "timed_out": timed_out},
-                        message="time limit: the enumeration stopped early" if timed_out else "")
+    stats = {"bursts": len(decisions), "actions": dict(Counter(d.action for d in decisions)),
+             "timed_out": timed_out}
+    message = "time limit: the enumeration stopped early" if timed_out else ""
+    if over:
+        stats["groups_not_enumerated"] = len(over)
+        message = "; ".join(m for m in (message, (
+            f"optimal: {len(over)} of {len(groups)} (scope, type) groups have more than max_sequences="
+            f"{max_sequences:,} decision sequences: not enumerated, they keep the dynamic policy's decisions "
+            "(no proof)")) if m)
+    return MethodResult(plan, "feasible" if timed_out or over else "optimal", solver_objective=float(total),
+                        stats=stats, message=message)

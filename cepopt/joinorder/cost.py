@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from cepopt.clock import check
 from cepopt.errors import CepoptError
 from cepopt.joinorder.plans import Disjunction, Order, Tree, left_deep
 from cepopt.joinorder.problem import Conjunct, JoinOrderProblem
@@ -147,8 +148,10 @@ def leaf_log(conj: Conjunct, i: int) -> float:
     return float(conj.lc[i] + (conj.lf[i] if conj.leaf_filter or conj.next_match else 0.0))
 
 
-def all_node_logs(conj: Conjunct, *, tree: bool = False) -> np.ndarray:
-    """ln PM(S) for every subset S (bitmask index), 2^n floats, built block by block (spec §4.5)."""
+def all_node_logs(conj: Conjunct, *, tree: bool = False, deadline: float | None = None) -> np.ndarray:
+    """ln PM(S) for every subset S (bitmask index), 2^n floats, built block by block (spec §4.5); past
+    ``deadline`` (a :func:`cepopt.clock.now` value) :class:`~cepopt.clock.TimeLimitReached` (at n = 24
+    the table alone takes seconds)."""
     n = conj.n
     out = np.zeros(1 << n)
     use_filter = conj.next_match or conj.leaf_filter or not tree
@@ -156,6 +159,7 @@ def all_node_logs(conj: Conjunct, *, tree: bool = False) -> np.ndarray:
     if conj.next_match:
         low = np.full(1 << n, np.inf)
     for h in range(n):
+        check(deadline, "computing the node costs")
         size = 1 << h
         base = np.arange(size, dtype=np.int64)
         bh = np.zeros(size)

@@ -25,11 +25,11 @@ Ties go to the smallest last element (DP-LD) or the first split enumerated (DP-B
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import numpy as np
 
+from cepopt.clock import TimeLimitReached, check, now
 from cepopt.joinorder.cost import all_node_logs, leaf_log
 from cepopt.joinorder.problem import Conjunct
 
@@ -40,14 +40,19 @@ _CHUNK = 1 << 17  # candidate splits per vector operation in DP-B (cache-sized)
 _LD_CHUNK = 1 << 15  # masks per vector operation in DP-LD (cache-sized)
 
 
-class DpTimeout(Exception):
+class DpTimeout(TimeLimitReached):
     """The DP ran past its deadline."""
 
+    def __init__(self, message: str = "time limit reached in the DP"):
+        super().__init__(message)
 
-def popcount_layers(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(masks sorted by popcount then value, start offset of each popcount 0..n+1)."""
+
+def popcount_layers(n: int, deadline: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(masks sorted by popcount then value, start offset of each popcount 0..n+1); past ``deadline``
+    :class:`~cepopt.clock.TimeLimitReached`."""
     pc = np.zeros(1 << n, dtype=np.uint8)
     for h in range(n):
+        check(deadline, "ordering the subsets")
         pc[1 << h:2 << h] = pc[:1 << h] + 1
     masks = np.argsort(pc, kind="stable")
     starts = np.zeros(n + 2, dtype=np.int64)
@@ -65,7 +70,7 @@ def _log_sums(values: np.ndarray) -> np.ndarray:
 
 
 def _check(deadline: float | None) -> None:
-    if deadline is not None and time.perf_counter() > deadline:
+    if deadline is not None and now() > deadline:
         raise DpTimeout
 
 

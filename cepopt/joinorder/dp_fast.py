@@ -21,10 +21,9 @@ back on :func:`dp_b` otherwise.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from cepopt.clock import check, now
 from cepopt.errors import MethodLimitError
 from cepopt.joinorder.cost import all_node_logs, leaf_log
 from cepopt.joinorder.dp import DpTimeout, popcount_layers
@@ -38,17 +37,18 @@ def _kernel():
     return layer
 
 
-def _outside(conj: Conjunct, V: np.ndarray) -> np.ndarray:
+def _outside(conj: Conjunct, V: np.ndarray, deadline: float | None = None) -> np.ndarray:
     r"""A lower bound, for every S, on the *variable* cost (internal nodes but the root) that a tree holding
     S as a node pays outside S's subtree (ln): the root's two children C ⊎ (all \ C): either S is one of
     them (then the other, PM(all \ S) when it is not a leaf, is paid too) or S lies strictly inside C
     (then PM(C) and PM(all \ C) are). For S = all: -inf. Variable parts only: the root and the leaves,
     paid by every tree, can dwarf them (dense: PM(all) / PM(child) ~ W r), and a total in floating point
-    would lose the very difference the bound is about."""
+    would lose the very difference the bound is about. Past ``deadline``: TimeLimitReached."""
     n = conj.n
     full = (1 << n) - 1
     sizes = np.zeros(1 << n, dtype=np.uint8)
     for h in range(n):
+        check(deadline, "bounding the subsets")
         sizes[1 << h:2 << h] = sizes[:1 << h] + 1
     node = np.where(sizes >= 2, V, -np.inf)  # PM of a node, -inf for a leaf (paid as a leaf already)
     del sizes
@@ -57,10 +57,12 @@ def _outside(conj: Conjunct, V: np.ndarray) -> np.ndarray:
     pair[full] = pair[0] = np.inf
     # superset minimum (C ⊇ S) of ``pair`` by bit, on views (no index arrays: n = 24 stays in memory)
     for h in range(n):
+        check(deadline, "bounding the subsets")
         view = pair.reshape(-1, 2, 1 << h)
         np.minimum(view[:, 0, :], view[:, 1, :], out=view[:, 0, :])
     strict = np.full(1 << n, np.inf)  # strict supersets: C = S | bit (bit ∉ S), then its supersets
     for h in range(n):
+        check(deadline, "bounding the subsets")
         sv, pv = strict.reshape(-1, 2, 1 << h), pair.reshape(-1, 2, 1 << h)
         np.minimum(sv[:, 0, :], pv[:, 1, :], out=sv[:, 0, :])
     del pair
@@ -80,15 +82,15 @@ def dp_b_pruned(conj: Conjunct, ub_trees: list, *, deadline: float | None = None
     if n == 1:
         return 0, leaf_log(conj, 0), {}
     full = (1 << n) - 1
-    V = all_node_logs(conj, tree=True)
+    V = all_node_logs(conj, tree=True, deadline=deadline)
     leaves = np.array([leaf_log(conj, i) for i in range(n)])
     ub = min((_var_log(V, t, full) for t in ub_trees), default=np.inf)
     ub_margin = ub + margin * max(1.0, abs(ub))
     best = np.full(1 << n, np.inf)  # ln of the internal nodes' cost of the best subtree (leaves apart)
     best[1 << np.arange(n)] = -np.inf
     split = np.zeros(1 << n, dtype=np.int64)
-    outside = _outside(conj, V)
-    masks, starts = popcount_layers(n)
+    outside = _outside(conj, V, deadline)
+    masks, starts = popcount_layers(n, deadline)
     masks = masks.astype(np.int64)
     kernel = _kernel()
     pruned = 0
@@ -99,11 +101,13 @@ def dp_b_pruned(conj: Conjunct, ub_trees: list, *, deadline: float | None = None
         # the deadline checked between them (one middle layer at n = 24 is over a minute of work)
         step = max(1, chunk_splits >> (k - 1))
         for lo in range(0, len(layer), step):
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and now() > deadline:
                 raise DpTimeout
             pruned += kernel(layer[lo:lo + step], V, best, split, outside, ub_margin, full, alive, 1 << (k - 1))
         alive = np.concatenate([alive, layer[np.isfinite(best[layer])]])
-    stats = {"upper_bound_log": float(ub), "subsets": (1 << n) - n - 1, "subsets_pruned": int(pruned)}
+    # the start tree's whole log cost (internal nodes, root and leaves), comparable with the objective
+    start_log = float(np.logaddexp(np.logaddexp(ub, V[full]), np.logaddexp.reduce(leaves)))
+    stats = {"upper_bound_log": start_log, "subsets": (1 << n) - n - 1, "subsets_pruned": int(pruned)}
     if best[full] == np.inf:  # pragma: no cover - the upper-bound tree itself survives
         raise AssertionError("dp_b_pruned: every tree pruned; the upper bound is below the optimum")
     value = float(np.logaddexp(best[full], np.logaddexp.reduce(leaves)))
@@ -157,16 +161,17 @@ def splits_of(keep: np.ndarray, n: int, max_splits: int | None = None) -> tuple[
     return S, A
 
 
-def candidate_nodes(conj: Conjunct, ub_trees: list, margin: float = 1e-9) -> np.ndarray:
+def candidate_nodes(conj: Conjunct, ub_trees: list, margin: float = 1e-9, deadline: float | None = None
+                    ) -> np.ndarray:
     """The subsets that may be a non-root node of an optimal tree (a bool per subset; single events and
     the root False): those whose own PM plus the outside bound (:func:`_outside`) stays within the best
     known tree's variable cost."""
     n = conj.n
     full = (1 << n) - 1
-    V = all_node_logs(conj, tree=True)
+    V = all_node_logs(conj, tree=True, deadline=deadline)
     ub = min(_var_log(V, t, full) for t in ub_trees)
     ub += margin * max(1.0, abs(ub))
-    keep = np.logaddexp(V, _outside(conj, V)) <= ub
+    keep = np.logaddexp(V, _outside(conj, V, deadline)) <= ub
     keep[0] = keep[full] = False
     keep[1 << np.arange(n)] = False
     return keep

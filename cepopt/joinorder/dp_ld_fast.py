@@ -23,10 +23,10 @@ term); :func:`cepopt.joinorder.dp.dp_ld` covers the rest. Ties go to the smalles
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
+from cepopt.clock import now
 from cepopt.joinorder.dp import DpTimeout, popcount_layers
 from cepopt.joinorder.problem import Conjunct
 
@@ -72,7 +72,7 @@ def dp_ld_fast(conj: Conjunct, *, ub: float = math.inf, deadline: float | None =
     his, starts = popcount_layers(n - L)
     cut = 0
     for k in range(n - L + 1):  # high halves by popcount: each layer depends on the ones below
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and now() > deadline:
             raise DpTimeout
         cut += run(c, b, n, L, best, margin, his[starts[k]:starts[k + 1]].astype(np.int64), VL, VH)
     full = (1 << n) - 1

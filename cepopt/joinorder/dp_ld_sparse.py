@@ -23,11 +23,11 @@ prefixes 1..n-1 (PM(all) is paid by every order).
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from cepopt.clock import now
 from cepopt.joinorder.problem import Conjunct
 
 __all__ = ["SparseResult", "sparse_dp_ld"]
@@ -118,11 +118,11 @@ def _search(a: np.ndarray, b: np.ndarray, ub: float, incumbent: list[int] | None
     lower = -math.inf
     sizes: list[int] = []
     stats: dict = {"layer_sets": sizes}
-    start = time.perf_counter()
+    start = now()
     max_out = 4 * max_sets  # extensions of one layer before deduplication
     for k in range(1, n):
-        if deadline is not None and time.perf_counter() > deadline:
-            stats.update(stopped="time", layer=k, time_s=time.perf_counter() - start)
+        if deadline is not None and now() > deadline:
+            stats.update(stopped="time", layer=k, time_s=now() - start)
             return SparseResult(None, ub, min(lower, ub), False, stats)
         parts, total = [], 0
         for lo in range(0, len(masks), _CHUNK):  # in chunks, so that the deadline is looked at often
@@ -130,10 +130,10 @@ def _search(a: np.ndarray, b: np.ndarray, ub: float, incumbent: list[int] | None
             *part, count = expand(masks[lo:hi], vals[lo:hi], pms[lo:hi], a, tab, n, margin, max_out - total)
             total += count
             stop = "max_sets" if total > max_out else None
-            if stop is None and deadline is not None and time.perf_counter() > deadline:
+            if stop is None and deadline is not None and now() > deadline:
                 stop = "time"
             if stop is not None:
-                stats.update(stopped=stop, layer=k, time_s=time.perf_counter() - start)
+                stats.update(stopped=stop, layer=k, time_s=now() - start)
                 return SparseResult(None, ub, min(lower, ub), False, stats)
             parts.append(part)
         keys, tv, tp, tl = (np.concatenate([p[i] for p in parts]) for i in range(4))
@@ -146,18 +146,18 @@ def _search(a: np.ndarray, b: np.ndarray, ub: float, incumbent: list[int] | None
         # every order passes through one set of this layer: the least bound is a bound on all of them
         lower = max(lower, float(lb.min()))
         if incumbent is not None and ub - lower <= gap:
-            stats.update(closed_by_gap=ub - lower, layer=k, time_s=time.perf_counter() - start)
+            stats.update(closed_by_gap=ub - lower, layer=k, time_s=now() - start)
             return SparseResult(list(incumbent), ub, min(lower, ub), True, stats)
         masks, vals, pms = keys, tv, tp
         layers.append((masks, tl))
         sizes.append(len(masks))
         if stop_early and len(masks) > NO_CUT_MIN and len(masks) > NO_CUT_SHARE * math.comb(n, k) and k < n - 1:
-            stats.update(stopped="no_cut", layer=k, time_s=time.perf_counter() - start)
+            stats.update(stopped="no_cut", layer=k, time_s=now() - start)
             return SparseResult(None, ub, min(lower, ub), False, stats)
     best = int(np.argmin(vals))
     value = float(vals[best])
     order = _backtrack(layers, int(masks[best]), n)
-    stats.update(time_s=time.perf_counter() - start, max_layer=max(sizes), total_sets=sum(sizes))
+    stats.update(time_s=now() - start, max_layer=max(sizes), total_sets=sum(sizes))
     return SparseResult(order, value, value, True, stats)
 
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Callable
 
 import numpy as np
 
+from cepopt.clock import now
 from cepopt.errors import CepoptError
 from cepopt.joinorder.cost import log_order_objective
 from cepopt.joinorder.problem import Conjunct
@@ -66,7 +66,7 @@ def ii(conj: Conjunct, start: list[int], *, seed: int = 0, neighbour_order: str 
     if int(restarts) < 1:
         raise CepoptError(f"restarts must be >= 1, got {restarts!r}")
     rng = np.random.default_rng(seed)
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = None if time_limit is None else now() + time_limit
     n = conj.n
 
     def cost(o: list[int]) -> float:
@@ -99,7 +99,7 @@ def ii(conj: Conjunct, start: list[int], *, seed: int = 0, neighbour_order: str 
 
 
 def _late(deadline: float | None) -> bool:
-    return deadline is not None and time.perf_counter() > deadline
+    return deadline is not None and now() > deadline
 
 
 def _descend(order: list[int], c: float, cost: Callable[[list[int]], float], all_moves: list[tuple],

@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import numpy as np
 
+from cepopt.clock import Deadline, TimeLimitReached, now, remaining
 from cepopt.errors import MethodLimitError
 from cepopt.joinorder import bruteforce as _bf
 from cepopt.joinorder import cost
@@ -98,11 +98,11 @@ def _assemble(plans: list):
 
 
 def _deadline(time_limit: float | None) -> float | None:
-    return None if time_limit is None else time.perf_counter() + time_limit
+    return Deadline.after(time_limit).at
 
 
 def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+    return remaining(deadline)
 
 
 def _order_method(problem: JoinOrderProblem, one: Callable[[Conjunct], list[int]], *, exact: bool = False,
@@ -210,32 +210,62 @@ def _dp_ld(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 26):
     tree_ld = _tree_ld(problem)
     deadline = _deadline(time_limit)
     values: list[float] = []
-
-    def one(c: Conjunct) -> list[int]:
-        from cepopt.joinorder.dp_ld_fast import dp_ld_fast, fast_applies
-
-        if fast_applies(c, tree_ld):
-            order, value = dp_ld_fast(c, ub=cost.log_cost_ord(c, greedy(c)), deadline=deadline)
-        else:
-            order, value = dp_ld(c, tree_ld=tree_ld, deadline=deadline)
-        values.append(value)
-        return order
-
     try:
-        plans = [order_plan(c, one(c)) for c in problem.conjuncts]
-    except DpTimeout:
-        return MethodResult(plan=None, status="timeout", message="dp-ld: time limit reached")
+        plans = [order_plan(c, _optimal_order(c, tree_ld, deadline, values)) for c in problem.conjuncts]
+    except TimeLimitReached as exc:
+        # GREEDY's orders (what the pruning started from), no bound: a time-out is never less than greedy
+        plans = [order_plan(c, greedy(c)) for c in problem.conjuncts]
+        return MethodResult(plan=_assemble(plans), status="feasible",
+                            message=f"dp-ld: {exc}; GREEDY's order (no bound)")
     return _result(problem, plans, True, None, values)
+
+
+def _optimal_order(c: Conjunct, tree_ld: bool, deadline: float | None, values: list[float]) -> list[int]:
+    """DP-LD's optimal order of one conjunct (its log cost appended to ``values``); TimeLimitReached past
+    ``deadline``."""
+    from cepopt.joinorder.dp_ld_fast import dp_ld_fast, fast_applies
+
+    if fast_applies(c, tree_ld):
+        order, value = dp_ld_fast(c, ub=cost.log_cost_ord(c, greedy(c)), deadline=deadline)
+    else:
+        order, value = dp_ld(c, tree_ld=tree_ld, deadline=deadline)
+    values.append(value)
+    return order
+
+
+#: the share of dp-b's time the left-deep DP (its start tree) may take
+DP_B_LEFT_DEEP_SHARE = 0.25
+
+
+def _left_deep_start(c: Conjunct, deadline: float | None) -> list:
+    """The left-deep tree of DP-LD's optimal order (Cost_ord, compiled; its left-deep tree is priced
+    like it), as a start of DP-B: [] when the DP does not finish in time (at most a share of what is left)."""
+    from cepopt.joinorder.dp_ld_fast import fast_applies
+
+    if not fast_applies(c) or c.n > 26:
+        return []
+    left = remaining(deadline, 0.0)
+    try:
+        order = _optimal_order(c, False, None if left is None else now() + DP_B_LEFT_DEEP_SHARE * left, [])
+    except TimeLimitReached:
+        return []
+    tree: Any = order[0]
+    for x in order[1:]:
+        tree = (tree, x)
+    return [tree]
 
 
 @register(NAME, "dp-b", "DP-B (§7.1, Selinger): exact bushy-tree DP over subsets, O(3^n); compiled, with exact "
           "upper-bound pruning (throughput cost)", exact=True)
 def _dp_b(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 24):
+    """Starts (upper bounds, and the answer of a time-out): ZStream over GREEDY's and the declared orders
+    and the left-deep tree of DP-LD's optimum (:func:`_left_deep_start`)."""
     _dp_limit("dp-b", problem, max_n)
     problem.tree_cost("tree")
     deadline = _deadline(time_limit)
     values: list[float] = []
     stats: dict = {}
+    starts = {id(c): _good_trees(c) for c in problem.conjuncts}
 
     def one(c: Conjunct):
         if c.has_latency or c.next_match:
@@ -243,7 +273,8 @@ def _dp_b(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 24):
         else:
             from cepopt.joinorder.dp_fast import dp_b_pruned
 
-            tree, value, found = dp_b_pruned(c, _good_trees(c), deadline=deadline)
+            starts[id(c)] += _left_deep_start(c, deadline)
+            tree, value, found = dp_b_pruned(c, starts[id(c)], deadline=deadline)
             for key, v in found.items():
                 stats[key] = stats.get(key, 0) + v if key != "upper_bound_log" else v
         values.append(value)
@@ -251,8 +282,8 @@ def _dp_b(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 24):
 
     try:
         plans = [tree_plan(c, one(c)) for c in problem.conjuncts]
-    except DpTimeout:
-        return _tree_timeout(problem, "dp-b")
+    except TimeLimitReached:
+        return _tree_timeout(problem, "dp-b", starts)
     solver = values if problem.cost != "bj" else None
     return _result(problem, plans, True, stats, solver)
 
@@ -263,20 +294,25 @@ def _good_trees(c: Conjunct) -> list:
     return [zstream(c, greedy(c))[0], zstream(c, trivial(c.n))[0]]
 
 
-def _tree_timeout(problem: JoinOrderProblem, name: str) -> MethodResult:
-    """The best cheap tree (ZStream over GREEDY's order) with a valid lower bound when an exact tree method
-    runs out of time: every tree pays its root and its leaves."""
+def _tree_timeout(problem: JoinOrderProblem, name: str, starts: dict | None = None) -> MethodResult:
+    """The best start tree (ZStream over GREEDY's and the declared orders, and the left-deep tree of
+    DP-LD's optimum when ``starts`` has it) with a valid lower bound when an exact tree method runs out
+    of time: every tree pays its root and its leaves."""
     from cepopt.joinorder.cost import leaf_log, log_node
 
-    plans = [tree_plan(c, min(_good_trees(c), key=lambda t, c=c: log_cost_tree(c, t))) for c in problem.conjuncts]
-    plan = _assemble(plans)
+    def best(c):
+        trees = (starts or {}).get(id(c)) or _good_trees(c)
+        return min(trees, key=lambda t: log_cost_tree(c, t))
+
+    plan = _assemble([tree_plan(c, best(c)) for c in problem.conjuncts])
     bound = None
     if len(problem.conjuncts) == 1 and problem.cost in ("auto", "tree"):
         c = problem.conjuncts[0]
         bound = logsumexp([log_node(c, list(range(c.n)), tree=True)] + [leaf_log(c, i) for i in range(c.n)])
     return MethodResult(plan=plan, status="feasible", bound=bound,
-                        message=f"{name}: time limit reached; the best cheap tree (ZStream over GREEDY's order) "
-                                "and the bound every tree pays (root and leaves)")
+                        message=f"{name}: time limit reached; the best start tree (ZStream over GREEDY's or the "
+                                "declared order, or the left-deep tree of DP-LD's optimum) and the bound every tree "
+                                "pays (root and leaves)")
 
 
 @register(NAME, "zstream", "ZSTREAM (§2.3, Mei & Madden): best tree over the pattern's leaf order, O(n^3)")
@@ -329,11 +365,13 @@ def _model_method(problem, solve_one, kind: str, time_limit, name: str) -> Metho
     if kind == "tree":
         problem.tree_cost("tree")
     deadline = _deadline(time_limit)
-    plans, stats_all, statuses, ratios, solver = [], [], [], [], []
+    plans, stats_all, statuses, ratios, solver, messages = [], [], [], [], [], []
     for c in problem.conjuncts:
         out = solve_one(c, _remaining(deadline))
         if out.plan is None:
             return MethodResult(plan=None, status=out.status, stats=out.stats, message=out.message)
+        if out.message and out.message != "optimum not proven":
+            messages.append(out.message)
         plans.append(order_plan(c, out.plan) if kind == "order" else tree_plan(c, out.plan))
         stats_all.append(out.stats)
         statuses.append(out.status)
@@ -354,10 +392,10 @@ def _model_method(problem, solve_one, kind: str, time_limit, name: str) -> Metho
         value = cost.evaluate(problem, result.plan)
         # A lower bound on the cost: each conjunct's cost divided by its proven ratio.
         return MethodResult(plan=result.plan, status="feasible", bound=value - log_ratio, stats=stats,
-                            message=f"{name}: optimum not proven within the limits")
+                            message="; ".join(messages) or f"{name}: optimum not proven within the limits")
     if log_ratio > 0 and result.status == "optimal":
         # optimal to the solver's precision (a gap below _PROOF_GAP in ln cost), not exactly: the bound
-        # reported is the proven one, not the objective (the tolerance is stats["proof_gap_log"])
+        # reported is the proven one (stats["lower_bound_log_cost"]), not the objective
         result = dataclasses.replace(result, bound=cost.evaluate(problem, result.plan) - log_ratio)
     return result
 

@@ -16,10 +16,10 @@ term, which the window DP does not price). Next-match and [R-SEQ-EXACT] orders a
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import numpy as np
 
+from cepopt.clock import now
 from cepopt.joinorder.cost import log_order_variable
 from cepopt.joinorder.dp_ld_fast import dp_ld_fast
 from cepopt.joinorder.problem import Conjunct
@@ -50,7 +50,7 @@ def window_dp(conj: Conjunct, order: list[int], *, width: int = 16, max_sweeps: 
     for _ in range(max_sweeps):
         changed = False
         for p in starts:
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and now() > deadline:
                 return best
             events = best[p:p + w]
             if conj.has_latency and conj.last in events:

@@ -13,11 +13,11 @@
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from cepopt.clock import now
 from cepopt.errors import MethodLimitError
 from cepopt.sharon.graph import SharonGraph
 
@@ -88,7 +88,7 @@ def enumerate_sets(graph: SharonGraph, indices: list[int] | None = None, *, max_
         if max_sets is not None and visited > max_sets:
             return Enumeration([idx[j] for j in best], best_w, visited - 1, False,
                                f"more than {max_sets} independent sets")
-        if deadline is not None and visited % 4096 == 0 and time.perf_counter() > deadline:
+        if deadline is not None and visited % 4096 == 0 and now() > deadline:
             return Enumeration([idx[j] for j in best], best_w, visited, False, "time limit")
         if k == n:
             if total > best_w:

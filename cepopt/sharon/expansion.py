@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from itertools import combinations
-from math import comb
 
+from cepopt.clock import check
 from cepopt.sharon.graph import SharonGraph, Vertex
 
 __all__ = ["causing_all", "causing_queries", "enumerate_options", "count_options", "expand", "expanded_size"]
@@ -69,9 +69,18 @@ def causing_all(graph: SharonGraph, only: frozenset[str] | None = None) -> list[
     return out
 
 
-def count_options(n_queries: int, n_droppable: int) -> int:
-    """|O(v)|: subsets of the droppable queries whose removal leaves >= 2 queries."""
-    return sum(comb(n_droppable, j) for j in range(0, n_droppable + 1) if n_queries - j >= 2)
+def count_options(n_queries: int, n_droppable: int, cap: int | None = None) -> int:
+    """|O(v)|: subsets of the droppable queries whose removal leaves >= 2 queries. With ``cap`` the sum
+    stops once it passes ``cap`` (the value returned is then some number above it): a candidate with
+    thousands of droppable queries has astronomically many options, and summing them exactly is what
+    made refusing a large expanded graph cost a minute."""
+    total, term = 0, 1  # term = comb(n_droppable, j)
+    for j in range(0, min(n_droppable, n_queries - 2) + 1):
+        total += term
+        if cap is not None and total > cap:
+            return total
+        term = term * (n_droppable - j) // (j + 1)
+    return total
 
 
 def enumerate_options(queries: frozenset[str], droppable: frozenset[str], cap: int | None = None
@@ -90,30 +99,33 @@ def enumerate_options(queries: frozenset[str], droppable: frozenset[str], cap: i
 
 
 def expanded_size(graph: SharonGraph, max_options: int | None, extra: Sequence[Vertex] = (),
-                  all_subsets: bool = False) -> int:
-    """Number of options the expansion would enumerate (before the BValue filter), without doing it."""
+                  all_subsets: bool = False, stop_above: int | None = None) -> int:
+    """Number of options the expansion would enumerate (before the BValue filter), without doing it.
+    With ``stop_above`` the count stops once it passes that many (a refusal costs no more than counting)."""
     total = 0
     causing = None if all_subsets else causing_all(graph)
-    for i, v in enumerate(graph.vertices):
-        n = count_options(len(v.queries), len(v.queries if all_subsets else causing[i]))
-        total += n if max_options is None else min(n, max_options)
+    sources = [(v, v.queries if all_subsets else causing[i]) for i, v in enumerate(graph.vertices)]
     if all_subsets:
-        for v in extra:
-            n = count_options(len(v.queries), len(v.queries))
-            total += n if max_options is None else min(n, max_options)
+        sources += [(v, v.queries) for v in extra]
+    for v, droppable in sources:
+        n = count_options(len(v.queries), len(droppable), max_options if max_options is not None else stop_above)
+        total += n if max_options is None else min(n, max_options)
+        if stop_above is not None and total > stop_above:
+            return total
     return total
 
 
 def expand(graph: SharonGraph, weigh: Callable[[tuple[str, ...], frozenset[str], int], float], *,
-           max_options: int | None = 256, extra: Sequence[Vertex] = (), all_subsets: bool = False
-           ) -> tuple[SharonGraph, dict]:
+           max_options: int | None = 256, extra: Sequence[Vertex] = (), all_subsets: bool = False,
+           deadline: float | None = None) -> tuple[SharonGraph, dict]:
     """Alg. 5-6: the expanded graph of ``graph`` and statistics.
 
     ``weigh(pattern, queries, cls)`` gives BValue of an option. ``extra`` are further candidates
     (non-beneficial full candidates) expanded only when ``all_subsets`` is set, with every query
     droppable. Returns (expanded graph, stats) with stats ``options`` (before the BValue filter),
     ``options_kept``, ``options_cut`` (candidates whose options the cap truncated) and
-    ``options_not_enumerated``.
+    ``options_not_enumerated``. Past ``deadline`` (a :func:`cepopt.clock.now` value) it stops with
+    :class:`~cepopt.clock.TimeLimitReached`.
     """
     stats = {"options": 0, "options_kept": 0, "options_cut": 0, "options_not_enumerated": 0,
              "max_options": max_options}
@@ -123,7 +135,9 @@ def expand(graph: SharonGraph, weigh: Callable[[tuple[str, ...], frozenset[str],
     sources = [(v, causing[i] if not all_subsets else v.queries) for i, v in enumerate(graph.vertices)]
     if all_subsets:
         sources += [(v, v.queries) for v in extra]
-    for v, droppable in sources:
+    for k, (v, droppable) in enumerate(sources):
+        if k % 16 == 0:
+            check(deadline, "building the expanded graph")
         total = count_options(len(v.queries), len(droppable))
         if max_options is not None and total > max_options:
             stats["options_cut"] += 1

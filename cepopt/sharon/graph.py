@@ -16,6 +16,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cepopt.clock import check
+
 __all__ = ["Vertex", "SharonGraph", "conflict", "MAX_ADJACENCY_PAIRS"]
 
 MAX_ADJACENCY_PAIRS = 40_000_000
@@ -81,12 +83,25 @@ class SharonGraph:
     def weights(self) -> list[float]:
         return [v.weight for v in self.vertices]
 
+    def prepare(self, deadline: float | None = None) -> None:
+        """Build the cells and the cell cliques now, stopped at ``deadline`` (a :func:`cepopt.clock.now`
+        value; :class:`~cepopt.clock.TimeLimitReached`): on an expanded graph they take seconds, and a
+        method with a time limit must be able to stop in them."""
+        self._build_cells(deadline)
+        if self._cliques is None:
+            self._cliques = self._cell_cliques(deadline)
+
     @property
     def cells(self) -> dict[tuple[str, int], list[int]]:
         """(query, position) -> vertices whose pattern covers that position of that query."""
+        return self._build_cells(None)
+
+    def _build_cells(self, deadline: float | None) -> dict[tuple[str, int], list[int]]:
         if self._cells is None:
             cells: dict[tuple[str, int], list[int]] = defaultdict(list)
             for i, v in enumerate(self.vertices):
+                if i % 1024 == 0:
+                    check(deadline, "building the graph's cells")
                 for q in v.queries:
                     s = self.starts[q][v.pattern]
                     for pos in range(s, s + len(v.pattern)):
@@ -100,13 +115,15 @@ class SharonGraph:
             self._cliques = self._cell_cliques()
         return list(self._cliques)
 
-    def _cell_cliques(self) -> list[tuple[int, ...]]:
+    def _cell_cliques(self, deadline: float | None = None) -> list[tuple[int, ...]]:
         by_query: dict[str, list[frozenset[int]]] = defaultdict(list)
-        for (q, _), members in self.cells.items():
+        for (q, _), members in self._build_cells(deadline).items():
             if len(members) > 1:
                 by_query[q].append(frozenset(members))
         out: set[frozenset[int]] = set()
-        for sets in by_query.values():
+        for k, sets in enumerate(by_query.values()):
+            if k % 64 == 0:
+                check(deadline, "building the graph's cliques")
             uniq = set(sets)
             for s in uniq:
                 if not any(s < t for t in uniq):

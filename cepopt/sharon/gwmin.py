@@ -12,6 +12,7 @@ import heapq
 from collections.abc import Iterable
 from fractions import Fraction
 
+from cepopt.clock import passed
 from cepopt.sharon.graph import SharonGraph
 
 __all__ = ["gwmin", "guaranteed_weight"]
@@ -43,8 +44,10 @@ def guaranteed_weight(graph: SharonGraph, indices: Iterable[int] | None = None):
     return sum((_ratio(graph.vertices[i].weight, len(graph.adj[i] & alive)) for i in alive), 0)
 
 
-def gwmin(graph: SharonGraph, indices: Iterable[int] | None = None) -> list[int]:
-    """Alg. 8 on the subgraph induced by ``indices``; returns the chosen vertices in pick order."""
+def gwmin(graph: SharonGraph, indices: Iterable[int] | None = None, deadline: float | None = None) -> list[int]:
+    """Alg. 8 on the subgraph induced by ``indices``; returns the chosen vertices in pick order. Past
+    ``deadline`` (a :func:`cepopt.clock.now` value) it stops and returns the vertices picked so far (an
+    independent set all the same)."""
     alive = set(range(len(graph)) if indices is None else indices)
     ratio = _ratio_of(graph)
     degree = {i: len(graph.adj[i] & alive) for i in alive}
@@ -56,6 +59,8 @@ def gwmin(graph: SharonGraph, indices: Iterable[int] | None = None) -> list[int]
         if i not in alive or -neg != ratio(graph.vertices[i].weight, degree[i]):
             continue  # stale entry
         chosen.append(i)
+        if len(chosen) % 64 == 0 and passed(deadline):
+            break
         removed = {i} | (graph.adj[i] & alive)
         alive -= removed
         touched = set()

@@ -23,15 +23,19 @@ Methods:
   (also honours subsets=all; :func:`~cepopt.formulations.sharon.compact_model`).
 
 Time limits (issue 21): the limit covers the problem's build (solve() passes on what is left), the
-expanded graph, the models and the solves. The compact methods stop building their model at the
-deadline, take the segment DP's plan and bound from it (expanded problem; GWMIN on the original graph and
-the gain bound when no model was built in time, or with expand=false), count writing the solver's proto,
+expanded graph, the models and the solves. Every exact method starts from the floor (:func:`_floor`:
+GWMIN on the original graph, a plan for every option set, and the gain bounds while time is left; issue
+30): the graph methods compute it before the expanded graph, whose build, cells and cliques then stop at
+the deadline (:class:`~cepopt.clock.TimeLimitReached`: the floor is the answer); a capped expansion keeps
+the gain bound. The compact methods stop building their model at the deadline less :data:`FLOOR_SHARE`
+of the time, take the segment DP's plan and bound from it (expanded problem; the floor, in the share
+kept for it, when no model was built in time), count writing the solver's proto,
 and keep back a reserve for the solver's own overshoot (:data:`SOLVER_RESERVE_PER_VARIABLE`), so past the
 limit they only re-score their plan. HiGHS can overshoot at its root node (its analytic centre has no
 time limit: at 20,000 default queries, seed 1, a 57 s limit ended after 96 s), so large HiGHS models run
 in a child process killed just after the limit (:mod:`cepopt.formulations.mathopt_child`). In the graph
-methods a step that is running when the limit passes (the expanded graph's build, a solver's own
-check interval) is not interrupted: ``pytest -m bench tests/sharon/test_time_limits.py`` measures the
+methods a step that is running when the limit passes (GWMIN of the floor, the MWIS model's build, a
+solver's own check interval) is not interrupted: ``pytest -m bench tests/sharon/test_time_limits.py`` measures the
 wall time of 2 s calls. Loading the instance file (JSON schema, query parsing: 1.2 s of CPU at 10,000 queries)
 happens before the clock starts.
 Every exact method keeps the best plan it has seen - GWMIN's, the LP tree's
@@ -46,11 +50,11 @@ candidate definition (spec §2.1: BValue > 0).
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
 
+from cepopt.clock import Deadline, now
 from cepopt.errors import CepoptError, MethodLimitError
 from cepopt.formulations.model import certify
 from cepopt.formulations.sharon import (
@@ -112,23 +116,12 @@ FAMILY = declare(Family(
 
 
 # ------------------------------------------------------------------------------------------ shared parts
-class _Clock:
-    """The method's time limit as a deadline (``time.perf_counter()``), from the call on."""
+def _clock(time_limit: float | None) -> Deadline:
+    """The method's time limit as a deadline on :func:`cepopt.clock.now`, from the call on."""
+    from cepopt.formulations.native import check_time_limit
 
-    def __init__(self, time_limit: float | None):
-        from cepopt.formulations.native import check_time_limit
-
-        check_time_limit(time_limit)  # inf, nan, 1e308, <= 0: a user error before any work
-        self.start = time.perf_counter()
-        self.deadline = None if time_limit is None else self.start + time_limit
-
-    def left(self, share: float = 1.0, floor: float = 0.01) -> float | None:
-        if self.deadline is None:
-            return None
-        return max((self.deadline - time.perf_counter()) * share, floor)
-
-    def over(self) -> bool:
-        return self.deadline is not None and time.perf_counter() >= self.deadline
+    check_time_limit(time_limit)  # inf, nan, 1e308, <= 0: a user error before any work
+    return Deadline.after(time_limit)
 
 
 @dataclass
@@ -139,6 +132,8 @@ class _Best:
     value: object = 0
     source: str = "empty plan"
     bound: object = None
+    universal: object = None  # the best bound valid for every option set (a capped graph's bounds are not)
+    gwmin: dict = field(default_factory=dict)  # id(graph) -> GWMIN's vertices on it (an LP start)
 
     def offer(self, plan: SharonPlan | None, value, source: str) -> None:
         if plan is not None and value > self.value:
@@ -151,6 +146,13 @@ class _Best:
             return
         if self.bound is None or bound < self.bound:
             self.bound = bound
+
+    def tighten_universal(self, bound) -> None:
+        """A bound over every option set (the gain bounds): a bound of the method's graph too."""
+        self.tighten(bound)
+        if bound is not None and self.bound is not None and bound >= self.bound and (
+                self.universal is None or bound < self.universal):
+            self.universal = bound
 
 
 def _stats(problem: SharonProblem, **more) -> dict:
@@ -189,7 +191,7 @@ def _float_exact(weights) -> bool:
     return not (weights and all(isinstance(w, int) for w in weights) and sum(abs(w) for w in weights) >= 2**52)
 
 
-def _exact_settle(problem: SharonProblem, best: _Best, clock: _Clock, graph=None) -> bool:
+def _exact_settle(problem: SharonProblem, best: _Best, clock: Deadline, graph=None) -> bool:
     """Settle the optimum by exact enumeration on a small graph (the full option set, never a capped
     one); True when it did (``best`` then holds the optimum and its bound)."""
     if problem.expansion_stats.get("options_cut"):
@@ -202,7 +204,7 @@ def _exact_settle(problem: SharonProblem, best: _Best, clock: _Clock, graph=None
         return False
     if len(g) > VERIFY_VERTICES:
         return False
-    found = enumerate_sets(g, max_sets=VERIFY_SETS, deadline=clock.deadline)
+    found = enumerate_sets(g, max_sets=VERIFY_SETS, deadline=clock.at)
     if not found.complete:
         return False
     best.offer(problem.plan_of(found.chosen, g), found.weight, "exact enumeration")
@@ -211,7 +213,7 @@ def _exact_settle(problem: SharonProblem, best: _Best, clock: _Clock, graph=None
 
 
 def _finish(problem: SharonProblem, best: _Best, *, proven: bool, unit, stats: dict, message: str = "",
-            clock: _Clock | None = None, graph=None, stopped: bool = False) -> MethodResult:
+            clock: Deadline | None = None, graph=None, stopped: bool = False) -> MethodResult:
     """The method's answer: ``best``'s plan (cleaned), "optimal" when ``proven`` or when the bound proves
     it for the exact weights (else, on a small graph, after exact enumeration), else "feasible" with the
     bound and a message naming the plan's source."""
@@ -236,34 +238,90 @@ def _finish(problem: SharonProblem, best: _Best, *, proven: bool, unit, stats: d
     return MethodResult(plan, "feasible", bound=best.bound, solver_objective=value, stats=stats, message=message)
 
 
-def _on_graph(problem: SharonProblem, result: MethodResult) -> MethodResult:
+def _on_graph(problem: SharonProblem, result: MethodResult, best: _Best | None = None) -> MethodResult:
     """A graph method's proof covers the graph it searched. When the option cap truncated the expansion
     (``options_cut``), that graph misses options of the expanded problem, so the plan is only feasible
-    for it and no bound is proven (measured: 60 default queries, subsets=all: 5434 against the compact
-    models' 5774)."""
+    for it and its bounds are no bounds (measured: 60 default queries, subsets=all: 5434 against the
+    compact models' 5774): the bound is then the best one over every option set that ``best`` holds
+    (the gain bounds of :func:`_floor`), or none."""
     cut = problem.expansion_stats.get("options_cut", 0)
-    if not cut or (result.status != "optimal" and result.bound is None):
+    universal = None if best is None else best.universal
+    if not cut or (result.status != "optimal" and result.bound is None and universal is None):
         return result
     note = (f"the option cap (max_options={problem.max_options}) cut the options of {cut} candidates: "
             "optimal over the capped graph only (raise max_options, or use cpsat-compact / milp-compact)")
-    return replace(result, status="feasible", bound=None,
+    if universal is not None and result.solver_objective is not None and universal < result.solver_objective:
+        universal = None  # pragma: no cover - a gain bound below a plan's value would be a bug
+    return replace(result, status="feasible", bound=universal,
                    message="; ".join(m for m in (result.message, note) if m))
 
 
-def _gwmin_best(problem: SharonProblem, graph, best: _Best) -> list[int] | None:
-    """Offer GWMIN's plan on ``graph`` to ``best``; its vertices (None when the graph is too dense)."""
+#: share of the time left that the compact methods keep for :func:`_floor` when their model's build does
+#: not finish: the build stops at the rest, so the fallback is computed within the limit, not after it
+FLOOR_SHARE = 0.25
+
+
+def _floor(problem: SharonProblem, best: _Best, clock: Deadline) -> list[int] | None:
+    """What an exact method returns at least: GWMIN's plan on the original graph (a plan for every option
+    set: the paper's greedy optimizer GO, and ``greedy`` itself with expand=false) and a bound: the
+    original graph's clique-cover bound with expand=false, else the gain bounds over every option set
+    (:meth:`~cepopt.sharon.problem.SharonProblem.query_bound`, then the tighter per-position
+    :meth:`~cepopt.sharon.problem.SharonProblem.cell_bound` when time is left). GWMIN always finishes:
+    a limit shorter than it is overrun by it (the documented margin of every Sharon exact method; the
+    methods compute the floor before their search, or, the compact ones, in the share of the limit kept
+    for it). Returns GWMIN's vertices (None when the graph is too dense for it)."""
+    g = problem.original
+    if problem.expand:
+        best.tighten_universal(problem.query_bound())
+    picked = _gwmin_best(problem, g, best, None, "GWMIN" if not problem.expand else "GWMIN on the original graph")
+    if not problem.expand:
+        try:
+            best.tighten(g.cover_bound())
+        except MethodLimitError:
+            pass
+    else:
+        best.tighten_universal(problem.cell_bound(deadline=clock.at))
+    return picked
+
+
+def _graph_or_floor(problem: SharonProblem, best: _Best, clock: Deadline, adjacency: bool = False
+                    ) -> tuple[object, str]:
+    """(the method's graph, "") after :func:`_floor` and, on the expanded graph, GWMIN's plan on it (what
+    ``greedy`` returns), both before the search and within the limit; (None, the reason) when the graph
+    is over its limits (or, with ``adjacency``, too dense for adjacency lists)."""
+    _floor(problem, best, clock)
     try:
-        chosen = gwmin(graph)
+        graph = problem.graph_by(clock.at)
+        if adjacency:
+            graph.adj  # noqa: B018 -- built here so that a graph too dense for it is refused here
+    except MethodLimitError as exc:
+        return None, str(exc)
+    if problem.expand:
+        _gwmin_best(problem, graph, best, clock)
+    return graph, ""
+
+
+def _gwmin_best(problem: SharonProblem, graph, best: _Best, clock: Deadline | None = None,
+                source: str = "GWMIN") -> list[int] | None:
+    """Offer GWMIN's plan on ``graph`` to ``best`` (stopped at ``clock``'s deadline: the vertices picked
+    by then); its vertices (None when the graph is too dense)."""
+    try:
+        chosen = gwmin(graph, deadline=None if clock is None else clock.at)
     except MethodLimitError:
         return None
-    best.offer(problem.plan_of(chosen, graph), graph.weight_of(chosen), "GWMIN")
+    if clock is not None and clock.over():
+        source += ", stopped at the time limit"
+    best.offer(problem.plan_of(chosen, graph), graph.weight_of(chosen), source)
+    best.gwmin[id(graph)] = chosen
     return chosen
 
 
-def _fallback(problem: SharonProblem, graph, best: _Best, clock: _Clock, stats: dict) -> None:
-    """When a search stops early: GWMIN's plan, then (with time left) the root LP of the clique model,
-    whose rounding often beats GWMIN and whose value bounds the optimum; the clique-cover bound always."""
-    chosen = _gwmin_best(problem, graph, best)
+def _fallback(problem: SharonProblem, graph, best: _Best, clock: Deadline, stats: dict) -> None:
+    """When a search stops early, with time left: the clique-cover bound, then the root LP of the clique
+    model, whose rounding often beats GWMIN (computed before the search) and whose value bounds the
+    optimum."""
+    if clock.over():
+        return
     try:
         best.tighten(graph.cover_bound())
     except MethodLimitError:
@@ -271,7 +329,7 @@ def _fallback(problem: SharonProblem, graph, best: _Best, clock: _Clock, stats: 
     if clock.over():
         return
     start = [0] * len(graph)
-    for i in chosen or ():
+    for i in best.gwmin.get(id(graph), ()):
         start[i] = 1
     tree = _lp_tree(graph, 1, clock, 2, start)
     if tree is not None:
@@ -297,10 +355,13 @@ def greedy(problem: SharonProblem, *, time_limit=None, seed=0) -> MethodResult:
 def sharon(problem: SharonProblem, *, time_limit=None, seed=0,
            reduction: Literal["paper", "recompute", "literal"] = "paper",
            per_component: bool = False, max_level: PositiveInt = 1_000_000) -> MethodResult:
-    clock = _Clock(time_limit)
-    g = problem.graph
+    clock = _clock(time_limit)
+    floor = _Best(SharonPlan.empty())
+    g, reason = _graph_or_floor(problem, floor, clock, adjacency=True)
+    if g is None:
+        return _without_graph(problem, floor, clock, reason)
     remaining, free, pruned, rstats = reduce_graph(g, mode=reduction, per_component=per_component,
-                                                   deadline=clock.deadline)
+                                                   deadline=clock.at)
     if per_component:
         chosen, fstats = [], {"levels": [], "plans": 0, "complete": "stopped" not in rstats}
         for comp in g.components(remaining):
@@ -318,19 +379,21 @@ def sharon(problem: SharonProblem, *, time_limit=None, seed=0,
     stats = _stats(problem, reduction=reduction, pruned=len(pruned), conflict_free=len(free),
                    reduced_vertices=len(remaining), guaranteed_weight=rstats["bound"],
                    levels=fstats["levels"], plans_enumerated=fstats["plans"])
-    best = _Best(SharonPlan.empty())
+    # a completed search returns its own plan (the literal reduction's is the paper's, not GWMIN's);
+    # a stopped one the best of it and the floor
+    best = _Best(SharonPlan.empty(), universal=floor.universal) if fstats["complete"] else floor
     best.offer(problem.plan_of(chosen), g.weight_of(chosen), "plan finder")
     if fstats["complete"] and reduction == "literal":
         return MethodResult(_clean(problem, best.plan)[0], "feasible", stats=stats,
                             message="the literal Alg. 2 reduction is unsound (spec §4): no proof of optimality")
     if fstats["complete"]:
-        return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=stats))
+        return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=stats), best)
     _fallback(problem, g, best, clock, stats)
     if best.source != "plan finder":
         stats["fallback"] = best.source
     stopped = fstats.get("stopped") or rstats.get("stopped")
     return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights), stats=stats,
-                                      message=f"plan finder stopped ({stopped}); best plan so far or GWMIN"))
+                                      message=f"plan finder stopped ({stopped}); best plan so far or GWMIN"), best)
 
 
 @register("sharon", "exhaustive", "EO: score every subset of the (expanded) graph; small graphs only",
@@ -340,40 +403,48 @@ def exhaustive(problem: SharonProblem, *, time_limit=None, seed=0,
     """``max_subset_vertices``: beyond it (2^n plans) the method does not search; it returns GWMIN's plan
     as ``feasible`` with the clique-cover bound. Not ``max_vertices``, which is the problem option capping
     the expanded graph."""
-    clock = _Clock(time_limit)
-    g = problem.graph
+    clock = _clock(time_limit)
     best = _Best(SharonPlan.empty())
+    g, reason = _graph_or_floor(problem, best, clock)
+    if g is None:
+        return _without_graph(problem, best, clock, reason)
     if len(g) > max_subset_vertices:
         stats = _stats(problem, plans=0)
         _fallback(problem, g, best, clock, stats)
         msg = (f"exhaustive search over 2^{len(g)} plans refused (max_subset_vertices={max_subset_vertices}): "
                "the best of GWMIN and the rounded root LP, with the best bound")
         return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights), stats=stats,
-                                          message=msg))
+                                          message=msg), best)
     chosen = _exhaustive(g, max_vertices=max_subset_vertices)
+    best = _Best(SharonPlan.empty(), universal=best.universal)  # the optimum of the graph: nothing beats it there
     best.offer(problem.plan_of(chosen), g.weight_of(chosen), "exhaustive search")
-    return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=_stats(problem, plans=2 ** len(g))))
+    return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=_stats(problem, plans=2 ** len(g))),
+                     best)
 
 
 @register("sharon", "bruteforce", "enumerate every independent set (test oracle)", exact=True)
 def bruteforce(problem: SharonProblem, *, time_limit=None, seed=0, max_sets: PositiveInt = 2_000_000) -> MethodResult:
     """Stops after ``max_sets`` independent sets or at the time limit, then returns the better of the
     best set seen and GWMIN's plan as ``feasible``, with the clique-cover bound."""
-    clock = _Clock(time_limit)
-    g = problem.graph
-    found = enumerate_sets(g, max_sets=max_sets, deadline=clock.deadline)
-    best = _Best(SharonPlan.empty())
-    best.offer(problem.plan_of(found.chosen), found.weight, "enumeration")
+    clock = _clock(time_limit)
+    floor = _Best(SharonPlan.empty())
+    g, reason = _graph_or_floor(problem, floor, clock, adjacency=True)
+    if g is None:
+        return _without_graph(problem, floor, clock, reason)
+    found = enumerate_sets(g, max_sets=max_sets, deadline=clock.at)
     stats = _stats(problem, independent_sets=found.visited)
-    if found.complete:
-        return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=stats))
-    _fallback(problem, g, best, clock, stats)
-    return _on_graph(problem, _finish(problem, best, proven=False, unit=_unit(g.weights), stats=stats,
-                                      message=f"enumeration stopped ({found.stopped})", clock=clock))
+    if found.complete:  # the optimum of the graph: no floor plan beats it there
+        best = _Best(SharonPlan.empty(), universal=floor.universal)
+        best.offer(problem.plan_of(found.chosen), found.weight, "enumeration")
+        return _on_graph(problem, _finish(problem, best, proven=True, unit=0, stats=stats), best)
+    floor.offer(problem.plan_of(found.chosen), found.weight, "enumeration")
+    _fallback(problem, g, floor, clock, stats)
+    return _on_graph(problem, _finish(problem, floor, proven=False, unit=_unit(g.weights), stats=stats,
+                                      message=f"enumeration stopped ({found.stopped})", clock=clock), floor)
 
 
 # ------------------------------------------------------------------------------------------ MWIS models
-def _lp_tree(sub, lp_nodes: int, clock: _Clock, workers: int, incumbent):
+def _lp_tree(sub, lp_nodes: int, clock: Deadline, workers: int, incumbent):
     """The LP branch-and-bound on the MWIS graph ``sub`` (None when off, when the graph is too dense for
     maximal cliques, or when its root LP failed). It gets at most half the time left and starts from
     ``incumbent`` (a 0-1 vector). Its incumbent comes from rounding its LPs (the root's rounding alone
@@ -387,37 +458,47 @@ def _lp_tree(sub, lp_nodes: int, clock: _Clock, workers: int, incumbent):
         cliques = extended_cliques(sub, sub.cliques())
     except MethodLimitError:
         return None  # too dense for maximal cliques; over cell cliques the tree rarely closes
-    deadline = None if clock.deadline is None else time.perf_counter() + clock.left(0.5)
+    deadline = None if clock.at is None else now() + clock.left(0.5)
     return clique_branch_and_bound(sub.weights, cliques, incumbent=incumbent, node_limit=lp_nodes,
                                    deadline=deadline, threads=min(workers, 2), root_multiple=LP_TREE_ROOT_MULTIPLE,
                                    float_exact=_float_exact(sub.weights))
 
 
-def _mwis_graph(problem: SharonProblem, reduce) -> tuple[list[int], object, dict]:
+def _mwis_graph(problem: SharonProblem, reduce, clock: Deadline) -> tuple[list[int], object, dict]:
     """The vertices the MWIS model gets (after the optional dominance reduction) and its graph."""
-    g = problem.graph
+    g = problem.graph_by(clock.at)
     keep = undominated(g) if reduce else list(range(len(g)))
     sub = g if len(keep) == len(g) else g.induced(keep)
     return keep, sub, {"dominated_removed": len(g) - len(keep)}
 
 
-def _without_graph(problem: SharonProblem, clock: _Clock, reason: str) -> MethodResult:
-    """A graph method whose graph is over its limits: GWMIN's plan on the original graph (valid for every
-    option set) and the per-position gain bound, status feasible, with the reason."""
-    best = _Best(SharonPlan.empty())
-    _compact_start(problem, best)
-    best.tighten(problem.cell_bound())
+def _without_graph(problem: SharonProblem, best: _Best, clock: Deadline, reason: str) -> MethodResult:
+    """A graph method whose graph is over its limits: the floor it computed first (:func:`_floor`: GWMIN's
+    plan on the original graph, valid for every option set, and the gain bounds), status feasible, with
+    the reason."""
     return _finish(problem, best, proven=False, unit=_EXACT_ONLY, stats=_stats(problem),
                    message=f"{reason}: GWMIN's plan on the original graph and the gain bound")
 
 
-def _mwis_start(problem: SharonProblem, keep: list[int], best: _Best) -> list[int]:
-    """GWMIN's plan on the method's graph (so a time-out never returns less than ``greedy``) as the first
-    incumbent, and as a 0-1 start over ``keep`` (vertices the dominance reduction removed are left out:
-    the vector stays feasible)."""
-    chosen = _gwmin_best(problem, problem.graph, best)
+def _mwis_start(problem: SharonProblem, keep: list[int], best: _Best, clock: Deadline) -> list[int]:
+    """GWMIN's plan on the method's graph (so a time-out never returns less than ``greedy``; with
+    expand=false :func:`_floor` computed it) as the first incumbent, and as a 0-1 start over ``keep``
+    (vertices the dominance reduction removed are left out: the vector stays feasible)."""
+    graph = problem.graph
+    chosen = best.gwmin[id(graph)] if id(graph) in best.gwmin else _gwmin_best(problem, graph, best, clock)
     picked = set(chosen or ())
     return [1 if v in picked else 0 for v in keep]
+
+
+def _mwis_model(sub, extend: bool, stats: dict):
+    """The MWIS model; over cell cliques when the graph is too dense for the maximal ones (their adjacency
+    lists are over :data:`~cepopt.sharon.graph.MAX_ADJACENCY_PAIRS`: the method used to end in an error)."""
+    if extend:
+        try:
+            return mwis_model(sub, extend=True)
+        except MethodLimitError:
+            stats["extend"] = "off: the graph is too dense for maximal cliques"
+    return mwis_model(sub, extend=False)
 
 
 def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: bool, split: bool, extend: bool,
@@ -427,19 +508,21 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
     from cepopt.formulations.export import export_now
     from cepopt.formulations.native import check_seed, settings
 
-    clock = _Clock(time_limit)
+    clock = _clock(time_limit)
     check_seed(seed, *((-(2**31), 2**31 - 1) if backend == "cpsat" else (0, 2**31 - 1)), solver=backend)
+    best = _Best(SharonPlan.empty())
+    _floor(problem, best, clock)  # first: the expanded graph's build is not interrupted and may be over its limits
     try:
-        keep, sub, extra = _mwis_graph(problem, reduce)
+        keep, sub, extra = _mwis_graph(problem, reduce, clock)
     except MethodLimitError as exc:  # the expanded graph is too large to build: still a plan and a bound
-        return _without_graph(problem, clock, str(exc))
+        return _without_graph(problem, best, clock, str(exc))
     model = None
     if settings().export is not None:  # --export: the model, even when the LP tree proves the answer first
-        model = mwis_model(sub, extend=extend)
+        model = _mwis_model(sub, extend, extra)
         export_now(model, backend)
-    best = _Best(SharonPlan.empty())
-    start = _mwis_start(problem, keep, best)
-    best.tighten(sub.cover_bound())
+    start = _mwis_start(problem, keep, best, clock)
+    if not clock.over():
+        best.tighten(sub.cover_bound())
     unit = _unit(sub.weights)
     tree = None if clock.over() else _lp_tree(sub, lp_nodes, clock, workers, start)
     if tree is not None:
@@ -450,14 +533,14 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
         best.tighten(tree.bound)
         if tree.proven or certify(best.value, best.bound, unit, "max"):
             return _on_graph(problem, _finish(problem, best, proven=True, unit=unit,
-                                              stats=_stats(problem, variables=len(keep), **extra)))
+                                              stats=_stats(problem, variables=len(keep), **extra)), best)
         start = tree.x if sub.weight_of(chosen) >= sub.weight_of(decode_mwis(start)) else start
     stats = _stats(problem, variables=len(keep), **extra)
     message = ""
     if not clock.over():
-        model = model or mwis_model(sub, extend=extend)
+        model = model or _mwis_model(sub, extend, stats)
         model.hint = start
-        res = solve_sharon_model(model, backend, seed=seed, split=split, workers=workers, deadline=clock.deadline,
+        res = solve_sharon_model(model, backend, seed=seed, split=split, workers=workers, deadline=clock.at,
                                  options=solver_options, **solve_options)
         stats.update(res.stats)
         if res.x is not None:
@@ -467,11 +550,11 @@ def _mwis(problem: SharonProblem, backend: str, *, time_limit, seed, reduce: boo
         if res.status in ("error", "infeasible"):
             message = f"{backend}: {res.status} ({res.message}); best plan seen before"
         elif res.status == "optimal" and best.source == backend:
-            return _on_graph(problem, _finish(problem, best, proven=True, unit=unit, stats=stats))
+            return _on_graph(problem, _finish(problem, best, proven=True, unit=unit, stats=stats), best)
         elif res.message:
             message = res.message
     return _on_graph(problem, _finish(problem, best, proven=False, unit=unit, stats=stats, message=message,
-                                      clock=clock, graph=sub))
+                                      clock=clock, graph=sub), best)
 
 
 @register("sharon", "cpsat", "MWIS: LP branch-and-bound on maximal cliques (lp_nodes), then CP-SAT with "
@@ -523,17 +606,6 @@ def _check_backend(backend: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------ compact models
-def _compact_start(problem: SharonProblem, best: _Best) -> list[int] | None:
-    """GWMIN on the original graph (greedy's plan when expand=false) as the first incumbent; its
-    vertices (None when the graph is too dense for it)."""
-    try:
-        picked = gwmin(problem.original)
-    except MethodLimitError:
-        return None
-    best.offer(problem.plan_of(picked, problem.original), problem.original.weight_of(picked), "GWMIN")
-    return picked
-
-
 def _compact_hint(model, picked) -> list[int]:
     """GWMIN's vertices as a 0-1 start of the compact model."""
     x = [0] * len(model.names)
@@ -581,23 +653,23 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
     from cepopt.formulations.native import check_seed, settings
     from cepopt.formulations.sharon import BuildTimeout
 
-    clock = _Clock(time_limit)
+    clock = _clock(time_limit)
     check_seed(seed, *((-(2**31), 2**31 - 1) if backend == "cpsat" else (0, 2**31 - 1)), solver=backend)
     best = _Best(SharonPlan.empty())
     picked = None
     if not problem.expand:
-        picked = _compact_start(problem, best)
-        best.tighten(problem.original.cover_bound())
+        picked = _floor(problem, best, clock)
     stats = _stats(problem)
     message, unit, stopped = "", _EXACT_ONLY, True
+    # the build stops FLOOR_SHARE of the time left before the deadline: the floor gets that share
+    build_deadline = None if clock.at is None else clock.at - FLOOR_SHARE * clock.left()
     try:  # --export writes the whole model, whatever the limit
-        model = compact_model(problem, deadline=None if settings().export is not None else clock.deadline)
+        model = compact_model(problem, deadline=None if settings().export is not None else build_deadline)
     except BuildTimeout:
         model = None
         message = "time limit reached while building the compact model"
-    if model is None and problem.expand:  # no model to read a plan from: GWMIN and the cell bound
-        _compact_start(problem, best)
-        best.tighten(problem.cell_bound())
+    if model is None and problem.expand:  # no model to read a plan from: GWMIN and the gain bounds
+        _floor(problem, best, clock)
     if model is not None:
         export_now(model, backend)
         unit = _unit(model.objective)
@@ -607,7 +679,7 @@ def _compact(problem: SharonProblem, backend: str, *, time_limit, seed, hint: bo
         else:
             model.hint = _compact_hint(model, picked) if hint else None
     if model is not None and not clock.over():
-        deadline = clock.deadline
+        deadline = clock.at
         if deadline is not None:
             deadline -= min(SOLVER_RESERVE_PER_VARIABLE * len(model.names), SOLVER_RESERVE_SHARE * clock.left())
         res = solve_sharon_model(model, backend, seed=seed, split=split, deadline=deadline, **solve_options)

@@ -13,9 +13,9 @@ caller then falls back to GWMIN, spec §5.4).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 
+from cepopt.clock import now
 from cepopt.sharon.graph import SharonGraph
 
 __all__ = ["next_level", "find_plan"]
@@ -47,7 +47,7 @@ def next_level(graph: SharonGraph, parents: list[tuple[int, ...]], scores: list[
                     children.append(pa + (other,))
                     child_scores.append(scores[a] + graph.vertices[other].weight)
             # checked per parent (one block may be the whole level: level 1 is a single block)
-            if (deadline is not None and time.perf_counter() > deadline) or (
+            if (deadline is not None and now() > deadline) or (
                     max_level is not None and len(children) > max_level):
                 return None
         i = j
@@ -57,7 +57,7 @@ def next_level(graph: SharonGraph, parents: list[tuple[int, ...]], scores: list[
 def find_plan(graph: SharonGraph, indices: Iterable[int], *, time_limit: float | None = None,
               max_level: int | None = 2_000_000) -> tuple[list[int], dict]:
     """Alg. 4 on the subgraph ``indices``: the best valid plan (without F) and search statistics."""
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = None if time_limit is None else now() + time_limit
     order = sorted(indices, key=lambda i: graph.vertices[i].key)
     level = [(v,) for v in order]
     scores = [graph.vertices[v].weight for v in order]
@@ -73,7 +73,7 @@ def find_plan(graph: SharonGraph, indices: Iterable[int], *, time_limit: float |
         nxt = next_level(graph, level, scores, deadline, max_level)
         if nxt is None:
             stats["complete"] = False
-            over = time_limit is not None and time.perf_counter() > deadline
+            over = time_limit is not None and now() > deadline
             stats["stopped"] = "time limit" if over else f"a level exceeds max_level={max_level} plans"
             break
         level, scores = nxt

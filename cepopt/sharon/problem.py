@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from cepopt.clock import passed
 from cepopt.errors import CepoptError
 from cepopt.model import Statistics, Workload
 from cepopt.params import check_keys, parse_bool
@@ -132,19 +133,27 @@ class SharonProblem:
         """The graph the methods search: the original Sharon graph, or the expanded graph (built on
         first use; the compact models never need it). Raises MethodLimitError when the expansion
         would exceed ``max_vertices`` options."""
+        return self.graph_by(None)
+
+    def graph_by(self, deadline: float | None) -> SharonGraph:
+        """:attr:`graph`, with its build (when not built yet) and its cells and cliques stopped at
+        ``deadline`` (a :func:`cepopt.clock.now` value; :class:`~cepopt.clock.TimeLimitReached`, a
+        MethodLimitError; nothing half-built is kept)."""
         if self._graph is None:
             from cepopt.errors import MethodLimitError
             from cepopt.sharon.expansion import expanded_size
 
             all_subsets = self.subsets == "all"
-            size = expanded_size(self.original, self.max_options, self.non_beneficial, all_subsets)
+            size = expanded_size(self.original, self.max_options, self.non_beneficial, all_subsets,
+                                 stop_above=self.max_vertices)  # counting stops at the cap
             if self.max_vertices is not None and size > self.max_vertices:
                 raise MethodLimitError(
-                    f"the expanded graph would have {size} options (> max_vertices={self.max_vertices}); "
+                    f"the expanded graph would have more than max_vertices={self.max_vertices} options; "
                     "use cpsat-compact / milp-compact, or expand=false")
             self._graph, self.expansion_stats = expand_graph(
                 self.original, lambda p, qs, c: self.bvalue(p, qs), max_options=self.max_options,
-                extra=self.non_beneficial, all_subsets=all_subsets)
+                extra=self.non_beneficial, all_subsets=all_subsets, deadline=deadline)
+        self._graph.prepare(deadline)
         return self._graph
 
     def index_of(self, graph: SharonGraph) -> dict[tuple, int]:
@@ -190,13 +199,27 @@ class SharonProblem:
                 raise CepoptError(f"plan: pattern {label} is shared by queries with different windows, "
                                   "predicates or grouping")
 
-    def cell_bound(self):
+    def query_bound(self):
+        """A loose upper bound on Score over every plan of every option set, in one pass over the
+        candidates: an entry saves a query q at most NonShared(q) (its Shared part is >= 0, and the fixed
+        charge only lowers BValue), and q holds at most len(q) // 2 entries (patterns of length >= 2,
+        disjoint in q). The bound of last resort when no time is left for :meth:`cell_bound`. With
+        injected weights (original graph only), the sum of the positive weights."""
+        if self.injected:
+            return sum((max(v.weight, 0) for v in self.original.vertices), 0)
+        sharing = {q for qs in self.candidates.values() for q in qs}
+        return sum((len(self.types[q]) // 2 * self.cost.nonshared(q) for q in sorted(sharing)), 0)
+
+    def cell_bound(self, deadline: float | None = None):
         """An upper bound on Score over every plan of every option set (original, expanded, subsets=all):
         a plan's score is at most the sum of its entries' gains (fixed charges are >= 0), and the
         entries holding a query q are disjoint in q; so spreading gain(p, q) evenly over p's positions
-        in q, the best share per position, summed, bounds it. Exact for integer rates (Fractions)."""
+        in q, the best share per position, summed, bounds it. Exact for integer rates (Fractions).
+        None when ``deadline`` (a :func:`cepopt.clock.now` value) passes first (a partial sum bounds nothing)."""
         best: dict[tuple[str, int], tuple] = {}  # (q, position) -> (gain, length) of the best share
-        for (_, p), queries in self.candidates.items():
+        for k, ((_, p), queries) in enumerate(self.candidates.items()):
+            if k % 256 == 0 and passed(deadline):
+                return None
             n = len(p)
             placed = [(q, self.starts[q][p]) for q in queries]
             for (q, s), g in zip(placed, self.cost.gains(n, placed), strict=True):

@@ -19,9 +19,9 @@ Modes:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 
+from cepopt.clock import now
 from cepopt.errors import CepoptError
 from cepopt.sharon.graph import SharonGraph
 from cepopt.sharon.gwmin import guaranteed_weight
@@ -43,7 +43,7 @@ def reduce_graph(graph: SharonGraph, indices: Iterable[int] | None = None, *, mo
     """Alg. 2: returns (remaining vertices, F in the order found, pruned vertices, stats).
 
     Every prefix of the reduction is sound (each removal is justified on its own), so at ``deadline``
-    (a ``time.perf_counter()`` value) it stops where it is and says so (stats ``stopped``)."""
+    (a ``now()`` value) it stops where it is and says so (stats ``stopped``)."""
     if mode not in MODES:
         raise CepoptError(f"reduction mode must be one of {', '.join(MODES)}, got {mode!r}")
     alive = set(range(len(graph)) if indices is None else indices)
@@ -73,7 +73,7 @@ def reduce_graph(graph: SharonGraph, indices: Iterable[int] | None = None, *, mo
 
 
 def _over(deadline: float | None) -> bool:
-    return deadline is not None and time.perf_counter() > deadline
+    return deadline is not None and now() > deadline
 
 
 def _single_bound(graph: SharonGraph, alive: set[int], mode: str, deadline):

@@ -9,7 +9,6 @@ up to n = 12. The pruning bound itself is checked on its own: every node of a br
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -104,6 +103,7 @@ def test_pruned_dp_b_sees_its_deadline_inside_a_layer(monkeypatch):
     """The deadline is looked at between chunks of a layer, not only between layers (a middle layer at
     n = 24 is over a minute of work: dp-b ran 102 s under a 60 s limit)."""
     import cepopt.joinorder.dp_fast as dp_fast
+    from cepopt.clock import use_clock
     from cepopt.joinorder.dp import DpTimeout
 
     conj = build_problem(make_instance(10, seed=1, preset="small-window"))[1].single
@@ -113,8 +113,8 @@ def test_pruned_dp_b_sees_its_deadline_inside_a_layer(monkeypatch):
         looks.append(1)
         return float(len(looks))
 
-    monkeypatch.setattr(dp_fast, "time", SimpleNamespace(perf_counter=clock))  # this module's clock only
-    with pytest.raises(DpTimeout):
+    monkeypatch.setattr(dp_fast, "now", clock)  # this module's look between chunks only
+    with use_clock(lambda: 0.0), pytest.raises(DpTimeout):  # the tables' own looks (cepopt.clock) see time 0
         dp_b_pruned(conj, _starts(conj), deadline=30.5, chunk_splits=8)
     # n = 10 has 9 layers of two or more events: 30 looks at the clock means chunks inside layers
     assert len(looks) == 31

@@ -130,7 +130,8 @@ def test_milp_backends_and_cross_check(backend):
         s = solve("joinorder-e6", name, params=params, time_limit=60)
         ref = solve("joinorder-e6", "dp-ld" if name == "milp-order" else "dp-b")
         assert s.status == "optimal" and math.isclose(s.objective, ref.objective, rel_tol=1e-7)
-        assert s.stats["cost_gap"] == 0.0 and s.stats["iterations"] >= 1
+        # proven to the solver's precision: the gap of the proven bound (issue 30), not an exact 0
+        assert 0.0 <= s.stats["cost_gap"] <= 1e-7 and s.stats["iterations"] >= 1
         # solve() compared the MILP's own objective with the cost model.
         assert math.isclose(s.stats["solver_objective"], s.objective, rel_tol=1e-6)
 
