@@ -242,7 +242,8 @@ def test_ccp_pairs_count_the_papers_formulas():
 
 def test_at_scale_chain_star_cycle():
     """n = 100 left-deep on a chain and a cycle (connected sets) and a star (ikkbz), n = 50 bushy on a
-    chain: proven (their times: `cepopt experiment joinorder-frontier`); the star's order checked against dp-ccp-ld at n = 14."""
+    chain: proven (their times: `cepopt experiment joinorder-frontier`); the star's order checked against
+    dp-ccp-ld at n = 14."""
     sol = solve(make_instance(400, seed=1, preset="hard", kind="and", graph="chain"), "ikkbz", time_limit=0.2,
                 params={"cross_products": "avoid"})
     assert sol.status == "feasible" and "time limit" in sol.message  # a plan, no proof
