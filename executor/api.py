@@ -194,7 +194,9 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
     if engine == "local":
         from cepopt.executor.engines import run_local
 
-        run = run_local(compiled, _local_events(events), progress=progress)
+        events = _local_events(events)
+        _check_aggregated(problem, events, source)
+        run = run_local(compiled, events, progress=progress)
         if output:
             write_results(run.results, output)
     else:
@@ -203,8 +205,10 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
 
         size = _size(events)
         spark = spark or get_spark(master, small=_small(size))
-        run = run_spark(compiled, _spark_events(events, spark, schema), spark, source=source, output=output,
-                        progress=progress, single=_tiny(size))
+        events = _spark_events(events, spark, schema)
+        _check_aggregated(problem, events, source, spark)
+        run = run_spark(compiled, events, spark, source=source, output=output, progress=progress,
+                        single=_tiny(size))
     metrics = driver.finish(compiled, dict(run.metrics))
     try:
         prediction = predicted(family, problem, plan)
@@ -216,6 +220,18 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
         metrics["master"] = spark.sparkContext.master
     return ExecutionResult(run.results, int(metrics.get("operations", 0)), prediction, run.time_s, metrics,
                            run.digest, run.rows, run.engine, run.extra.get("preview"))
+
+
+def _check_aggregated(problem: Any, events: Any, source: str | None, spark=None) -> None:
+    """Before any work: the columns the queries aggregate (SUM, AVG, MIN, MAX) hold numbers in the stream
+    as read (a CepoptError naming the place otherwise, the same on both engines)."""
+    from cepopt.executor.streams import require_numbers, text_columns
+    from cepopt.model import Aggregate
+
+    queries = getattr(getattr(problem, "workload", None), "queries", ())
+    names = dict.fromkeys(item.attr for q in queries for item in q.returns
+                          if isinstance(item, Aggregate) and item.attr is not None)
+    require_numbers(text_columns(events, names), source, spark)
 
 
 #: a stream at most this large (rows given in memory, bytes of a local file) starts a JVM for a short life

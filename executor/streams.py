@@ -16,15 +16,17 @@ Stream specs (``--stream``):
   ``gen:ecommerce:events=200000,seed=1`` (values parse as int, float, true/false or text);
 * None: the instance's embedded stream.
 
-Spark reads a stream once, with a declared schema: a given one (``schema``, Spark DDL), else the CSV
-header and the column types of its first rows (read on the driver, no Spark job), or the Parquet
+A CSV stream is read in one dialect by both engines (executor/csv_dialect.py, docs/FORMATS.md):
+RFC 4180 quoting, one name per column, the same missing-value texts, number columns decided by the
+first records. Spark reads a stream once, with a declared schema: a given one (``schema``, Spark DDL),
+else the CSV header and the dialect's column kinds (read on the driver, no Spark job), or the Parquet
 footer. Checks cost no job of their own either: they are part of the read's projection
 (``raise_error`` on a bad event), so the first stage of the work fails on a bad event, and
 :func:`user_error` turns that failure into one line naming the file and line. Time order: no global
 sort; each partition's events are ordered by time by the kernels (a stream is defined by its time
 stamps, published streams are not monotonic, a Parquet folder has no row order across its files).
 
-Missing values: an empty cell is missing on both sides (pandas NaN, Spark null); on the Spark side every
+Missing values: a missing cell is NaN in pandas and null on Spark; on the Spark side every
 NaN of a float column becomes null as well (:func:`nan_to_null`), so that Spark's comparisons and
 groups treat it as missing, as the pandas kernels and the oracles do (cepopt.predicates).
 """
@@ -33,10 +35,10 @@ from __future__ import annotations
 
 import csv
 import decimal
-import io
 import math
 import numbers
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -45,10 +47,13 @@ import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
+from cepopt.executor import csv_dialect as dialect
+from cepopt.executor.csv_dialect import NA_TEXTS
 from cepopt.textio import probe_path
 
 __all__ = ["ERROR_MARK", "is_local", "local_path", "marked", "nan_to_null", "parquet_files", "parse_generator_spec",
-           "read_stream", "read_stream_pandas", "resolve_stream_pandas", "stream_format", "to_spark", "user_error"]
+           "read_stream", "read_stream_pandas", "require_numbers", "resolve_stream_pandas", "stream_format",
+           "text_columns", "to_spark", "user_error"]
 
 #: the prefix of a user error raised inside a Spark job (a bad event, a kernel's CepoptError)
 ERROR_MARK = "CEPOPT-USER-ERROR:"
@@ -56,10 +61,6 @@ INT64 = 2 ** 63
 #: the integers a double holds exactly: Spark reads a CSV's number columns as double, so an integer
 #: beyond it is refused in such a column (by both engines: it would be rounded by Spark alone)
 EXACT_DOUBLE = 2 ** 53
-#: texts that pandas reads as a missing value (read_csv's defaults), so Spark reads them so too
-NA_TEXTS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
-            "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
-_SNIFF_ROWS = 1000
 
 
 def _parse_value(text: str) -> Any:
@@ -131,18 +132,19 @@ def stream_format(spec: str | Path) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _place(i: int, line_offset: int | None) -> str:
-    return f"line {i + line_offset}" if line_offset is not None else f"row {i}"
+def _place(i: int, csv_path: Path | None) -> str:
+    """Where row ``i`` (file order) of a stream is: its line in a CSV file, else its row."""
+    return f"line {dialect.record_line(csv_path, i)}" if csv_path is not None else f"row {i}"
 
 
-def _check_pandas(df: pd.DataFrame, where: str, line_offset: int | None) -> pd.DataFrame:
+def _check_pandas(df: pd.DataFrame, where: str, csv_path: Path | None = None) -> pd.DataFrame:
     for col in ("ts", "type"):
         if col not in df.columns:
             raise CepoptError(f"{where}: no column {col!r} (columns: {', '.join(map(str, df.columns))})")
-    ts = _exact_ts(df["ts"], where, line_offset)
+    ts = _exact_ts(df["ts"], where, csv_path)
     if df["type"].isna().any():
         i = int(df["type"].isna().to_numpy().nonzero()[0][0])
-        raise CepoptError(f"{where}, {_place(i, line_offset)}: event type is missing")
+        raise CepoptError(f"{where}, {_place(i, csv_path)}: event type is missing")
     df = df.copy()
     df["ts"] = ts
     df["type"] = df["type"].astype(str)
@@ -151,11 +153,11 @@ def _check_pandas(df: pd.DataFrame, where: str, line_offset: int | None) -> pd.D
     return df
 
 
-def _exact_ts(raw: pd.Series, where: str, line_offset: int | None) -> pd.Series:
+def _exact_ts(raw: pd.Series, where: str, csv_path: Path | None) -> pd.Series:
     """The time stamps as int64, exactly (a 17-digit stamp is not rounded through a double); the first
     bad one raises a CepoptError naming its place."""
     def fail(i: int, problem: str):
-        raise CepoptError(f"{where}, {_place(i, line_offset)}: {problem}")
+        raise CepoptError(f"{where}, {_place(i, csv_path)}: {problem}")
 
     if isinstance(raw.dtype, pd.api.extensions.ExtensionDtype):  # Int64 with <NA>, Arrow strings, ...
         raw = raw.astype(object)
@@ -195,10 +197,6 @@ def _exact_ts(raw: pd.Series, where: str, line_offset: int | None) -> pd.Series:
     return pd.Series(out, index=raw.index, name=raw.name)
 
 
-#: a decimal number as text (no underscores, no other digits than 0-9: what Spark's casts read)
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
 def _exact_integer(raw: Any) -> int | None:
     """``raw`` (text or number) as an exact integer, or None when it is no integer; an integral value
     beyond 10^19 comes back as +-2^63 (its exact value is of no use, and 1e999999 must not be expanded)."""
@@ -209,7 +207,7 @@ def _exact_integer(raw: Any) -> int | None:
     if isinstance(raw, numbers.Real):
         value = float(raw)
         return int(value) if math.isfinite(value) and value.is_integer() else None
-    if not isinstance(raw, str) or not _DECIMAL.fullmatch(raw.strip()):
+    if not isinstance(raw, str) or not dialect.DECIMAL.fullmatch(raw.strip()):
         return None
     number = decimal.Decimal(raw.strip())
     if number != number.to_integral_value():
@@ -250,19 +248,7 @@ def read_stream_pandas(path: str | Path) -> pd.DataFrame:
         raise CepoptError(f"{path}: the local engine reads local files; run this stream with --engine spark")
     p = local_path(path)
     if fmt == "csv":
-        try:
-            # as Spark reads it: a type "01" stays "01", a type "NA" (or "null") is a name, only an empty
-            # type is missing; the other columns take pandas' missing-value texts, which Spark's read maps
-            header = pd.read_csv(p, nrows=0).columns
-            missing = {c: [""] if c == "type" else list(NA_TEXTS) for c in header}
-            df = pd.read_csv(p, dtype={"type": str}, keep_default_na=False, na_values=missing)
-            if "ts" in df.columns and df["ts"].dtype.kind not in "iu":  # not all integers: exact from the text
-                df["ts"] = pd.read_csv(p, dtype=str, usecols=["ts"])["ts"].to_numpy()
-            checked = _check_pandas(df, str(path), 2)
-            _check_exact_integers(df, p, str(path))
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise CepoptError(f"{path}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
-        return checked
+        return _read_csv_pandas(p, str(path))
     files = parquet_files(p, str(path)) if p.is_dir() else None
     try:
         if files is None:
@@ -309,29 +295,49 @@ def parquet_files(folder: Path, where: str) -> list[Path]:
     return files
 
 
-def _check_exact_integers(df: pd.DataFrame, path: Path, where: str) -> None:
-    """A CepoptError at the first integer beyond +-2^53 in a number column of a CSV stream (see
-    :data:`EXACT_DOUBLE`), naming the line and the column; the text is read again only for a column
-    that may hold one."""
-    suspects = []
-    for name in df.columns.drop(["ts", "type"], errors="ignore"):
-        col = df[name]
-        if col.dtype.kind in "iu":
-            suspect = (col > EXACT_DOUBLE) | (col < -EXACT_DOUBLE)
-        elif col.dtype.kind == "f":
-            suspect = (col.abs() >= EXACT_DOUBLE) & (col == col.round())
-        else:
-            continue
-        if suspect.any():
-            suspects.append(name)
-    if not suspects:
-        return
-    texts = pd.read_csv(path, dtype=str, keep_default_na=False)  # all columns: the same names as df's
-    found = [(int(big.to_numpy().nonzero()[0][0]), name) for name in suspects
-             if (big := texts[name].map(_beyond_double)).any()]
-    if found:
-        i, name = min(found)
-        raise CepoptError(f"{where}, line {i + 2}: {_beyond_double_problem(name, texts[name].iloc[i])}")
+def _read_csv_pandas(path: Path, where: str) -> pd.DataFrame:
+    """A local CSV stream in the dialect of executor/csv_dialect.py, checked (the first bad cell raises a
+    CepoptError naming its line and column), sorted by time."""
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            header, rows = dialect.sample(fh, where)
+        # every cell as written: the dialect, not pandas' guesses, decides what is missing and a number
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, csv.Error) as exc:
+        raise CepoptError(f"{where}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
+    numbers = dialect.number_columns(header, rows)
+    columns = {}
+    for name in df.columns:
+        if name == "type":
+            columns[name] = df[name].where(df[name].notna() & (df[name] != ""))
+        elif name != "ts":
+            columns[name] = _csv_attribute(df[name], name, name in numbers, where, path)
+    return _check_pandas(df.assign(**columns), where, path)
+
+
+def _csv_attribute(texts: pd.Series, name: str, number: bool, where: str, path: Path) -> pd.Series:
+    """An attribute column of a CSV stream from its texts: missing cells as NaN; a number column as
+    int64 (integers, none missing) or float64 (each value correctly rounded, as Spark reads it)."""
+    stripped = texts.fillna("").str.strip()
+    missing = stripped.isin(NA_TEXTS).to_numpy()
+    if not number:
+        return texts.where(~missing)
+    present = stripped[~missing]
+    bad = ~present.str.fullmatch(dialect.DECIMAL.pattern).to_numpy()
+    big = present.map(_beyond_double).to_numpy()
+    values = pd.Series(np.nan, index=texts.index)
+    if not (bad | big).any():
+        values[~missing] = present.astype(np.float64)
+        bad = np.isinf(values[~missing].to_numpy())
+    if (bad | big).any():
+        i = int(np.flatnonzero(~missing)[np.flatnonzero(bad | big)[0]])
+        text = texts.iloc[i]
+        problem = (f": {_beyond_double_problem(name, text)}" if _beyond_double(text)
+                   else f", column {name}: {dialect.number_problem(text)}")
+        raise CepoptError(f"{where}, {_place(i, path)}{problem}")
+    if not missing.any() and present.str.fullmatch(r"[+-]?[0-9]+").all():
+        return present.astype(np.int64)
+    return values
 
 
 def _beyond_double(text: str) -> bool:
@@ -411,10 +417,12 @@ def _raise(kind: str, raw):
     return F.raise_error(F.concat(F.lit(f"{ERROR_MARK}{kind}|"), F.coalesce(raw.cast("string"), F.lit(""))))
 
 
-def checked(sdf, numeric: tuple[str, ...] = ()):
+def checked(sdf, numeric: tuple[str, ...] = (), texts: tuple[str, ...] = ()):
     """``sdf`` with ``ts`` as long and ``type`` as string, checked as they are read: a bad time stamp or a
-    missing type raises inside the job (no job of its own). ``numeric``: text columns read as numbers
-    (a CSV's), a non-number raising likewise; NaN becomes null (:func:`nan_to_null`)."""
+    missing (null or empty) type raises inside the job (no job of its own). ``numeric``: text columns
+    read as numbers (a CSV's number columns, executor/csv_dialect.py), a cell that is no finite decimal
+    number raising likewise; ``texts``: a CSV's text attribute columns, whose missing-value texts become
+    null; NaN becomes null (:func:`nan_to_null`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegralType, StringType
 
@@ -436,9 +444,11 @@ def checked(sdf, numeric: tuple[str, ...] = ()):
         ts = F.when(text.isin(*NA_TEXTS), F.lit(None)).otherwise(ts)
     else:
         raise CepoptError(f"column 'ts' has type {kinds['ts'].simpleString()}, not a number")
+    type_ = F.col("type")
     columns = {
         "ts": F.when(ts_long.isNull(), _raise("ts", ts)).otherwise(ts_long),
-        "type": F.when(F.col("type").isNull(), _raise("type", F.col("ts"))).otherwise(F.col("type").cast("string")),
+        "type": F.when(type_.isNull() | (type_.cast("string") == ""), _raise("type", F.col("ts")))
+                 .otherwise(type_.cast("string")),
     }
     for name in numeric:
         raw = F.trim(F.col(name))
@@ -447,70 +457,76 @@ def checked(sdf, numeric: tuple[str, ...] = ()):
         exact = F.expr(f"try_cast(trim(`{name}`) as decimal(38, 0))")  # null beyond 38 digits
         beyond = ((F.abs(value) >= float(EXACT_DOUBLE)) & raw.rlike("^[+-]?[0-9]+$")
                   & (exact.isNull() | (F.abs(exact) > F.lit(EXACT_DOUBLE))))
+        bad = value.isNull() | ~F.col(name).rlike(dialect.DECIMAL_JAVA) | (F.abs(value) == float("inf"))
         columns[name] = (F.when(missing, F.lit(None).cast("double"))
-                         .when(value.isNull(), _raise(f"column {name}", F.col(name)))
-                         .when(beyond, _raise(f"integer column {name}", F.col(name))).otherwise(value))
+                         .when(beyond, _raise(f"integer column {name}", F.col(name)))
+                         .when(bad, _raise(f"column {name}", F.col(name))).otherwise(value))
+    for name in texts:
+        columns[name] = F.when(F.trim(F.col(name)).isin(*NA_TEXTS), F.lit(None).cast("string")).otherwise(F.col(name))
     return nan_to_null(sdf.withColumns(columns))
 
 
-def _sample_lines(uri: str, spark, limit: int = _SNIFF_ROWS + 1) -> list[str]:
-    """The first lines of a CSV file (or of the first file of a folder), read on the driver: a local file
-    directly, a URI through Hadoop's file system (no Spark job)."""
+def _csv_files(uri: str, spark) -> list:
+    """The CSV files of a stream: the file, or the ``*.csv`` files of a folder (local paths, or Hadoop
+    paths for a URI)."""
     if is_local(uri):
         p = local_path(uri)
-        if p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.suffix.lower() == ".csv")
-            if not files:
-                raise CepoptError(f"{uri}: a folder without CSV files")
-            p = files[0]
-        with p.open(newline="", errors="replace") as fh:
-            return [line for _, line in zip(range(limit), fh)]
-    jvm = spark.sparkContext._jvm
-    try:
+        files = sorted(f for f in p.iterdir() if f.suffix.lower() == ".csv") if p.is_dir() else [p]
+    else:
+        jvm = spark.sparkContext._jvm
         path = jvm.org.apache.hadoop.fs.Path(uri)
         fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        files = [path]
         if fs.getFileStatus(path).isDirectory():
-            files = sorted(str(s.getPath().toString()) for s in fs.listStatus(path)
-                           if str(s.getPath().getName()).lower().endswith(".csv"))
-            if not files:
-                raise CepoptError(f"{uri}: a folder without CSV files")
-            path = jvm.org.apache.hadoop.fs.Path(files[0])
+            files = [jvm.org.apache.hadoop.fs.Path(name) for name in
+                     sorted(str(s.getPath().toString()) for s in fs.listStatus(path)
+                            if str(s.getPath().getName()).lower().endswith(".csv"))]
+    if not files:
+        raise CepoptError(f"{uri}: a folder without CSV files")
+    return files
+
+
+def _lines(uri: str, spark) -> Iterator[str]:
+    """The lines of a CSV stream's (first) file, read lazily on the driver: a local file directly, a URI
+    through Hadoop's file system (no Spark job)."""
+    if is_local(uri):
+        with _csv_files(uri, spark)[0].open(newline="", encoding="utf-8", errors="replace") as fh:
+            yield from fh
+        return
+    try:
+        path = _csv_files(uri, spark)[0]
+        jvm = spark.sparkContext._jvm
+        fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
         reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(fs.open(path), "UTF-8"))
-        try:
-            lines = []
-            for _ in range(limit):
-                line = reader.readLine()
-                if line is None:
-                    break
-                lines.append(line + "\n")
-            return lines
-        finally:
-            reader.close()
     except CepoptError:
         raise
     except Exception as exc:  # noqa: BLE001 -- py4j errors: file not found, no file system for a scheme
         from cepopt.executor.session import _first_line
 
         raise CepoptError(f"{uri}: cannot read the stream ({_first_line(exc)})") from None
-
-
-def _csv_schema(uri: str, spark) -> tuple[str, tuple[str, ...]]:
-    """(Spark DDL with every column as text, the columns to read as numbers) from the header and the
-    first rows: a column pandas reads as numbers there is numeric (double)."""
-    lines = _sample_lines(uri, spark)
-    if not lines:
-        raise CepoptError(f"{uri}: an empty CSV stream (no header row)")
     try:
-        sample = pd.read_csv(io.StringIO("".join(lines)))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise CepoptError(f"{uri}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
-    names = [str(c) for c in sample.columns]
-    bad = [n for n in names if not n or "`" in n]
-    if bad or len(set(names)) != len(names):
-        raise CepoptError(f"{uri}: the header row must name every column once (got {', '.join(names)})")
-    numeric = tuple(n for n in names if n not in ("ts", "type") and pd.api.types.is_numeric_dtype(sample[n])
-                    and not pd.api.types.is_bool_dtype(sample[n]))
-    return ", ".join(f"`{n}` string" for n in names), numeric
+        while (line := reader.readLine()) is not None:
+            yield line + "\n"
+    finally:
+        reader.close()
+
+
+def _csv_schema(uri: str, spark) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(Spark DDL with every column as text, the number columns, the text attribute columns) by the
+    dialect (executor/csv_dialect.py) from the header and the first records, read on the driver."""
+    try:
+        header, rows = dialect.sample(_lines(uri, spark), uri)
+    except csv.Error as exc:
+        raise CepoptError(f"{uri}: not a readable CSV stream ({exc})") from None
+    numbers = dialect.number_columns(header, rows)
+    texts = tuple(n for n in header if n not in ("ts", "type") and n not in numbers)
+    return ", ".join(f"`{n}` string" for n in header), numbers, texts
+
+
+def _may_span_lines(uri: str, spark) -> bool:
+    """Whether a CSV stream may hold a quoted line break (Spark then reads each file whole): a local file
+    with a quote character; a URI, unread, may."""
+    return not is_local(uri) or any(dialect.may_span_lines(f) for f in _csv_files(uri, spark))
 
 
 def _parquet_schema(uri: str):
@@ -539,12 +555,14 @@ def read_stream(spec: str | Path, spark, *, schema: Any = None):
     if is_local(uri) and not uri.startswith("file:"):
         uri = str(local_path(uri).resolve())
     numeric: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
     reader = spark.read
     try:
         if fmt == "csv":
             if schema is None:
-                schema, numeric = _csv_schema(uri, spark)
-            sdf = reader.schema(schema).option("header", True).option("mode", "PERMISSIVE").csv(uri)
+                schema, numeric, texts = _csv_schema(uri, spark)
+            sdf = (reader.schema(schema).option("header", True).option("mode", "PERMISSIVE").option("escape", '"')
+                   .option("multiLine", _may_span_lines(uri, spark)).csv(uri))
         else:
             schema = schema if schema is not None else _parquet_schema(uri)
             sdf = (reader.schema(schema) if schema is not None else reader).parquet(uri)
@@ -555,7 +573,7 @@ def read_stream(spec: str | Path, spark, *, schema: Any = None):
 
         raise CepoptError(f"{spec}: not a readable stream ({_first_line(exc)})") from None
     try:
-        return checked(sdf, numeric)
+        return checked(sdf, numeric, texts)
     except CepoptError as exc:
         raise CepoptError(f"{spec}: {exc}") from None
 
@@ -567,37 +585,29 @@ def read_stream(spec: str | Path, spark, *, schema: Any = None):
 
 def _locate_csv(path: Path, kind: str) -> tuple[int, str] | None:
     """The first line of a local CSV file whose event is bad as ``kind`` says (ts, type or column NAME),
-    with what is wrong."""
-    with path.open(newline="", errors="replace") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, [])
-        col = {"ts": "ts", "type": "ts"}.get(kind, kind.removeprefix("integer ").removeprefix("column "))
-        if col not in header or "type" not in header:
+    with what is wrong, worded as the local engine words it."""
+    with path.open(newline="", encoding="utf-8", errors="replace") as fh:
+        found = dialect.records(fh)
+        header = next(found, (1, []))[1]
+        col = {"ts": "ts", "type": "type"}.get(kind, kind.removeprefix("integer ").removeprefix("column "))
+        if col not in header or "ts" not in header:
             return None
-        i, t = header.index(col), header.index("type")
-        for lineno, row in enumerate(reader, start=2):
-            value = row[i].strip() if i < len(row) else ""
+        i, t = header.index(col), header.index("ts")
+        for lineno, row in found:
+            value = row[i] if i < len(row) else None
             if kind == "ts":
-                problem = _ts_value(value)
+                problem = _ts_value(row[t] if t < len(row) else None)
                 if isinstance(problem, str):
-                    return lineno, problem
+                    return lineno, f": {problem}"
             elif kind == "type":
-                if t >= len(row) or row[t] == "":
-                    return lineno, "event type is missing"
-            elif kind.startswith("integer "):
+                if not value:
+                    return lineno, ": event type is missing"
+            elif not dialect.is_missing(value):
                 if _beyond_double(value):
-                    return lineno, _beyond_double_problem(col, value)
-            elif value not in NA_TEXTS and not _is_number(value):
-                return lineno, f"{kind} is not a number: {value!r}"
+                    return lineno, f": {_beyond_double_problem(col, value)}"
+                if (problem := dialect.number_problem(value)) is not None:
+                    return lineno, f", column {col}: {problem}"
     return None
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
 
 
 def marked(exc: CepoptError) -> CepoptError:
@@ -622,11 +632,47 @@ def user_error(exc: BaseException, source: str | None = None) -> CepoptError | N
     if source and is_local(source) and source.lower().endswith(".csv") and local_path(source).is_file():
         found = _locate_csv(local_path(source), kind)
         if found:
-            return CepoptError(f"{where}, line {found[0]}: {found[1]}")
+            return CepoptError(f"{where}, line {found[0]}{found[1]}")
     if kind == "ts":
         return CepoptError(f"{where}: an event's {_ts_problem(raw or None)}")
     if kind == "type":
         return CepoptError(f"{where}: an event (ts {raw or '?'}) has no type")
     if kind.startswith("integer "):
         return CepoptError(f"{where}: an event's {_beyond_double_problem(kind.removeprefix('integer column '), raw)}")
-    return CepoptError(f"{where}: an event's {kind} is not a number: {raw!r}")
+    return CepoptError(f"{where}, {kind}: {dialect.number_problem(raw) or repr(raw) + ' is not a number'}")
+
+
+# ---------------------------------------------------------------------------------------------
+# aggregated columns hold numbers
+# ---------------------------------------------------------------------------------------------
+
+
+def text_columns(events: Any, names: Iterable[str]) -> list[str]:
+    """Those of ``names`` that a stream (pandas or Spark) holds as text (or bools), not numbers."""
+    if isinstance(events, pd.DataFrame):
+        return [n for n in names if n in events.columns and events[n].dtype.kind not in "iuf"
+                and events[n].map(lambda v: isinstance(v, str | bool | np.bool_)).any()]
+    from pyspark.sql.types import NumericType
+
+    kinds = {f.name: f.dataType for f in events.schema.fields}
+    return [n for n in names if n in kinds and not isinstance(kinds[n], NumericType)]
+
+
+def require_numbers(columns: list[str], source: str | None, spark=None) -> None:
+    """A CepoptError when an aggregated column holds text: for a CSV stream naming the line and the
+    column of its first value that is no number (as both engines read it), else naming the column."""
+    if not columns:
+        return
+    name = columns[0]
+    where = source or "the stream"
+    if source and str(source).lower().rstrip("/").endswith(".csv"):
+        found = dialect.records(_lines(str(source), spark))
+        header = next(found, (1, []))[1]
+        i = header.index(name) if name in header else -1
+        for lineno, row in found:
+            value = row[i] if 0 <= i < len(row) else None
+            if not dialect.is_missing(value) and (problem := dialect.number_problem(value)):
+                raise CepoptError(f"{where}, line {lineno}, column {name}: {problem}, but a query aggregates "
+                                  "the column (SUM, AVG, MIN and MAX take numbers)")
+    raise CepoptError(f"{where}: column {name} holds text, but a query aggregates it (SUM, AVG, MIN and MAX "
+                      "take numbers)")
