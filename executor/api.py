@@ -194,8 +194,7 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
     if engine == "local":
         from cepopt.executor.engines import run_local
 
-        events = _local_events(events)
-        _check_aggregated(problem, events, source)
+        events = _check_stream(problem, _local_events(events), source)
         run = run_local(compiled, events, progress=progress)
         if output:
             write_results(run.results, output)
@@ -205,8 +204,7 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
 
         size = _size(events)
         spark = spark or get_spark(master, small=_small(size))
-        events = _spark_events(events, spark, schema)
-        _check_aggregated(problem, events, source, spark)
+        events = _check_stream(problem, _spark_events(events, spark, schema), source, spark)
         run = run_spark(compiled, events, spark, source=source, output=output, progress=progress,
                         single=_tiny(size))
     metrics = driver.finish(compiled, dict(run.metrics))
@@ -222,16 +220,20 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
                            run.digest, run.rows, run.engine, run.extra.get("preview"))
 
 
-def _check_aggregated(problem: Any, events: Any, source: str | None, spark=None) -> None:
-    """Before any work: the columns the queries aggregate (SUM, AVG, MIN, MAX) hold numbers in the stream
-    as read (a CepoptError naming the place otherwise, the same on both engines)."""
-    from cepopt.executor.streams import require_numbers, text_columns
+def _check_stream(problem: Any, events: Any, source: str | None, spark=None) -> Any:
+    """The stream as read, checked against the queries (a CepoptError naming the place, the same on both
+    engines): the columns they aggregate (SUM, AVG, MIN, MAX) hold numbers (before any work), and no
+    time stamp is before 0 under windows with a SLIDE (which start at 0; checked as the stream is read)."""
+    from cepopt.executor.streams import refuse_before_zero, require_numbers, text_columns
     from cepopt.model import Aggregate
 
     queries = getattr(getattr(problem, "workload", None), "queries", ())
     names = dict.fromkeys(item.attr for q in queries for item in q.returns
                           if isinstance(item, Aggregate) and item.attr is not None)
     require_numbers(text_columns(events, names), source, spark)
+    if any(q.window.slide is not None for q in queries):
+        events = refuse_before_zero(events, source)
+    return events
 
 
 #: a stream at most this large (rows given in memory, bytes of a local file) starts a JVM for a short life

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
-from cepopt.executor.partitions import PARTIAL_COLUMNS, PARTIAL_SCHEMA, anchored, merge_text, window_blocks
+from cepopt.executor.partitions import PARTIAL_COLUMNS, PARTIAL_SCHEMA, merge_text, window_blocks
 from cepopt.executor.results import RESULT_COLUMNS, RESULT_KEYS, RESULT_SCHEMA, digest_hex, digest_sum, parse_value
 
 __all__ = ["ENGINES", "EngineRun", "Progress", "prepare_partition", "run_local", "run_spark"]
@@ -111,10 +111,7 @@ def _timed_run(compiled, index: int, events: pd.DataFrame, block: int | None) ->
     ``engine_kernel_cpu_s``), and the kernel's counters where it gives none (``kernel_s``, ``partitions``,
     ``events``)."""
     start, cpu = time.perf_counter(), time.process_time()
-    events, block, offset = anchored(compiled.classes[index], events, block)
     partials, metrics = compiled.run(index, events, block)
-    if offset and len(partials):
-        partials = partials.assign(window=partials["window"].astype(np.int64) + offset)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     metrics = _add({}, metrics)
     metrics.setdefault("kernel_s", wall)
@@ -208,14 +205,15 @@ def _block_columns(sdf, cls):
     if float(w).is_integer() and float(s).is_integer():
         w, s = int(w), int(s)
         # a div b rounds toward zero; a - pmod(a, b) is a multiple of b, so the quotient is a floor
-        lo = F.expr(f"((ts - {w}L) - pmod(ts - {w}L, {s}L)) div {s}L + 1L")
+        lo = F.expr(f"greatest(0L, ((ts - {w}L) - pmod(ts - {w}L, {s}L)) div {s}L + 1L)")
         hi = F.expr(f"(ts - pmod(ts, {s}L)) div {s}L")
     else:
-        lo = (F.floor((F.col("ts") - F.lit(float(w))) / F.lit(float(s))) + 1).cast("long")
+        lo = F.greatest(F.lit(0).cast("long"), (F.floor((F.col("ts") - F.lit(float(w))) / F.lit(float(s))) + 1)
+                        .cast("long"))
         hi = F.floor(F.col("ts") / F.lit(float(s))).cast("long")
     lo_hi = sdf.withColumns({"__cepopt_lo": lo, "__cepopt_hi": hi})
     first = F.expr(f"CASE WHEN __cepopt_lo > __cepopt_hi THEN (__cepopt_hi - pmod(__cepopt_hi, {k}L)) div {k}L + 1L "
-                   f"ELSE (__cepopt_lo - pmod(__cepopt_lo, {k}L)) div {k}L END")  # floors, before 0 too
+                   f"ELSE __cepopt_lo div {k}L END")  # lo >= 0: div is a floor
     last = F.expr(f"(__cepopt_hi - pmod(__cepopt_hi, {k}L)) div {k}L")
     return lo_hi.withColumns({"__cepopt_first": first, "__cepopt_last": last}).drop("__cepopt_lo", "__cepopt_hi")
 
@@ -231,7 +229,7 @@ def _spark_class(cls, events):
         return sdf.withColumn(BLOCK, F.lit(0).cast("long")), False
     sdf = _block_columns(sdf, cls)
     first, last = F.col("__cepopt_first"), F.col("__cepopt_last")
-    if cls.length == cls.slide:  # tumbling windows: an event lies in one block
+    if cls.length == cls.slide:  # tumbling windows: an event lies in one block (none before time 0)
         blocks = sdf.filter(first <= last).withColumn(BLOCK, first)
     else:
         # K >= W/S: an event lies in at most two blocks (none when first > last)

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "PARTIAL_COLUMNS", "PARTIAL_SCHEMA", "CompiledPlan", "PartitionClass", "anchored", "block_bounds", "empty_partials",
+    "PARTIAL_COLUMNS", "PARTIAL_SCHEMA", "CompiledPlan", "PartitionClass", "block_bounds", "empty_partials",
     "merge_partials", "merge_text", "partial_rows", "parse_value", "window_blocks",
 ]
 
@@ -53,8 +53,7 @@ class PartitionClass:
     ``keys``: the partition attributes (GROUP-BY then equivalence attributes); ``length`` / ``slide``:
     the windows (the longest length when a class mixes lengths of one slide); ``windows_per_block``:
     K, the number of consecutive windows one partition computes (None: the whole stream of a key is
-    one partition, block 0); ``sliding``: the class holds windows with a slide even where ``slide`` is
-    None (Sharon's classes of several slides).
+    one partition, block 0).
     """
 
     types: tuple[str, ...]
@@ -63,7 +62,6 @@ class PartitionClass:
     length: float | None = None
     slide: float | None = None
     windows_per_block: int | None = None
-    sliding: bool = False
 
 
 class CompiledPlan(Protocol):
@@ -77,8 +75,7 @@ class CompiledPlan(Protocol):
 def window_blocks(ts: np.ndarray, cls: PartitionClass) -> tuple[np.ndarray, np.ndarray]:
     """First and last block of each time stamp: the blocks whose windows hold it.
 
-    Window k = [kS, kS + W) for every integer k, before time 0 too (docs/FORMATS.md); block b holds
-    windows [bK, (b+1)K). With K >= W/S an
+    Window k = [kS, kS + W) (sharon.md §1.5); block b holds windows [bK, (b+1)K). With K >= W/S an
     event lies in at most two blocks; an event in no window (S > W) gets first > last. Exact for
     integral time stamps, lengths and slides.
     """
@@ -89,46 +86,14 @@ def window_blocks(ts: np.ndarray, cls: PartitionClass) -> tuple[np.ndarray, np.n
     w, s = cls.length, cls.slide
     if float(w).is_integer() and float(s).is_integer() and np.issubdtype(np.asarray(ts).dtype, np.integer):
         w, s = int(w), int(s)
-        lo = (ts - w) // s + 1
+        lo = np.maximum(0, (ts - w) // s + 1)
         hi = ts // s
     else:
         tsf = np.asarray(ts, dtype=float)
-        lo = (np.floor((tsf - w) / s) + 1).astype(np.int64)
+        lo = np.maximum(0, np.floor((tsf - w) / s) + 1).astype(np.int64)
         hi = np.floor(tsf / s).astype(np.int64)
     first, last = (lo // k).astype(np.int64), (hi // k).astype(np.int64)
     return np.where(lo > hi, last + 1, first), last
-
-
-def anchored(cls: PartitionClass, events: pd.DataFrame, block: int | None
-             ) -> tuple[pd.DataFrame, int | None, int]:
-    """(events, block, window offset) to run a partition with: the kernels number windows from 0, so a
-    partition holding windows before time 0 runs with its time stamps moved by whole windows (to block 0,
-    or block 1 for block 0, which may hold window -1) and adds the offset to its windows' numbers after.
-    Unchanged (offset 0) when no time stamp is negative or the class has no slide. A move that is no
-    whole number of time units (a slide of 0.5 and K odd), or a class of several slides, with events
-    before time 0, raises a CepoptError: such a stream is refused, never cut."""
-    from cepopt.errors import CepoptError
-
-    ts = events["ts"].to_numpy()
-    if not len(ts) or int(ts.min()) >= 0 or (cls.slide is None and not cls.sliding):
-        return events, block, 0
-    if cls.slide is None:
-        raise CepoptError("events before time 0 under sliding windows of several slides in one partition class "
-                          "are not supported: move the stream's time stamps past 0")
-    s = Fraction(repr(float(cls.slide)))
-    if block is not None:
-        k = int(cls.windows_per_block)
-        target = 1 if block >= 0 else 0
-        offset = (block - target) * k
-    else:  # the whole stream of a key: move its first window to 0
-        target = None
-        lo = math.floor((int(ts.min()) - Fraction(repr(float(cls.length)))) / s) + 1
-        offset = min(lo, 0)
-    shift = -offset * s
-    if shift.denominator != 1 or int(ts.max()) + int(shift) >= 2 ** 63:
-        raise CepoptError(f"events before time 0 under windows of slide {float(cls.slide):g} cannot be moved to "
-                          "whole blocks of time units: move the stream's time stamps past 0")
-    return events.assign(ts=ts + np.int64(int(shift))), target, offset
 
 
 def block_bounds(cls: PartitionClass, block: int | None) -> tuple[int, float]:

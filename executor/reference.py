@@ -16,7 +16,7 @@ Semantics (sharon.md §1, hamlet.md §1.4/§2, gloria.md §1.2):
   condition with a missing value (None, NaN) on either side does not hold (cepopt.predicates).
 * Every event of a match has the same values of the GROUP-BY and equivalence attributes (a missing
   value is a value of its own), i.e. matches live inside one partition of the stream.
-* Windows: with SLIDE S, window k = [kS, kS+W) for every integer k (before time 0 too) and a match is in window k iff
+* Windows: with SLIDE S, window k = [kS, kS+W) (k >= 0) and a match is in window k iff
   start >= kS and end < kS+W (sharon.md §1.5, hamlet.md §8.9). Without SLIDE there is one window,
   index 0, and a match needs end - start <= W (the model's "single window per match").
 * Aggregates per (query, GROUP-BY group, window): COUNT(*) = number of matches; COUNT(E) = number of
@@ -197,7 +197,7 @@ def window_range(first_ts: float, last_ts: float, length: float, slide: float | 
     if slide is None:
         return range(0, 1) if last_ts - first_ts <= length else range(0)
     s, w = Fraction(slide), Fraction(length)
-    lo = math.floor((Fraction(last_ts) - w) / s) + 1
+    lo = max(0, math.floor((Fraction(last_ts) - w) / s) + 1)
     hi = math.floor(Fraction(first_ts) / s)
     return range(lo, hi + 1)
 

@@ -61,13 +61,12 @@ def _partition_class(queries: Sequence[Query], keys: tuple[str, ...], windows_pe
     cols = _columns(queries)
     windows = {q.window for q in queries}
     slides = {w.slide for w in windows}
-    sliding = slides != {None}
     if not windows_per_block or len(slides) != 1 or None in slides:
-        return PartitionClass(types, cols, keys, sliding=sliding)
+        return PartitionClass(types, cols, keys)
     slide = next(iter(slides))
     length = max(w.length for w in windows)
     if not (_integral(slide) and _integral(length)) or slide <= 0:
-        return PartitionClass(types, cols, keys, sliding=sliding)
+        return PartitionClass(types, cols, keys)
     k = max(int(windows_per_block), int(math.ceil(length / slide)))
     return PartitionClass(types, cols, keys, float(length), float(slide), k)
 

@@ -51,9 +51,9 @@ from cepopt.executor import csv_dialect as dialect
 from cepopt.executor.csv_dialect import NA_TEXTS
 from cepopt.textio import probe_path
 
-__all__ = ["ERROR_MARK", "is_local", "local_path", "marked", "nan_to_null", "parquet_files", "parse_generator_spec",
-           "read_stream", "read_stream_pandas", "require_numbers", "resolve_stream_pandas", "stream_format",
-           "text_columns", "to_spark", "user_error"]
+__all__ = ["ERROR_MARK", "before_zero_error", "is_local", "local_path", "marked", "nan_to_null", "parquet_files",
+           "parse_generator_spec", "read_stream", "read_stream_pandas", "refuse_before_zero", "require_numbers",
+           "resolve_stream_pandas", "stream_format", "text_columns", "to_spark", "user_error"]
 
 #: the prefix of a user error raised inside a Spark job (a bad event, a kernel's CepoptError)
 ERROR_MARK = "CEPOPT-USER-ERROR:"
@@ -626,6 +626,8 @@ def user_error(exc: BaseException, source: str | None = None) -> CepoptError | N
     body = text[at + len(ERROR_MARK):].splitlines()[0]
     body = re.sub(r"\s*SQLSTATE: \w+\s*$", "", body).strip()
     kind, sep, raw = body.partition("|")
+    if sep and kind == BEFORE_ZERO:
+        return before_zero_error(source)
     if not sep or not (kind in ("ts", "type") or kind.startswith(("column ", "integer column "))):
         return CepoptError(body)  # a kernel's own message
     where = source or "the stream"
@@ -676,3 +678,42 @@ def require_numbers(columns: list[str], source: str | None, spark=None) -> None:
                                   "the column (SUM, AVG, MIN and MAX take numbers)")
     raise CepoptError(f"{where}: column {name} holds text, but a query aggregates it (SUM, AVG, MIN and MAX "
                       "take numbers)")
+
+
+# ---------------------------------------------------------------------------------------------
+# time stamps before 0 under sliding windows
+# ---------------------------------------------------------------------------------------------
+
+#: the kind of a time stamp before 0 raised inside a Spark job (see :func:`user_error`)
+BEFORE_ZERO = "before 0"
+
+
+def before_zero_error(source: str | None) -> CepoptError:
+    """The error for a stream with a time stamp before 0 under windows with a SLIDE, naming the line of
+    the first one in a local CSV file (the same text on both engines)."""
+    where = source or "the stream"
+    why = ("but windows with a SLIDE start at time 0 (window k = [kS, kS + W), k >= 0; docs/FORMATS.md) and "
+           "would lose it: move the stream's time stamps past 0")
+    if source and is_local(source) and str(source).lower().endswith(".csv") and local_path(source).is_file():
+        with local_path(source).open(newline="", encoding="utf-8", errors="replace") as fh:
+            found = dialect.records(fh)
+            header = next(found, (1, []))[1]
+            t = header.index("ts") if "ts" in header else 0
+            for lineno, row in found:
+                value = _ts_value(row[t] if t < len(row) else None)
+                if isinstance(value, int) and value < 0:
+                    return CepoptError(f"{where}, line {lineno}: time stamp ts is before 0 ({value}), {why}")
+    return CepoptError(f"{where}: an event's time stamp ts is before 0, {why}")
+
+
+def refuse_before_zero(events: Any, source: str | None) -> Any:
+    """``events`` (pandas, checked: raises at once; Spark: raises inside the job that reads it, no job of
+    its own) refused when a time stamp is before 0: for queries with a SLIDE only."""
+    if isinstance(events, pd.DataFrame):
+        if len(events) and int(events["ts"].min()) < 0:
+            raise before_zero_error(source)
+        return events
+    from pyspark.sql import functions as F
+
+    ts = F.col("ts")
+    return events.withColumn("ts", F.when(ts < 0, _raise(BEFORE_ZERO, ts)).otherwise(ts))
