@@ -221,21 +221,7 @@ def make_stream(inst, rng: random.Random, traits: tuple[str, ...]) -> tuple[pd.D
             r["ts"] = r["ts"] // 3 * 3
     if "unicode_types" in traits:
         rows.append({"ts": rng.randint(0, span), "type": "Ünïcødé_ñoise"})
-    if "big_sums" in traits and "v" in attrs:
-        for r in rows:
-            r["v"] = 2 ** 52 + rng.randint(0, 3)  # each below 2^53, their sums past it
-    if "missing" in traits:
-        for r in rows:
-            for a in attrs:
-                if rng.random() < 0.25:
-                    r[a] = rng.choice(("", "NA", "null", None))
-    if ("quoting" in traits or "newline" in traits) and "g" in attrs:
-        texts = GROUP_TEXTS + (("line\nbreak", "a\r\nb") if "newline" in traits else ())
-        for r in rows:
-            r["g"] = rng.choice(texts)
-    if "text_in_numbers" in traits and attrs:
-        target = "v" if "v" in attrs else rng.choice(attrs)
-        rng.choice(rows)[target] = rng.choice(BAD_NUMBERS)
+    _spoil_values(rows, attrs, traits, rng)
     offset = 0
     if "huge_ts" in traits:
         offset = 2 ** 62 + rng.randint(0, 1000)
@@ -251,6 +237,25 @@ def make_stream(inst, rng: random.Random, traits: tuple[str, ...]) -> tuple[pd.D
         header = header + [header[-1]]
         frame[f"{header[-1]}__copy"] = frame[header[-1]]
     return frame, header
+
+
+def _spoil_values(rows: list[dict], attrs: list[str], traits: tuple[str, ...], rng: random.Random) -> None:
+    """Apply the traits that change attribute values: big sums, missing cells, texts, non-numbers."""
+    if "big_sums" in traits and "v" in attrs:
+        for r in rows:
+            r["v"] = 2 ** 52 + rng.randint(0, 3)  # each below 2^53, their sums past it
+    if "missing" in traits:
+        for r in rows:
+            for a in attrs:
+                if rng.random() < 0.25:
+                    r[a] = rng.choice(("", "NA", "null", None))
+    if ("quoting" in traits or "newline" in traits) and "g" in attrs:
+        texts = GROUP_TEXTS + (("line\nbreak", "a\r\nb") if "newline" in traits else ())
+        for r in rows:
+            r["g"] = rng.choice(texts)
+    if "text_in_numbers" in traits and attrs:
+        target = "v" if "v" in attrs else rng.choice(attrs)
+        rng.choice(rows)[target] = rng.choice(BAD_NUMBERS)
 
 
 def write_stream(case: Case, folder: Path) -> Path:
