@@ -101,7 +101,7 @@ def sample(lines: Iterable[str], where: str) -> tuple[list[str], list[list[str]]
     first = next(found, None)
     if first is None:
         raise CepoptError(f"{where}: an empty CSV stream (no header row)")
-    header = first[1]
+    header = [first[1][0].removeprefix("\ufeff"), *first[1][1:]]  # a UTF-8 byte order mark is no part of a name
     check_header(header, where)
     return header, [row for _, row in itertools.islice(found, SAMPLE_RECORDS)]
 

@@ -151,7 +151,7 @@ def _plans(key: str) -> tuple[tuple[str, Any], ...]:
     found: dict[str, tuple[str, Any]] = {"None": ("nonshared", None)}
     for name in methods(inst.problem):
         try:
-            sol = solve(inst, name, time_limit=5, seed=0)
+            sol = solve(inst, name, time_limit=2, seed=0)
         except Exception:  # noqa: BLE001 -- a method that refuses this instance has no plan to compare
             continue
         if getattr(sol, "plan", None) is not None:

@@ -29,7 +29,7 @@ from cepopt.errors import CepoptError
 from tests.differential.cases import OTHER_BRANCH, Case, make_case, save_case, write_stream
 
 SHORT_CASES = 32
-SHORT_SPARK_EVERY = 4
+SHORT_SPARK_EVERY = 8  # one case of each family (8 consecutive seeds share an instance)
 LONG_CASES = int(os.environ.get("CEPOPT_DIFF_CASES", "0"))
 FIRST_SEED = int(os.environ.get("CEPOPT_DIFF_SEED", "0"))
 STRICT = os.environ.get("CEPOPT_DIFF_STRICT", "") not in ("", "0")

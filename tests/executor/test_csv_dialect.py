@@ -21,7 +21,7 @@ HEADER = "ts,type,district,v\n"
 ROWS = ['1,A,NA,1', '2,B,NA,2', '3,B,null,3', '4,A,null,4', '5,B,x,5', '6,C,NA,1', '7,A,"x\ny",2',
         '8,B,"x\ny",3', '9,A,"say ""hi""",1', '10,B,"say ""hi""",2', '11,A,True,1', '12,B,TRUE,2', '13,B,true,1',
         '14,A,Zürich,1', '15,B,Zürich,2', '16,B,,3', '17,A,None,2', '18,B,,4', '19,C,n/a,1', '20,A,"a,b",1',
-        '21,B,"a,b",2']
+        '21,B,"a,b",2', '22,A,back\\slash,1', '23,B,"back\\slash",2']
 
 
 def _instance(problem: str = "gloria"):
@@ -60,6 +60,7 @@ def test_missing_values_quoting_and_booleans_in_a_text_column(tmp_path):
     groups = events["district"].tolist()
     assert groups[6] == "x\ny" and groups[8] == 'say "hi"' and groups[19] == "a,b"
     assert groups[10:13] == ["True", "TRUE", "true"]
+    assert groups[21:23] == ["back\\slash"] * 2
     missing = events["district"].isna().tolist()
     assert [i for i, m in enumerate(missing) if m] == [0, 1, 2, 3, 5, 15, 16, 17, 18]
     got = _local(path).to_pandas()
@@ -141,6 +142,7 @@ def test_both_engines_read_one_dialect(spark, tmp_path):
 
     streams = {
         "text.csv": HEADER + "\n".join(ROWS) + "\n",
+        "bom.csv": "\ufeff" + HEADER + "\n".join(ROWS) + "\n",
         "abc.csv": HEADER + "1,A,x,1\n2,B,x,abc\n3,B,x,3\n",
         "inf.csv": HEADER + "1,A,x,1\n2,B,x,1e400\n",
         "late.csv": HEADER + "".join(f"{i},B,x,{i % 7}\n" for i in range(1, 1005)) + "9999,B,x,0x10\n",
@@ -151,4 +153,4 @@ def test_both_engines_read_one_dialect(spark, tmp_path):
     for name, text in streams.items():
         local, remote = both(_write(tmp_path, name, text))
         assert local == remote, name
-        assert isinstance(local, tuple) == (name == "text.csv"), (name, local)
+        assert isinstance(local, tuple) == (name in ("text.csv", "bom.csv")), (name, local)
