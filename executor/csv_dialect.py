@@ -5,8 +5,8 @@ quoting, number columns.
   may hold commas and line breaks; a backslash is an ordinary character. Empty lines are skipped.
 * Header: the first record names every column once (no empty name, no backquote); a column named twice
   is an error naming line 1 and the column, before any work (no engine renames it).
-* Missing values: in an attribute column, a cell that is empty or, without its surrounding spaces, one of
-  :data:`NA_TEXTS` (pandas' defaults) is missing, whether the column holds numbers or text. A type is
+* Missing values: in an attribute column, a cell that is empty or exactly one of :data:`NA_TEXTS`
+  (pandas' defaults) is missing, whether the column holds numbers or text. A type is
   missing only when its cell is empty (a type may be named ``NA``); a missing type or time stamp is an
   error.
 * Number columns: a column is a number column when every present value of its first
@@ -47,7 +47,7 @@ _MAX_DOUBLE = 1.7976931348623157e308
 
 def is_missing(text: object) -> bool:
     """Whether an attribute cell (text, or None / NaN for an absent one) is a missing value."""
-    return not isinstance(text, str) or text.strip() in NA_TEXTS
+    return not isinstance(text, str) or text in NA_TEXTS
 
 
 def number_problem(text: str) -> str | None:

@@ -297,38 +297,61 @@ def parquet_files(folder: Path, where: str) -> list[Path]:
 
 def _read_csv_pandas(path: Path, where: str) -> pd.DataFrame:
     """A local CSV stream in the dialect of executor/csv_dialect.py, checked (the first bad cell raises a
-    CepoptError naming its line and column), sorted by time."""
+    CepoptError naming its line and column), sorted by time. pandas' C parser reads it once: the dialect
+    decides which columns hold numbers (read as numbers, correctly rounded as Spark reads them) and which
+    texts are missing; only a number column that pandas cannot read so is read again, cell by cell."""
     try:
         with path.open(newline="", encoding="utf-8") as fh:
             header, rows = dialect.sample(fh, where)
-        # every cell as written: the dialect, not pandas' guesses, decides what is missing and a number
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8")
+        numbers = dialect.number_columns(header, rows)
+        df = pd.read_csv(path, dtype={c: str for c in header if c not in numbers and c != "ts"},
+                         keep_default_na=False, na_values={c: list(NA_TEXTS) for c in numbers},
+                         float_precision="round_trip", encoding="utf-8")
+        if "ts" in df.columns and df["ts"].dtype.kind not in "iu":  # not all integers: exact from the text
+            df["ts"] = pd.read_csv(path, usecols=["ts"], dtype=str, keep_default_na=False, encoding="utf-8")["ts"]
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, csv.Error) as exc:
         raise CepoptError(f"{where}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
-    numbers = dialect.number_columns(header, rows)
     columns = {}
     for name in df.columns:
         if name == "type":
-            columns[name] = df[name].where(df[name].notna() & (df[name] != ""))
+            columns[name] = df[name].where(df[name] != "")
+        elif name in numbers:
+            columns[name] = _csv_numbers(df[name], name, where, path)
         elif name != "ts":
-            columns[name] = _csv_attribute(df[name], name, name in numbers, where, path)
+            columns[name] = df[name].where(~df[name].isin(NA_TEXTS))
     return _check_pandas(df.assign(**columns), where, path)
 
 
-def _csv_attribute(texts: pd.Series, name: str, number: bool, where: str, path: Path) -> pd.Series:
-    """An attribute column of a CSV stream from its texts: missing cells as NaN; a number column as
-    int64 (integers, none missing) or float64 (each value correctly rounded, as Spark reads it)."""
-    stripped = texts.fillna("").str.strip()
-    missing = stripped.isin(NA_TEXTS).to_numpy()
-    if not number:
-        return texts.where(~missing)
-    present = stripped[~missing]
+def _csv_numbers(values: pd.Series, name: str, where: str, path: Path) -> pd.Series:
+    """A number column as pandas read it, checked: every value finite, no integer beyond +-2^53; a column
+    pandas read otherwise (text it could not parse) or that may break a rule is read again as text to
+    find the first bad cell (:func:`_csv_number_texts`)."""
+    if values.dtype.kind == "i":
+        if not (values.abs() > EXACT_DOUBLE).any():
+            return values
+    elif values.dtype.kind == "f":
+        v = values.to_numpy()
+        if not (np.isinf(v) | ((np.abs(v) >= EXACT_DOUBLE) & (v == np.round(v)))).any():
+            return values
+    texts = pd.read_csv(path, usecols=[name], dtype=str, keep_default_na=False, na_filter=False,
+                        encoding="utf-8")[name]
+    return _csv_number_texts(texts, name, where, path)
+
+
+def _csv_number_texts(texts: pd.Series, name: str, where: str, path: Path) -> pd.Series:
+    """A number column from its texts, cell by cell: missing cells as NaN, the first cell that is no
+    finite decimal number or an integer beyond +-2^53 a CepoptError naming its line and column."""
+    missing = (texts.isna() | texts.isin(NA_TEXTS)).to_numpy()
+    present = texts[~missing].str.strip()
     bad = ~present.str.fullmatch(dialect.DECIMAL.pattern).to_numpy()
-    big = present.map(_beyond_double).to_numpy()
+    big = np.zeros(len(present), dtype=bool)
     values = pd.Series(np.nan, index=texts.index)
-    if not (bad | big).any():
-        values[~missing] = present.astype(np.float64)
-        bad = np.isinf(values[~missing].to_numpy())
+    if not bad.any():
+        floats = present.astype(np.float64).to_numpy()
+        values[~missing] = floats
+        bad = np.isinf(floats)
+        suspect = np.abs(floats) >= EXACT_DOUBLE  # only these may be integers a double rounds
+        big[suspect] = present[suspect].map(_beyond_double).to_numpy(dtype=bool)
     if (bad | big).any():
         i = int(np.flatnonzero(~missing)[np.flatnonzero(bad | big)[0]])
         text = texts.iloc[i]
@@ -453,7 +476,7 @@ def checked(sdf, numeric: tuple[str, ...] = (), texts: tuple[str, ...] = ()):
     for name in numeric:
         raw = F.trim(F.col(name))
         value = F.expr(f"try_cast(trim(`{name}`) as double)")
-        missing = F.col(name).isNull() | raw.isin(*NA_TEXTS)
+        missing = F.col(name).isNull() | F.col(name).isin(*NA_TEXTS)
         exact = F.expr(f"try_cast(trim(`{name}`) as decimal(38, 0))")  # null beyond 38 digits
         beyond = ((F.abs(value) >= float(EXACT_DOUBLE)) & raw.rlike("^[+-]?[0-9]+$")
                   & (exact.isNull() | (F.abs(exact) > F.lit(EXACT_DOUBLE))))
@@ -462,7 +485,7 @@ def checked(sdf, numeric: tuple[str, ...] = (), texts: tuple[str, ...] = ()):
                          .when(beyond, _raise(f"integer column {name}", F.col(name)))
                          .when(bad, _raise(f"column {name}", F.col(name))).otherwise(value))
     for name in texts:
-        columns[name] = F.when(F.trim(F.col(name)).isin(*NA_TEXTS), F.lit(None).cast("string")).otherwise(F.col(name))
+        columns[name] = F.when(F.col(name).isin(*NA_TEXTS), F.lit(None).cast("string")).otherwise(F.col(name))
     return nan_to_null(sdf.withColumns(columns))
 
 
