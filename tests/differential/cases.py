@@ -249,10 +249,11 @@ def _spoil_values(rows: list[dict], attrs: list[str], traits: tuple[str, ...], r
             for a in attrs:
                 if rng.random() < 0.25:
                     r[a] = rng.choice(("", "NA", "null", None))
-    if ("quoting" in traits or "newline" in traits) and "g" in attrs:
+    groups = [a for a in attrs if a in ("g", "district")]  # the GROUP-BY columns of the generators
+    if ("quoting" in traits or "newline" in traits) and groups:
         texts = GROUP_TEXTS + (("line\nbreak", "a\r\nb") if "newline" in traits else ())
         for r in rows:
-            r["g"] = rng.choice(texts)
+            r[groups[0]] = rng.choice(texts)
     if "text_in_numbers" in traits and attrs:
         target = "v" if "v" in attrs else rng.choice(attrs)
         rng.choice(rows)[target] = rng.choice(BAD_NUMBERS)
