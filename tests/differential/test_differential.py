@@ -151,10 +151,18 @@ def _report(results: dict[int, list[tuple[str, str]]], elapsed: float) -> str:
     return "\n".join(lines)
 
 
+#: a long run prints a progress line (cases, differences) every this many cases
+PROGRESS_EVERY = 500
+
+
 def run_cases(seeds, folder: Path, spark, spark_every: int) -> tuple[dict, str]:
     start = time.perf_counter()
-    results = {seed: check_case(seed, folder, spark if (seed - FIRST_SEED) % spark_every == 0 else None)
-               for seed in seeds}
+    results = {}
+    for n, seed in enumerate(seeds, start=1):
+        results[seed] = check_case(seed, folder, spark if (seed - FIRST_SEED) % spark_every == 0 else None)
+        if n % PROGRESS_EVERY == 0:
+            print(f"differential: {n} cases, {sum(bool(f) for f in results.values())} with a difference, "
+                  f"{time.perf_counter() - start:.0f} s", flush=True)
     return results, _report(results, time.perf_counter() - start)
 
 
