@@ -199,7 +199,8 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
     if engine == "local":
         from cepopt.executor.engines import run_local
 
-        run = run_local(compiled, _local_events(events), progress=progress)
+        events = _check_stream(problem, _local_events(events), source)
+        run = run_local(compiled, events, progress=progress)
         if output:
             write_results(run.results, output)
     else:
@@ -208,8 +209,9 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
 
         size = _size(events)
         spark = spark or get_spark(master, small=_small(size))
-        run = run_spark(compiled, _spark_events(events, spark, schema), spark, source=source, output=output,
-                        progress=progress, single=_tiny(size))
+        events = _check_stream(problem, _spark_events(events, spark, schema), source, spark)
+        run = run_spark(compiled, events, spark, source=source, output=output, progress=progress,
+                        single=_tiny(size))
     metrics = driver.finish(compiled, dict(run.metrics))
     try:
         prediction = predicted(family, problem, plan)
@@ -221,6 +223,22 @@ def execute(problem: Any, plan: Any, events: Any, *, family: str | None = None, 
         metrics["master"] = spark.sparkContext.master
     return ExecutionResult(run.results, int(metrics.get("operations", 0)), prediction, run.time_s, metrics,
                            run.digest, run.rows, run.engine, run.extra.get("preview"))
+
+
+def _check_stream(problem: Any, events: Any, source: str | None, spark=None) -> Any:
+    """The stream as read, checked against the queries (a CepoptError naming the place, the same on both
+    engines): the columns they aggregate (SUM, AVG, MIN, MAX) hold numbers (before any work), and no
+    time stamp is before 0 under windows with a SLIDE (which start at 0; checked as the stream is read)."""
+    from cepopt.executor.streams import refuse_before_zero, require_numbers, text_columns
+    from cepopt.model import Aggregate
+
+    queries = getattr(getattr(problem, "workload", None), "queries", ())
+    names = dict.fromkeys(item.attr for q in queries for item in q.returns
+                          if isinstance(item, Aggregate) and item.attr is not None)
+    require_numbers(text_columns(events, names), source, spark)
+    if any(q.window.slide is not None for q in queries):
+        events = refuse_before_zero(events, source)
+    return events
 
 
 #: a stream at most this large (rows given in memory, bytes of a local file) starts a JVM for a short life

@@ -19,8 +19,10 @@ Stream specs (``--stream``):
   ``gen:ecommerce:events=200000,seed=1`` (values parse as int, float, true/false or text);
 * None: the instance's embedded stream.
 
-Spark reads a stream once, with a declared schema: a given one (``schema``, Spark DDL), else the CSV
-header and the column types of its first rows (read on the driver, no Spark job), or the Parquet
+A CSV stream is read in one dialect by both engines (executor/csv_dialect.py, docs/FORMATS.md):
+RFC 4180 quoting, one name per column, the same missing-value texts, number columns decided by the
+first records. Spark reads a stream once, with a declared schema: a given one (``schema``, Spark DDL),
+else the CSV header and the dialect's column kinds (read on the driver, no Spark job), or the Parquet
 footer. Checks cost no job of their own either: they are part of the read's projection
 (``raise_error`` on a bad event), so the first stage of the work fails on a bad event, and
 :func:`user_error` turns that failure into one line naming the file and line. Time order: no global
@@ -34,7 +36,7 @@ rows), on both engines, whatever its time stamps; a stream with an ``id`` column
 rows of a folder of several Parquet files have no order across its files (Spark lists them its own
 way): give such a stream an ``id`` column for numbers that do not depend on the engine.
 
-Missing values: an empty cell is missing on both sides (pandas NaN, Spark null); on the Spark side every
+Missing values: a missing cell is NaN in pandas and null on Spark; on the Spark side every
 NaN of a float column becomes null as well (:func:`nan_to_null`), so that Spark's comparisons and
 groups treat it as missing, as the pandas kernels and the oracles do (cepopt.predicates).
 """
@@ -43,10 +45,10 @@ from __future__ import annotations
 
 import csv
 import decimal
-import io
 import math
 import numbers
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -55,10 +57,13 @@ import numpy as np
 import pandas as pd
 
 from cepopt.errors import CepoptError
+from cepopt.executor import csv_dialect as dialect
+from cepopt.executor.csv_dialect import NA_TEXTS
 from cepopt.textio import probe_path
 
-__all__ = ["ERROR_MARK", "is_local", "local_path", "marked", "nan_to_null", "parquet_files", "parse_generator_spec",
-           "read_stream", "read_stream_pandas", "resolve_stream_pandas", "stream_format", "to_spark", "user_error"]
+__all__ = ["ERROR_MARK", "before_zero_error", "is_local", "local_path", "marked", "nan_to_null", "parquet_files",
+           "parse_generator_spec", "read_stream", "read_stream_pandas", "refuse_before_zero", "require_numbers",
+           "resolve_stream_pandas", "stream_format", "text_columns", "to_spark", "user_error"]
 
 #: the prefix of a user error raised inside a Spark job (a bad event, a kernel's CepoptError)
 ERROR_MARK = "CEPOPT-USER-ERROR:"
@@ -67,10 +72,6 @@ INT64 = 2 ** 63
 #: double, so an integer literal beyond it is refused in such a column (by both engines); integer
 #: columns are exact (int64, see :func:`integer_texts`)
 EXACT_DOUBLE = 2 ** 53
-#: texts that pandas reads as a missing value (read_csv's defaults), so Spark reads them so too
-NA_TEXTS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
-            "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
-_SNIFF_ROWS = 1000
 
 
 def _parse_value(text: str) -> Any:
@@ -142,18 +143,19 @@ def stream_format(spec: str | Path) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _place(i: int, line_offset: int | None) -> str:
-    return f"line {i + line_offset}" if line_offset is not None else f"row {i}"
+def _place(i: int, csv_path: Path | None) -> str:
+    """Where row ``i`` (file order) of a stream is: its line in a CSV file, else its row."""
+    return f"line {dialect.record_line(csv_path, i)}" if csv_path is not None else f"row {i}"
 
 
-def _check_pandas(df: pd.DataFrame, where: str, line_offset: int | None) -> pd.DataFrame:
+def _check_pandas(df: pd.DataFrame, where: str, csv_path: Path | None = None) -> pd.DataFrame:
     for col in ("ts", "type"):
         if col not in df.columns:
             raise CepoptError(f"{where}: no column {col!r} (columns: {', '.join(map(str, df.columns))})")
-    ts = _exact_ts(df["ts"], where, line_offset)
+    ts = _exact_ts(df["ts"], where, csv_path)
     if df["type"].isna().any():
         i = int(df["type"].isna().to_numpy().nonzero()[0][0])
-        raise CepoptError(f"{where}, {_place(i, line_offset)}: event type is missing")
+        raise CepoptError(f"{where}, {_place(i, csv_path)}: event type is missing")
     from cepopt.executor.integers import exact_integer_columns
 
     df = exact_integer_columns(df.copy())
@@ -162,11 +164,11 @@ def _check_pandas(df: pd.DataFrame, where: str, line_offset: int | None) -> pd.D
     return df.reset_index(drop=True)  # in file order: an event's row there is its number (see the module docstring)
 
 
-def _exact_ts(raw: pd.Series, where: str, line_offset: int | None) -> pd.Series:
+def _exact_ts(raw: pd.Series, where: str, csv_path: Path | None) -> pd.Series:
     """The time stamps as int64, exactly (a 17-digit stamp is not rounded through a double); the first
     bad one raises a CepoptError naming its place."""
     def fail(i: int, problem: str):
-        raise CepoptError(f"{where}, {_place(i, line_offset)}: {problem}")
+        raise CepoptError(f"{where}, {_place(i, csv_path)}: {problem}")
 
     if isinstance(raw.dtype, pd.api.extensions.ExtensionDtype):  # Int64 with <NA>, Arrow strings, ...
         raw = raw.astype(object)
@@ -206,10 +208,6 @@ def _exact_ts(raw: pd.Series, where: str, line_offset: int | None) -> pd.Series:
     return pd.Series(out, index=raw.index, name=raw.name)
 
 
-#: a decimal number as text (no underscores, no other digits than 0-9: what Spark's casts read)
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
 def _exact_integer(raw: Any) -> int | None:
     """``raw`` (text or number) as an exact integer, or None when it is no integer; an integral value
     beyond 10^19 comes back as +-2^63 (its exact value is of no use, and 1e999999 must not be expanded)."""
@@ -220,7 +218,7 @@ def _exact_integer(raw: Any) -> int | None:
     if isinstance(raw, numbers.Real):
         value = float(raw)
         return int(value) if math.isfinite(value) and value.is_integer() else None
-    if not isinstance(raw, str) or not _DECIMAL.fullmatch(raw.strip()):
+    if not isinstance(raw, str) or not dialect.DECIMAL.fullmatch(raw.strip()):
         return None
     number = decimal.Decimal(raw.strip())
     if number != number.to_integral_value():
@@ -261,19 +259,7 @@ def read_stream_pandas(path: str | Path) -> pd.DataFrame:
         raise CepoptError(f"{path}: the local engine reads local files; run this stream with --engine spark")
     p = local_path(path)
     if fmt == "csv":
-        try:
-            # as Spark reads it: a type "01" stays "01", a type "NA" (or "null") is a name, only an empty
-            # type is missing; the other columns take pandas' missing-value texts, which Spark's read maps
-            header = pd.read_csv(p, nrows=0).columns
-            missing = {c: [""] if c == "type" else list(NA_TEXTS) for c in header}
-            df = pd.read_csv(p, dtype={"type": str}, keep_default_na=False, na_values=missing)
-            if "ts" in df.columns and df["ts"].dtype.kind not in "iu":  # not all integers: exact from the text
-                df["ts"] = pd.read_csv(p, dtype=str, usecols=["ts"])["ts"].to_numpy()
-            checked = _check_pandas(_integer_columns(df, p, str(path)), str(path), 2)
-            _check_exact_integers(checked, p, str(path))
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise CepoptError(f"{path}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
-        return checked
+        return _read_csv_pandas(p, str(path))
     files = parquet_files(p, str(path)) if p.is_dir() else None
     try:
         import pyarrow.parquet as pq
@@ -336,58 +322,95 @@ def integer_texts(texts: pd.Series) -> bool:
     return len(present) > 0 and bool(present.str.fullmatch(INTEGER_TEXT).all())
 
 
-def _integer_columns(df: pd.DataFrame, path: Path, where: str) -> pd.DataFrame:
-    """``df`` with its integer columns (:func:`integer_texts`; pandas reads one with a missing value as
-    float64, one past int64 as uint64 or text) read exactly from the text: int64, or Python ints and None
-    where a value is missing (executor/integers.py). An integer beyond the 64-bit range is a
-    CepoptError naming the line and the column."""
-    candidates = [c for c in df.columns if c not in ("ts", "type") and df[c].dtype.kind in "fuO"]
-    if not candidates:
-        return df
-    texts = pd.read_csv(path, dtype=str, keep_default_na=False)  # all columns: the same names as df's
-    exact = {}
-    for name in candidates:
-        if not integer_texts(texts[name]):
-            continue
-        stripped = texts[name].str.strip()
-        present = ~stripped.isin(NA_TEXTS).to_numpy()
-        values = np.empty(len(df), dtype=object)
-        for i in present.nonzero()[0]:
-            value = int(stripped.iloc[i])
-            if not -INT64 <= value < INT64:
-                raise CepoptError(f"{where}, line {i + 2}: {_int64_problem(name, stripped.iloc[i])}")
-            values[i] = value
-        exact[name] = pd.Series(values.astype(np.int64) if present.all() else values, index=df.index)
-    return df.assign(**exact) if exact else df
-
-
 def _int64_problem(name: str, text: str) -> str:
     return (f"column {name} holds {_short(text.strip())}, not a 64-bit integer, in an integer column (read as "
-            f"exact 64-bit integers: a CSV column of integer literals, judged on Spark by its first {_SNIFF_ROWS} "
-            "rows); declare its type with --schema or write the stream as Parquet")
+            "exact 64-bit integers: a CSV column of integer literals, judged on Spark by its first "
+            f"{dialect.SAMPLE_RECORDS} rows); declare its type with --schema or write the stream as Parquet")
 
 
-def _check_exact_integers(df: pd.DataFrame, path: Path, where: str) -> None:
-    """A CepoptError at the first integer beyond +-2^53 in a float column of a CSV stream (a column that
-    also holds decimals: see :data:`EXACT_DOUBLE`), naming the line and the column; the text is read
-    again only for a column that may hold one. Integer columns are exact (:func:`_integer_columns`)."""
-    suspects = []
-    for name in df.columns.drop(["ts", "type"], errors="ignore"):
-        col = df[name]
-        if col.dtype.kind == "f":
-            suspect = (col.abs() >= EXACT_DOUBLE) & (col == col.round())
-        else:
-            continue
-        if suspect.any():
-            suspects.append(name)
-    if not suspects:
-        return
-    texts = pd.read_csv(path, dtype=str, keep_default_na=False)  # all columns: the same names as df's
-    found = [(int(big.to_numpy().nonzero()[0][0]), name) for name in suspects
-             if (big := texts[name].map(_beyond_double)).any()]
-    if found:
-        i, name = min(found)
-        raise CepoptError(f"{where}, line {i + 2}: {_beyond_double_problem(name, texts[name].iloc[i])}")
+
+def _read_csv_pandas(path: Path, where: str) -> pd.DataFrame:
+    """A local CSV stream in the dialect of executor/csv_dialect.py, checked (the first bad cell raises a
+    CepoptError naming its line and column), sorted by time. pandas' C parser reads it once: the dialect
+    decides which columns hold numbers (read as numbers, correctly rounded as Spark reads them) and which
+    texts are missing; only a number column that pandas cannot read so is read again, cell by cell."""
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            header, rows = dialect.sample(fh, where)
+        numbers = dialect.number_columns(header, rows)
+        df = pd.read_csv(path, dtype={c: str for c in header if c not in numbers and c != "ts"},
+                         keep_default_na=False, na_values={c: list(NA_TEXTS) for c in numbers},
+                         float_precision="round_trip", encoding="utf-8")
+        if "ts" in df.columns and df["ts"].dtype.kind not in "iu":  # not all integers: exact from the text
+            df["ts"] = pd.read_csv(path, usecols=["ts"], dtype=str, keep_default_na=False, encoding="utf-8")["ts"]
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, csv.Error) as exc:
+        raise CepoptError(f"{where}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
+    columns = {}
+    for name in df.columns:
+        if name == "type":
+            columns[name] = df[name].where(df[name] != "")
+        elif name in numbers:
+            columns[name] = _csv_numbers(df[name], name, where, path)
+        elif name != "ts":
+            columns[name] = df[name].where(~df[name].isin(NA_TEXTS))
+    return _check_pandas(df.assign(**columns), where, path)
+
+
+def _csv_numbers(values: pd.Series, name: str, where: str, path: Path) -> pd.Series:
+    """A number column as pandas read it, checked: every value finite, no integer beyond +-2^53; a column
+    pandas read otherwise (text it could not parse) or that may break a rule is read again as text to
+    find the first bad cell (:func:`_csv_number_texts`)."""
+    if values.dtype.kind == "i":
+        return values  # integer literals within int64: an integer column, exact
+    if values.dtype.kind == "f":
+        v = values.to_numpy()
+        present = v[~np.isnan(v)]
+        integral = len(present) > 0 and bool((present == np.round(present)).all())  # maybe integer texts
+        if not integral and not (np.isinf(present) | (np.abs(present) >= EXACT_DOUBLE)).any():
+            return values
+    texts = pd.read_csv(path, usecols=[name], dtype=str, keep_default_na=False, na_filter=False,
+                        encoding="utf-8")[name]
+    if integer_texts(texts):
+        return _csv_integer_texts(texts, name, where, path)
+    return _csv_number_texts(texts, name, where, path)
+
+
+def _csv_integer_texts(texts: pd.Series, name: str, where: str, path: Path) -> pd.Series:
+    """An integer column (:func:`integer_texts`) exactly from its texts: int64, or Python ints and None
+    where a value is missing (executor/integers.py); a value beyond the 64-bit range is a CepoptError
+    naming its line and column."""
+    stripped = texts.str.strip()
+    present = ~(texts.isna() | texts.isin(NA_TEXTS)).to_numpy()
+    values = np.empty(len(texts), dtype=object)
+    for i in present.nonzero()[0]:
+        value = int(stripped.iloc[i])
+        if not -INT64 <= value < INT64:
+            raise CepoptError(f"{where}, {_place(int(i), path)}: {_int64_problem(name, stripped.iloc[i])}")
+        values[i] = value
+    return pd.Series(values.astype(np.int64) if present.all() else values, index=texts.index)
+
+
+def _csv_number_texts(texts: pd.Series, name: str, where: str, path: Path) -> pd.Series:
+    """A number column from its texts, cell by cell: missing cells as NaN, the first cell that is no
+    finite decimal number or an integer beyond +-2^53 a CepoptError naming its line and column."""
+    missing = (texts.isna() | texts.isin(NA_TEXTS)).to_numpy()
+    present = texts[~missing].str.strip()
+    bad = ~present.str.fullmatch(dialect.DECIMAL.pattern).to_numpy()
+    big = np.zeros(len(present), dtype=bool)
+    values = pd.Series(np.nan, index=texts.index)
+    if not bad.any():
+        floats = present.astype(np.float64).to_numpy()
+        values[~missing] = floats
+        bad = np.isinf(floats)
+        suspect = np.abs(floats) >= EXACT_DOUBLE  # only these may be integers a double rounds
+        big[suspect] = present[suspect].map(_beyond_double).to_numpy(dtype=bool)
+    if (bad | big).any():
+        i = int(np.flatnonzero(~missing)[np.flatnonzero(bad | big)[0]])
+        text = texts.iloc[i]
+        problem = (f": {_beyond_double_problem(name, text)}" if _beyond_double(text)
+                   else f", column {name}: {dialect.number_problem(text)}")
+        raise CepoptError(f"{where}, {_place(i, path)}{problem}")
+    return values
 
 
 def _beyond_double(text: str) -> bool:
@@ -469,11 +492,13 @@ def _raise(kind: str, raw):
     return F.raise_error(F.concat(F.lit(f"{ERROR_MARK}{kind}|"), F.coalesce(raw.cast("string"), F.lit(""))))
 
 
-def checked(sdf, numeric: tuple[str, ...] = (), integer: tuple[str, ...] = ()):
+def checked(sdf, numeric: tuple[str, ...] = (), integer: tuple[str, ...] = (), texts: tuple[str, ...] = ()):
     """``sdf`` with ``ts`` as long and ``type`` as string, checked as they are read: a bad time stamp or a
-    missing type raises inside the job (no job of its own). ``numeric``: text columns read as numbers
-    (a CSV's), a non-number raising likewise; ``integer``: text columns read as longs, exactly, a value
-    that is no integer within the 64-bit range raising; NaN becomes null (:func:`nan_to_null`)."""
+    missing (null or empty) type raises inside the job (no job of its own). ``numeric``: text columns
+    read as numbers (a CSV's float columns, executor/csv_dialect.py), a cell that is no finite decimal
+    number raising likewise; ``integer``: text columns read as longs, exactly (a CSV's integer columns), a
+    value that is no integer within the 64-bit range raising; ``texts``: a CSV's text attribute columns,
+    whose missing-value texts become null; NaN becomes null (:func:`nan_to_null`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegralType, StringType
 
@@ -495,92 +520,103 @@ def checked(sdf, numeric: tuple[str, ...] = (), integer: tuple[str, ...] = ()):
         ts = F.when(text.isin(*NA_TEXTS), F.lit(None)).otherwise(ts)
     else:
         raise CepoptError(f"column 'ts' has type {kinds['ts'].simpleString()}, not a number")
+    type_ = F.col("type")
     columns = {
         "ts": F.when(ts_long.isNull(), _raise("ts", ts)).otherwise(ts_long),
-        "type": F.when(F.col("type").isNull(), _raise("type", F.col("ts"))).otherwise(F.col("type").cast("string")),
+        "type": F.when(type_.isNull() | (type_.cast("string") == ""), _raise("type", F.col("ts")))
+                 .otherwise(type_.cast("string")),
     }
     for name in numeric:
         raw = F.trim(F.col(name))
         value = F.expr(f"try_cast(trim(`{name}`) as double)")
-        missing = F.col(name).isNull() | raw.isin(*NA_TEXTS)
+        missing = F.col(name).isNull() | F.col(name).isin(*NA_TEXTS)
         exact = F.expr(f"try_cast(trim(`{name}`) as decimal(38, 0))")  # null beyond 38 digits
         beyond = ((F.abs(value) >= float(EXACT_DOUBLE)) & raw.rlike("^[+-]?[0-9]+$")
                   & (exact.isNull() | (F.abs(exact) > F.lit(EXACT_DOUBLE))))
+        bad = value.isNull() | ~F.col(name).rlike(dialect.DECIMAL_JAVA) | (F.abs(value) == float("inf"))
         columns[name] = (F.when(missing, F.lit(None).cast("double"))
-                         .when(value.isNull(), _raise(f"column {name}", F.col(name)))
-                         .when(beyond, _raise(f"integer column {name}", F.col(name))).otherwise(value))
+                         .when(beyond, _raise(f"integer column {name}", F.col(name)))
+                         .when(bad, _raise(f"column {name}", F.col(name))).otherwise(value))
     for name in integer:
         raw = F.trim(F.col(name))
         value = F.when(raw.rlike(f"^{INTEGER_TEXT}$"), F.expr(f"try_cast(trim(`{name}`) as bigint)"))
-        missing = F.col(name).isNull() | raw.isin(*NA_TEXTS)
-        number = F.expr(f"try_cast(trim(`{name}`) as double)")
+        missing = F.col(name).isNull() | F.col(name).isin(*NA_TEXTS)
+        number = F.when(F.col(name).rlike(dialect.DECIMAL_JAVA), F.expr(f"try_cast(trim(`{name}`) as double)"))
         columns[name] = (F.when(missing, F.lit(None).cast("long"))
                          .when(number.isNull(), _raise(f"column {name}", F.col(name)))
                          .when(value.isNull(), _raise(f"int64 column {name}", F.col(name))).otherwise(value))
+    for name in texts:
+        columns[name] = F.when(F.col(name).isin(*NA_TEXTS), F.lit(None).cast("string")).otherwise(F.col(name))
     return nan_to_null(sdf.withColumns(columns))
 
 
-def _sample_lines(uri: str, spark, limit: int = _SNIFF_ROWS + 1) -> list[str]:
-    """The first lines of a CSV file (or of the first file of a folder), read on the driver: a local file
-    directly, a URI through Hadoop's file system (no Spark job)."""
+def _csv_files(uri: str, spark) -> list:
+    """The CSV files of a stream: the file, or the ``*.csv`` files of a folder (local paths, or Hadoop
+    paths for a URI)."""
     if is_local(uri):
         p = local_path(uri)
-        if p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.suffix.lower() == ".csv")
-            if not files:
-                raise CepoptError(f"{uri}: a folder without CSV files")
-            p = files[0]
-        with p.open(newline="", errors="replace") as fh:
-            return [line for _, line in zip(range(limit), fh)]
-    jvm = spark.sparkContext._jvm
-    try:
+        files = sorted(f for f in p.iterdir() if f.suffix.lower() == ".csv") if p.is_dir() else [p]
+    else:
+        jvm = spark.sparkContext._jvm
         path = jvm.org.apache.hadoop.fs.Path(uri)
         fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        files = [path]
         if fs.getFileStatus(path).isDirectory():
-            files = sorted(str(s.getPath().toString()) for s in fs.listStatus(path)
-                           if str(s.getPath().getName()).lower().endswith(".csv"))
-            if not files:
-                raise CepoptError(f"{uri}: a folder without CSV files")
-            path = jvm.org.apache.hadoop.fs.Path(files[0])
+            files = [jvm.org.apache.hadoop.fs.Path(name) for name in
+                     sorted(str(s.getPath().toString()) for s in fs.listStatus(path)
+                            if str(s.getPath().getName()).lower().endswith(".csv"))]
+    if not files:
+        raise CepoptError(f"{uri}: a folder without CSV files")
+    return files
+
+
+def _lines(uri: str, spark) -> Iterator[str]:
+    """The lines of a CSV stream's (first) file, read lazily on the driver: a local file directly, a URI
+    through Hadoop's file system (no Spark job)."""
+    if is_local(uri):
+        with _csv_files(uri, spark)[0].open(newline="", encoding="utf-8", errors="replace") as fh:
+            yield from fh
+        return
+    try:
+        path = _csv_files(uri, spark)[0]
+        jvm = spark.sparkContext._jvm
+        fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
         reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(fs.open(path), "UTF-8"))
-        try:
-            lines = []
-            for _ in range(limit):
-                line = reader.readLine()
-                if line is None:
-                    break
-                lines.append(line + "\n")
-            return lines
-        finally:
-            reader.close()
     except CepoptError:
         raise
     except Exception as exc:  # noqa: BLE001 -- py4j errors: file not found, no file system for a scheme
         from cepopt.executor.session import _first_line
 
         raise CepoptError(f"{uri}: cannot read the stream ({_first_line(exc)})") from None
-
-
-def _csv_schema(uri: str, spark) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """(Spark DDL with every column as text, the columns to read as numbers (double), the columns to read
-    as integers (long)) from the header and the first rows: a column whose values there are integers
-    (:func:`integer_texts`) is an integer column, another that pandas reads as numbers is numeric."""
-    lines = _sample_lines(uri, spark)
-    if not lines:
-        raise CepoptError(f"{uri}: an empty CSV stream (no header row)")
     try:
-        sample = pd.read_csv(io.StringIO("".join(lines)))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise CepoptError(f"{uri}: not a readable CSV stream ({str(exc).splitlines()[0]})") from None
-    names = [str(c) for c in sample.columns]
-    bad = [n for n in names if not n or "`" in n]
-    if bad or len(set(names)) != len(names):
-        raise CepoptError(f"{uri}: the header row must name every column once (got {', '.join(names)})")
-    texts = pd.read_csv(io.StringIO("".join(lines)), dtype=str, keep_default_na=False)
-    integer = tuple(n for n in names if n not in ("ts", "type") and integer_texts(texts[n]))
-    numeric = tuple(n for n in names if n not in ("ts", "type", *integer)
-                    and pd.api.types.is_numeric_dtype(sample[n]) and not pd.api.types.is_bool_dtype(sample[n]))
-    return ", ".join(f"`{n}` string" for n in names), numeric, integer
+        while (line := reader.readLine()) is not None:
+            yield line + "\n"
+    finally:
+        reader.close()
+
+
+def _csv_schema(uri: str, spark) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(Spark DDL with every column as text, the float columns, the integer columns, the text attribute
+    columns) by the dialect (executor/csv_dialect.py) from the header and the first records, read on the
+    driver: a number column whose values there are all integer literals (:func:`integer_texts`) is an
+    integer column."""
+    try:
+        header, rows = dialect.sample(_lines(uri, spark), uri)
+    except csv.Error as exc:
+        raise CepoptError(f"{uri}: not a readable CSV stream ({exc})") from None
+    numbers = dialect.number_columns(header, rows)
+    integer = tuple(n for n in numbers
+                    if integer_texts(pd.Series([r[header.index(n)] if header.index(n) < len(r) else "" for r in rows],
+                                               dtype=object)))
+    numeric = tuple(n for n in numbers if n not in integer)
+    texts = tuple(n for n in header if n not in ("ts", "type") and n not in numbers)
+    return ", ".join(f"`{n}` string" for n in header), numeric, integer, texts
+
+
+def _may_span_lines(uri: str, spark) -> bool:
+    """Whether a CSV stream may hold a quoted line break (Spark then reads each file whole): a local file
+    with a quote character; a URI, unread, may."""
+    return not is_local(uri) or any(dialect.may_span_lines(f) for f in _csv_files(uri, spark))
 
 
 def _parquet_schema(uri: str):
@@ -610,12 +646,14 @@ def read_stream(spec: str | Path, spark, *, schema: Any = None):
         uri = str(local_path(uri).resolve())
     numeric: tuple[str, ...] = ()
     integer: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
     reader = spark.read
     try:
         if fmt == "csv":
             if schema is None:
-                schema, numeric, integer = _csv_schema(uri, spark)
-            sdf = reader.schema(schema).option("header", True).option("mode", "PERMISSIVE").csv(uri)
+                schema, numeric, integer, texts = _csv_schema(uri, spark)
+            sdf = (reader.schema(schema).option("header", True).option("mode", "PERMISSIVE").option("escape", '"')
+                   .option("multiLine", _may_span_lines(uri, spark)).csv(uri))
         else:
             schema = schema if schema is not None else _parquet_schema(uri)
             sdf = (reader.schema(schema) if schema is not None else reader).parquet(uri)
@@ -626,7 +664,7 @@ def read_stream(spec: str | Path, spark, *, schema: Any = None):
 
         raise CepoptError(f"{spec}: not a readable stream ({_first_line(exc)})") from None
     try:
-        return checked(sdf, numeric, integer)
+        return checked(sdf, numeric, integer, texts)
     except CepoptError as exc:
         raise CepoptError(f"{spec}: {exc}") from None
 
@@ -638,40 +676,33 @@ def read_stream(spec: str | Path, spark, *, schema: Any = None):
 
 def _locate_csv(path: Path, kind: str) -> tuple[int, str] | None:
     """The first line of a local CSV file whose event is bad as ``kind`` says (ts, type or column NAME),
-    with what is wrong."""
-    with path.open(newline="", errors="replace") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, [])
-        col = {"ts": "ts", "type": "ts"}.get(kind, kind.split(" ", 1)[-1].removeprefix("column "))
-        if col not in header or "type" not in header:
+    with what is wrong, worded as the local engine words it."""
+    with path.open(newline="", encoding="utf-8", errors="replace") as fh:
+        found = dialect.records(fh)
+        header = next(found, (1, []))[1]
+        col = {"ts": "ts", "type": "type"}.get(kind, re.sub(r"^(integer |int64 )?column ", "", kind))
+        if col not in header or "ts" not in header:
             return None
-        i, t = header.index(col), header.index("type")
-        for lineno, row in enumerate(reader, start=2):
-            value = row[i].strip() if i < len(row) else ""
+        i, t = header.index(col), header.index("ts")
+        for lineno, row in found:
+            value = row[i] if i < len(row) else None
             if kind == "ts":
-                problem = _ts_value(value)
+                problem = _ts_value(row[t] if t < len(row) else None)
                 if isinstance(problem, str):
-                    return lineno, problem
+                    return lineno, f": {problem}"
             elif kind == "type":
-                if t >= len(row) or row[t] == "":
-                    return lineno, "event type is missing"
-            elif kind.startswith("integer "):
-                if _beyond_double(value):
-                    return lineno, _beyond_double_problem(col, value)
+                if not value:
+                    return lineno, ": event type is missing"
             elif kind.startswith("int64 "):
-                if value not in NA_TEXTS and not (re.fullmatch(INTEGER_TEXT, value) and -INT64 <= int(value) < INT64):
-                    return lineno, _int64_problem(col, value)
-            elif value not in NA_TEXTS and not _is_number(value):
-                return lineno, f"{kind} is not a number: {value!r}"
+                if not dialect.is_missing(value) and not (re.fullmatch(INTEGER_TEXT, value.strip())
+                                                          and -INT64 <= int(value) < INT64):
+                    return lineno, f": {_int64_problem(col, value)}"
+            elif not dialect.is_missing(value):
+                if _beyond_double(value):
+                    return lineno, f": {_beyond_double_problem(col, value)}"
+                if (problem := dialect.number_problem(value)) is not None:
+                    return lineno, f", column {col}: {problem}"
     return None
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
 
 
 def marked(exc: CepoptError) -> CepoptError:
@@ -690,13 +721,15 @@ def user_error(exc: BaseException, source: str | None = None) -> CepoptError | N
     body = text[at + len(ERROR_MARK):].splitlines()[0]
     body = re.sub(r"\s*SQLSTATE: \w+\s*$", "", body).strip()
     kind, sep, raw = body.partition("|")
+    if sep and kind == BEFORE_ZERO:
+        return before_zero_error(source)
     if not sep or not (kind in ("ts", "type") or kind.startswith(("column ", "integer column ", "int64 column "))):
         return CepoptError(body)  # a kernel's own message
     where = source or "the stream"
     if source and is_local(source) and source.lower().endswith(".csv") and local_path(source).is_file():
         found = _locate_csv(local_path(source), kind)
         if found:
-            return CepoptError(f"{where}, line {found[0]}: {found[1]}")
+            return CepoptError(f"{where}, line {found[0]}{found[1]}")
     if kind == "ts":
         return CepoptError(f"{where}: an event's {_ts_problem(raw or None)}")
     if kind == "type":
@@ -705,4 +738,79 @@ def user_error(exc: BaseException, source: str | None = None) -> CepoptError | N
         return CepoptError(f"{where}: an event's {_beyond_double_problem(kind.removeprefix('integer column '), raw)}")
     if kind.startswith("int64 "):
         return CepoptError(f"{where}: an event's {_int64_problem(kind.removeprefix('int64 column '), raw)}")
-    return CepoptError(f"{where}: an event's {kind} is not a number: {raw!r}")
+    return CepoptError(f"{where}, {kind}: {dialect.number_problem(raw) or repr(raw) + ' is not a number'}")
+
+
+# ---------------------------------------------------------------------------------------------
+# aggregated columns hold numbers
+# ---------------------------------------------------------------------------------------------
+
+
+def text_columns(events: Any, names: Iterable[str]) -> list[str]:
+    """Those of ``names`` that a stream (pandas or Spark) holds as text (or bools), not numbers."""
+    if isinstance(events, pd.DataFrame):
+        return [n for n in names if n in events.columns and events[n].dtype.kind not in "iuf"
+                and events[n].map(lambda v: isinstance(v, str | bool | np.bool_)).any()]
+    from pyspark.sql.types import NumericType
+
+    kinds = {f.name: f.dataType for f in events.schema.fields}
+    return [n for n in names if n in kinds and not isinstance(kinds[n], NumericType)]
+
+
+def require_numbers(columns: list[str], source: str | None, spark=None) -> None:
+    """A CepoptError when an aggregated column holds text: for a CSV stream naming the line and the
+    column of its first value that is no number (as both engines read it), else naming the column."""
+    if not columns:
+        return
+    name = columns[0]
+    where = source or "the stream"
+    if source and str(source).lower().rstrip("/").endswith(".csv"):
+        found = dialect.records(_lines(str(source), spark))
+        header = next(found, (1, []))[1]
+        i = header.index(name) if name in header else -1
+        for lineno, row in found:
+            value = row[i] if 0 <= i < len(row) else None
+            if not dialect.is_missing(value) and (problem := dialect.number_problem(value)):
+                raise CepoptError(f"{where}, line {lineno}, column {name}: {problem}, but a query aggregates "
+                                  "the column (SUM, AVG, MIN and MAX take numbers)")
+    raise CepoptError(f"{where}: column {name} holds text, but a query aggregates it (SUM, AVG, MIN and MAX "
+                      "take numbers)")
+
+
+# ---------------------------------------------------------------------------------------------
+# time stamps before 0 under sliding windows
+# ---------------------------------------------------------------------------------------------
+
+#: the kind of a time stamp before 0 raised inside a Spark job (see :func:`user_error`)
+BEFORE_ZERO = "before 0"
+
+
+def before_zero_error(source: str | None) -> CepoptError:
+    """The error for a stream with a time stamp before 0 under windows with a SLIDE, naming the line of
+    the first one in a local CSV file (the same text on both engines)."""
+    where = source or "the stream"
+    why = ("but windows with a SLIDE start at time 0 (window k = [kS, kS + W), k >= 0; docs/FORMATS.md) and "
+           "would lose it: move the stream's time stamps past 0")
+    if source and is_local(source) and str(source).lower().endswith(".csv") and local_path(source).is_file():
+        with local_path(source).open(newline="", encoding="utf-8", errors="replace") as fh:
+            found = dialect.records(fh)
+            header = next(found, (1, []))[1]
+            t = header.index("ts") if "ts" in header else 0
+            for lineno, row in found:
+                value = _ts_value(row[t] if t < len(row) else None)
+                if isinstance(value, int) and value < 0:
+                    return CepoptError(f"{where}, line {lineno}: time stamp ts is before 0 ({value}), {why}")
+    return CepoptError(f"{where}: an event's time stamp ts is before 0, {why}")
+
+
+def refuse_before_zero(events: Any, source: str | None) -> Any:
+    """``events`` (pandas, checked: raises at once; Spark: raises inside the job that reads it, no job of
+    its own) refused when a time stamp is before 0: for queries with a SLIDE only."""
+    if isinstance(events, pd.DataFrame):
+        if len(events) and int(events["ts"].min()) < 0:
+            raise before_zero_error(source)
+        return events
+    from pyspark.sql import functions as F
+
+    ts = F.col("ts")
+    return events.withColumn("ts", F.when(ts < 0, _raise(BEFORE_ZERO, ts)).otherwise(ts))

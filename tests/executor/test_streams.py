@@ -164,7 +164,7 @@ def test_spark_reader_errors(spark, tmp_path):
         "ts,type\n1,A\n99999999999999999999,B\n": r"bad.csv, line 3: time stamp ts is beyond the 64-bit range",
         "ts,type\n1,A\n2,\n": r"bad.csv, line 3: event type is missing$",
         # v is numeric in the first rows (the declared schema), then not
-        "ts,type,v\n" + "1,A,2\n" * 1001 + "2,B,abc\n": r"bad.csv, line 1003: column v is not a number: 'abc'$",
+        "ts,type,v\n" + "1,A,2\n" * 1001 + "2,B,abc\n": r"bad.csv, line 1003, column v: 'abc' is not a number$",
         # v holds integers in the first rows (an integer column, exact), then a decimal
         "ts,type,v\n" + "1,A,2\n" * 1001 + "2,B,2.5\n": r"bad.csv, line 1003: column v holds '2.5', not a 64-bit",
     }
