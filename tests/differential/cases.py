@@ -23,11 +23,6 @@ FAMILIES = ("sharon", "hamlet", "gloria", "joinorder")
 #: what a stream may do to the engines (a case draws a few of them)
 HOSTILE = ("unsorted", "duplicate_ts", "huge_ts", "past_2_53", "negative_ts", "unicode_types", "missing",
            "quoting", "newline", "big_sums", "duplicate_header", "text_in_numbers", "parquet")
-#: hostile traits whose failures on Spark are items 2-4 of issue 30 (exact sums, join stamps through
-#: float64, join match numbering), fixed on another branch
-OTHER_BRANCH = {"big_sums": "item 2 (Spark sums integers in double)",
-                "past_2_53": "item 3 (join time stamps through float64)",
-                "unsorted": "item 4 (join match numbering)"}
 #: texts that a GROUP-BY column may hold: missing-value texts, quotes, commas, unicode
 GROUP_TEXTS = ("NA", "null", "None", "x,y", 'say "hi"', "Zürich", "事件", " NA ", "n/a", "", "0x10")
 BAD_NUMBERS = ("abc", "1e400", "0x10", "True", "1_000", "inf")

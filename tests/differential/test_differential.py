@@ -10,10 +10,6 @@ Long mode: ``CEPOPT_DIFF_CASES=10000 pytest tests/differential -s`` (``CEPOPT_DI
 seed, ``CEPOPT_DIFF_SPARK_EVERY`` how often Spark runs, 1 = every case); it prints a summary. A case
 that differs is printed with its seed (rebuilt by ``cases.make_case(seed)``) and written to
 ``CEPOPT_DIFF_DIR`` (default: the test's temporary folder) as instance.json + stream file.
-
-Differences that issue 30's items 2-4 explain (exact integer sums on Spark, join time stamps through
-float64, join match numbering; fixed on another branch) are counted apart and fail the test only with
-``CEPOPT_DIFF_STRICT=1`` (see :func:`elsewhere`).
 """
 
 from __future__ import annotations
@@ -27,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from cepopt.errors import CepoptError
-from tests.differential.cases import OTHER_BRANCH, Case, make_case, save_case, write_stream
+from tests.differential.cases import Case, make_case, save_case, write_stream
 
 SHORT_CASES = 32
 SHORT_SPARK_EVERY = 8  # one case of each family (8 consecutive seeds share an instance) ...
@@ -35,7 +31,6 @@ SHORT_SPARK_EVERY = 8  # one case of each family (8 consecutive seeds share an i
 DIALECT_TRAITS = frozenset({"duplicate_header", "missing", "newline", "quoting", "text_in_numbers"})
 LONG_CASES = int(os.environ.get("CEPOPT_DIFF_CASES", "0"))
 FIRST_SEED = int(os.environ.get("CEPOPT_DIFF_SEED", "0"))
-STRICT = os.environ.get("CEPOPT_DIFF_STRICT", "") not in ("", "0")
 
 
 def _outcome(fn) -> tuple:
@@ -90,32 +85,12 @@ def _reference_differences(case: Case, path: Path, local) -> list[str]:
     return compare_results(got, reference_results(case.instance.workload, events))[:5]
 
 
-def elsewhere(case: Case, kind: str, local: tuple = (), remote: tuple = ()) -> str | None:
-    """The issue-30 item (2-4, another branch) a difference of ``case`` is due to, else None: exact sums
-    differ only on Spark with sums past 2^53, and numbering only on Spark with a join stream out of time
-    order (also by its unicode noise event, appended at a random time), both in the values alone (both
-    engines ran, as many rows); join plans differ with stamps past 2^53."""
-    traits = set(case.traits)
-    stamps = [int(t) for t in case.frame["ts"]]
-    if any(a > b for a, b in zip(stamps, stamps[1:], strict=False)):
-        traits.add("unsorted")
-    if kind.startswith("spark") and not (local[:1] == remote[:1] == ("ok",) and local[2:] == remote[2:]):
-        traits -= {"big_sums", "unsorted"}  # an error or another row count is no rounding nor numbering
-    if kind.startswith("spark") and "big_sums" in traits:
-        return OTHER_BRANCH["big_sums"]
-    if case.family == "joinorder" and traits & {"past_2_53", "huge_ts"}:
-        return OTHER_BRANCH["past_2_53"]
-    if case.family == "joinorder" and kind.startswith("spark") and "unsorted" in traits:
-        return OTHER_BRANCH["unsorted"]
-    return None
-
-
 #: per outcome of the local engine ("ok", "error", "crash"), the cases seen (for the summary)
 OUTCOMES: Counter = Counter()
 
 
-def check_case(seed: int, folder: Path, spark=None) -> list[tuple[str, str, str | None]]:
-    """(kind, detail, issue-30 item it is known as or None) of every difference of case ``seed``; the case
+def check_case(seed: int, folder: Path, spark=None) -> list[tuple[str, str]]:
+    """(kind, detail) of every difference of case ``seed``; the case
     is saved to ``folder/seed`` when there is one."""
     case = make_case(seed)
     work = folder / f"case-{seed}"
@@ -125,33 +100,32 @@ def check_case(seed: int, folder: Path, spark=None) -> list[tuple[str, str, str 
     OUTCOMES[local[0]] += 1
     found = []
     if local[0] == "crash":
-        found.append(("local-crash", local[1], None))
+        found.append(("local-crash", local[1]))
     if local[0] == "ok" and max(len(case.frame), 1) <= 40:
         try:
             diffs = _reference_differences(case, path, res)
         except Exception as exc:  # noqa: BLE001
             diffs = [f"the reference failed: {type(exc).__name__}: {exc}"]
-        found += [("reference", d, elsewhere(case, "reference")) for d in diffs]
+        found += [("reference", d) for d in diffs]
     if spark is not None:
         for kind, forced in (("spark-single", False), ("spark-partitioned", True)):
             remote, rres = _run(case, path, "spark", spark, forced)
             if rres is not None:
                 rres.release()
             if remote != local:
-                found.append((kind, f"local {local} != spark {remote}", elsewhere(case, kind, local, remote)))
+                found.append((kind, f"local {local} != spark {remote}"))
     if found:
         save_case(case, work)
     return found
 
 
 def _report(results: dict[int, list[tuple[str, str]]], elapsed: float) -> str:
-    kinds = Counter(k for found in results.values() for k, _, _ in found)
+    kinds = Counter(k for found in results.values() for k, _ in found)
     lines = [f"differential: {len(results)} cases in {elapsed:.0f} s, {sum(bool(f) for f in results.values())} "
              f"with a difference ({dict(kinds) or 'none'}); local outcomes so far {dict(OUTCOMES)}"]
     for seed, found in results.items():
-        for kind, detail, known in found:
-            lines.append(f"  seed {seed} [{make_case(seed).describe()}] {kind}: {detail[:300]}"
-                         + (f"  -- known: issue 30 {known}" if known else ""))
+        for kind, detail in found:
+            lines.append(f"  seed {seed} [{make_case(seed).describe()}] {kind}: {detail[:300]}")
     return "\n".join(lines)
 
 
@@ -175,8 +149,7 @@ def run_cases(seeds, folder: Path, spark, spark_every: int, dialect_on_spark: bo
 
 
 def _unexplained(results: dict) -> list[str]:
-    return [f"seed {seed} {kind}: {detail}" for seed, found in results.items() for kind, detail, known in found
-            if STRICT or not known]
+    return [f"seed {seed} {kind}: {detail}" for seed, found in results.items() for kind, detail in found]
 
 
 @pytest.mark.spark
