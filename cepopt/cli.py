@@ -160,6 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="download again even when cached")
     p.add_argument("--json", action="store_true", help="print JSON")
 
+    p = sub.add_parser("warmup", help="compile every kernel into the shared cache (once, after the install)",
+                       description="Compile every Numba kernel into $CEPOPT_CACHE/numba (or NUMBA_CACHE_DIR), "
+                                   "read by every later cepopt process and Spark worker; prints each step's time.")
+    p.add_argument("--spark", action="store_true", help="also write Spark's class-data archive (a JVM start)")
     p = sub.add_parser("methods", help="list every family and method")
     p.add_argument("--json", action="store_true", help="print JSON instead of a list")
     p = sub.add_parser("instances", help="list the bundled instances")
@@ -422,6 +426,13 @@ def cmd_methods(args) -> int:
     return 0
 
 
+def cmd_warmup(args) -> int:
+    from cepopt.warmup import warmup
+
+    warmup(spark=args.spark)
+    return 0
+
+
 def cmd_instances(args) -> int:
     from cepopt.instances import describe
 
@@ -440,7 +451,7 @@ def cmd_instances(args) -> int:
 COMMANDS = {
     "solve": cmd_solve, "compare": cmd_compare, "generate": cmd_generate, "import": cmd_import,
     "execute": cmd_execute, "experiment": cmd_experiment, "demo": cmd_demo, "fetch": cmd_fetch,
-    "methods": cmd_methods,
+    "methods": cmd_methods, "warmup": cmd_warmup,
     "instances": cmd_instances,
 }
 

@@ -39,6 +39,7 @@ import socket
 import sys
 from pathlib import Path
 
+from cepopt.cache import cache_dir, numba_cache_dir
 from cepopt.errors import CepoptError
 
 __all__ = ["check_master", "get_spark", "stop_spark"]
@@ -79,8 +80,7 @@ def _log_target() -> Path | None:
         return None
     if setting:
         return Path(setting)
-    cache = Path(os.environ.get("CEPOPT_CACHE", Path.home() / ".cache" / "cepopt"))
-    return cache / "logs" / f"spark-{os.getpid()}.log"
+    return cache_dir() / "logs" / f"spark-{os.getpid()}.log"
 
 
 def _drop_old_logs(folder: Path, days: float = 7.0) -> None:
@@ -181,7 +181,7 @@ def cds_options() -> list[str]:
         stamp = max((f.stat().st_mtime_ns for f in jars.glob("*.jar")), default=0) if jars.is_dir() else 0
         key = hashlib.sha1(f"{pyspark.__file__}|{pyspark.__version__}|{home}|{os.path.realpath(java)}|{stamp}"
                            .encode())
-        folder = Path(os.environ.get("CEPOPT_CACHE", Path.home() / ".cache" / "cepopt")) / "cds"
+        folder = cache_dir() / "cds"
         folder.mkdir(parents=True, exist_ok=True)
         final = folder / f"spark-{pyspark.__version__}-{key.hexdigest()[:12]}.jsa"
         for tmp in folder.glob(final.name + ".*.tmp"):
@@ -223,6 +223,8 @@ def _builder(master: str, small: bool = False):
     )
     if local:
         builder = builder.config("spark.driver.memory", os.environ.get("CEPOPT_DRIVER_MEMORY", "2g"))
+        # the workers read the driver's compiled kernels (cepopt/cache.py); a cluster's workers use their own
+        builder = builder.config("spark.executorEnv.NUMBA_CACHE_DIR", str(numba_cache_dir()))
     if os.environ.get("CEPOPT_SHUFFLE_PARTITIONS"):
         builder = builder.config("spark.sql.shuffle.partitions", os.environ["CEPOPT_SHUFFLE_PARTITIONS"])
     return builder
