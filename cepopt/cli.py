@@ -163,7 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("warmup", help="compile every kernel into the shared cache (once, after the install)",
                        description="Compile every Numba kernel into $CEPOPT_CACHE/numba (or NUMBA_CACHE_DIR), "
                                    "read by every later cepopt process and Spark worker; prints each step's time.")
-    p.add_argument("--spark", action="store_true", help="also write Spark's class-data archive (a JVM start)")
+    p.add_argument("--no-spark", action="store_true",
+                   help="skip writing Spark's class-data archive (a JVM start, about a minute)")
     p = sub.add_parser("methods", help="list every family and method")
     p.add_argument("--json", action="store_true", help="print JSON instead of a list")
     p = sub.add_parser("instances", help="list the bundled instances")
@@ -429,7 +430,7 @@ def cmd_methods(args) -> int:
 def cmd_warmup(args) -> int:
     from cepopt.warmup import warmup
 
-    warmup(spark=args.spark)
+    warmup(spark=not args.no_spark)
     return 0
 
 

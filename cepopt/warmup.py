@@ -6,7 +6,7 @@ small input of the real types: the join-order DPs' kernels directly (both the se
 DP-LD), the solvers' pre-processing (milp-order's sparse DP, milp-tree's split enumeration) through a
 solve of the bundled ``joinorder-e6``, and the executors' kernels through a local-engine execution of each
 family's bundled example (Sharon's loops compiled, whatever the stream's size). The JVM's class-data
-archive of Spark is written with ``--spark`` (executor/session.py). A second warmup loads everything from
+archive of Spark is written too, unless ``--no-spark`` (executor/session.py). A second warmup loads everything from
 the cache: its times are the loading cost that every new process pays.
 """
 
@@ -58,7 +58,7 @@ STEPS: list[tuple[str, Callable[[], None]]] = [
 ]
 
 
-def warmup(report: Callable[[str], None] = print, *, spark: bool = False) -> float:
+def warmup(report: Callable[[str], None] = print, *, spark: bool = True) -> float:
     """Run every step of :data:`STEPS` (and the Spark archive's with ``spark``), reporting each one's
     seconds through ``report``; the total seconds."""
     report(f"compiled kernels: {numba_cache_dir()}")
@@ -66,7 +66,7 @@ def warmup(report: Callable[[str], None] = print, *, spark: bool = False) -> flo
     if spark:
         from cepopt.executor.session import write_cds_archive
 
-        steps.append(("Spark's class-data archive", write_cds_archive))
+        steps.append(("Spark's class-data archive", lambda: write_cds_archive() or None))
     total = time.perf_counter()
     for label, step in steps:
         start = time.perf_counter()
