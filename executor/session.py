@@ -215,9 +215,9 @@ def cds_options() -> list[str]:
         return []
 
 
-def write_cds_archive(timeout: float = 600.0) -> Path | None:
-    """Write the class-data archive (``cepopt warmup``): a JVM that runs a small job and dumps the classes
-    it loaded at its exit, under a temporary name renamed once the JVM has exited cleanly (a reader never
+def write_cds_archive(job=None, timeout: float = 600.0) -> Path | None:
+    """Write the class-data archive (``cepopt warmup``): a JVM that runs ``job(spark)`` (a typical small
+    run: the classes it loads are the ones archived; default a count) and dumps them at its exit, under a temporary name renamed once the JVM has exited cleanly (a reader never
     sees a partial file). Waits for that JVM; the archive, or None (CDS off, or the dump failed)."""
     if os.environ.get("CEPOPT_SPARK_CDS", "1") == "0":
         return None
@@ -228,7 +228,8 @@ def write_cds_archive(timeout: float = 600.0) -> Path | None:
     global _CDS_DUMP
     _CDS_DUMP = [f"-XX:ArchiveClassesAtExit={tmp}", *_CDS_QUIET]
     try:
-        get_spark("local[1]", small=True).range(10).count()
+        spark = get_spark(small=True)
+        (job or (lambda session: session.range(10).count()))(spark)
         code = stop_spark(timeout=timeout)
     finally:
         _CDS_DUMP = None
