@@ -217,8 +217,9 @@ def cds_options() -> list[str]:
 
 def write_cds_archive(job=None, timeout: float = 600.0) -> Path | None:
     """Write the class-data archive (``cepopt warmup``): a JVM that runs ``job(spark)`` (a typical small
-    run: the classes it loads are the ones archived; default a count) and dumps them at its exit, under a temporary name renamed once the JVM has exited cleanly (a reader never
-    sees a partial file). Waits for that JVM; the archive, or None (CDS off, or the dump failed)."""
+    run: the classes it loads are the ones archived; default a count) and dumps them at its exit, under a
+    temporary name renamed once the JVM has exited cleanly (a reader never sees a partial file). Waits
+    for that JVM; the archive, or None (CDS off, or the dump failed)."""
     if os.environ.get("CEPOPT_SPARK_CDS", "1") == "0":
         return None
     final = _archive_path()
