@@ -75,3 +75,22 @@ def test_compile_time_is_outside_the_limit_and_kernels_are_shared_through_the_ca
     _python(WARM, tmp_path)
     again = _python(HITS, tmp_path)  # a new process loads them: no compile
     assert again["status"] == "optimal" and again["misses"] == 0 and again["hits"] >= 2
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_a_wrong_stream_header_is_said_before_the_plan_is_solved(kind, tmp_path, monkeypatch):
+    import pandas as pd
+
+    from cepopt import pipeline
+    from cepopt.errors import CepoptError
+
+    path = tmp_path / f"s.{kind}"
+    frame = pd.DataFrame({"time": [1, 2], "kind": ["A", "B"], "v": [1, 2]})
+    frame.to_csv(path, index=False) if kind == "csv" else frame.to_parquet(path)
+
+    def never(ex):
+        raise AssertionError("the plan was chosen before the stream's header was checked")
+
+    monkeypatch.setattr(pipeline, "STEPS", tuple(never if s is pipeline.choose_plan else s for s in pipeline.STEPS))
+    with pytest.raises(CepoptError, match=r"no column 'ts' or 'type' \(columns: time, kind, v\)"):
+        pipeline.execute("sharon-example3", "cpsat-compact", str(path), engine="spark")
