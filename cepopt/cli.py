@@ -114,8 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plan", default="nonshared", metavar="METHOD|PLAN.json|nonshared",
                    help="a method to solve with, a saved plan, or nonshared (default)")
     p.add_argument("--stream", default=None, metavar="FILE|URI|gen:NAME[:k=v,...]",
-                   help="CSV/Parquet path or URI (file://, hdfs://, s3a://) or generator spec; "
-                        "default: the instance's embedded stream")
+                   help="CSV/Parquet path or URI (file://, hdfs://, s3a://) with the columns ts (integer "
+                        "time stamp), type and the attributes (a CSV header row; docs/EXECUTION.md), or a "
+                        "generator spec; default: the instance's embedded stream")
     p.add_argument("--schema", metavar="DDL", help="the stream's Spark schema, e.g. 'ts long, type string, v double' "
                                                    "(default: the CSV header and first rows, or the Parquet footer)")
     p.add_argument("--engine", choices=["spark", "local"], default="spark",
