@@ -79,3 +79,22 @@ def test_a_spark_command_leaves_no_process_and_no_partial_file(tmp_path):
     assert "COUNT(*)" in done.stdout
     assert _processes_with(marker) == []
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+@pytest.mark.spark
+def test_warmup_writes_the_archive_whole_and_later_runs_map_it(tmp_path, monkeypatch):
+    """``write_cds_archive`` (``cepopt warmup``) waits for its JVM's dump, then renames it: the archive
+    exists, no partial file is left, no process survives, and a later start maps it."""
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "CEPOPT_CACHE": str(tmp_path), "CEPOPT_TEST_MARK": marker}
+    env.pop("CEPOPT_SPARK_CDS", None)
+    code = "from cepopt.executor.session import write_cds_archive; print(write_cds_archive())"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    written = Path(done.stdout.strip().splitlines()[-1])
+    assert written.is_file() and written.stat().st_size > 1 << 20
+    assert not list(tmp_path.rglob("*.tmp"))
+    assert _processes_with(marker) == []
+    monkeypatch.setenv("CEPOPT_CACHE", str(tmp_path))
+    monkeypatch.delenv("CEPOPT_SPARK_CDS", raising=False)
+    assert f"-XX:SharedArchiveFile={written}" in cds_options()
