@@ -300,7 +300,7 @@ def get_spark(master: str | None = None, *, small: bool = False):
         if _SESSION.sparkContext._jsc is not None:  # not stopped behind our back
             return _SESSION
     if _SESSION is not None:
-        stop_spark()
+        stop_spark(end_jvm=False)  # another master: a new context in the same JVM
     elif master is None:
         from pyspark.sql import SparkSession
 
@@ -324,15 +324,15 @@ def get_spark(master: str | None = None, *, small: bool = False):
     return session
 
 
-def stop_spark(timeout: float = 30.0) -> int | None:
-    """Stop the session and the JVM this process started, and wait (``timeout`` seconds, then kill) for
-    it to exit with the Python workers it started: no process of a command outlives it, nor holds its
-    caller's output pipes. The JVM's exit status, or None (no JVM of ours)."""
+def stop_spark(timeout: float = 30.0, *, end_jvm: bool = True) -> int | None:
+    """Stop the session and (``end_jvm``) the JVM this process started, waiting (``timeout`` seconds, then
+    kill) for it to exit with the Python workers it started: no process of a command outlives it, nor
+    holds its caller's output pipes. The JVM's exit status, or None (no JVM ended)."""
     global _SESSION, _MASTER
     if _SESSION is not None:
         _SESSION.stop()
     _SESSION, _MASTER = None, None
-    return _end_jvm(timeout)
+    return _end_jvm(timeout) if end_jvm else None
 
 
 def _end_jvm(timeout: float) -> int | None:
