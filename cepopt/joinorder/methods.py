@@ -218,13 +218,16 @@ def _dp_ld(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 26, compile
     tree_ld = _tree_ld(problem)
     from cepopt.joinorder.dp_ld_fast import dp_ld_fast, fast_applies, warm_kernels
 
-    compiled = [c for c in problem.conjuncts if c.n >= compile_from and fast_applies(c, tree_ld)]
-    stats = _compile_stats(lambda: warm_kernels(max(c.n for c in compiled)) if compiled else 0.0)
+    def fast(c: Conjunct) -> bool:
+        return c.n >= compile_from and fast_applies(c, tree_ld)
+
+    compiled = [c.n for c in problem.conjuncts if fast(c)]
+    stats = _compile_stats(lambda: warm_kernels(max(compiled)) if compiled else 0.0)
     deadline = _deadline(time_limit)  # after the kernels are compiled: the limit measures the search
     values: list[float] = []
 
     def one(c: Conjunct) -> list[int]:
-        if c.n >= compile_from and fast_applies(c, tree_ld):
+        if fast(c):
             order, value = dp_ld_fast(c, ub=cost.log_cost_ord(c, greedy(c)), deadline=deadline)
         else:
             order, value = dp_ld(c, tree_ld=tree_ld, deadline=deadline)
@@ -256,7 +259,6 @@ def _dp_b(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 24, compile_
         if plain(c):
             tree, value = dp_b(c, deadline=deadline)
         else:
-
             tree, value, found = dp_b_pruned(c, _good_trees(c), deadline=deadline)
             for key, v in found.items():
                 stats[key] = stats.get(key, 0) + v if key != "upper_bound_log" else v
