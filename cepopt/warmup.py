@@ -35,11 +35,13 @@ def _joinorder_models() -> None:
         solve("joinorder-e6", method, time_limit=60)
 
 
-def _execute(name: str, stream: str | None = None, **options) -> Callable[[], None]:
+def _execute(name: str, plans: tuple[str, ...], stream: str | None = None, **options) -> Callable[[], None]:
+    """Execute ``name`` locally under each of ``plans`` (shared and not: they call different kernels)."""
     def run() -> None:
         from cepopt.pipeline import execute
 
-        execute(name, stream=stream, engine="local", **options).release()
+        for plan in plans:
+            execute(name, plan, stream=stream, engine="local", **options).release()
 
     return run
 
@@ -58,10 +60,10 @@ _STREAM = "gen:workload:events=500,seed=1"
 STEPS: list[tuple[str, Callable[[], None]]] = [
     ("join-order DP kernels (dp-ld, dp-b)", _joinorder_dps),
     ("join-order model kernels (milp-order, milp-tree)", _joinorder_models),
-    ("Sharon executor kernels", _execute("sharon-example3", jit=True)),
-    ("Hamlet executor kernels", _execute("hamlet-example")),
-    ("Gloria executor kernels", _execute("gloria-e6", _STREAM)),
-    ("join-order executor", _execute("joinorder-e6", _STREAM)),
+    ("Sharon executor kernels", _execute("sharon-example3", ("nonshared", "sharon"), jit=True)),
+    ("Hamlet executor kernels", _execute("hamlet-example", ("nonshared", "static", "dynamic"))),
+    ("Gloria executor kernels", _execute("gloria-e6", ("nonshared", "gloria"), _STREAM)),
+    ("join-order executor", _execute("joinorder-e6", ("trivial", "dp-b"), _STREAM)),
 ]
 
 
