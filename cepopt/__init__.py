@@ -17,6 +17,7 @@ import importlib
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _distribution_version
 
+from cepopt.cache import share_numba_cache
 from cepopt.errors import CepoptError
 from cepopt.model import (
     Aggregate,
@@ -37,6 +38,8 @@ from cepopt.model import (
 )
 
 #: name -> (module, attribute), imported on first use
+share_numba_cache()  # one compiled-kernel cache for this process and Spark's workers (cepopt/cache.py)
+
 _LAZY = {
     "Instance": ("cepopt.instance", "Instance"),
     "load": ("cepopt.instance", "load"),

@@ -96,8 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plan", default="nonshared", metavar="METHOD|PLAN.json|nonshared",
                    help="a method to solve with, a saved plan, or nonshared (default)")
     p.add_argument("--stream", default=None, metavar="FILE|URI|gen:NAME[:k=v,...]",
-                   help="CSV/Parquet path or URI (file://, hdfs://, s3a://) or generator spec; "
-                        "default: the instance's embedded stream")
+                   help="CSV/Parquet path or URI (file://, hdfs://, s3a://) with the columns ts (integer "
+                        "time stamp), type and the attributes (a CSV header row; docs/EXECUTION.md), or a "
+                        "generator spec; default: the instance's embedded stream")
     p.add_argument("--schema", metavar="DDL", help="the stream's Spark schema, e.g. 'ts long, type string, v double' "
                                                    "(default: the CSV header and first rows, or the Parquet footer)")
     p.add_argument("--engine", choices=["spark", "local"], default="spark",
@@ -166,6 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="download again even when cached")
     p.add_argument("--json", action="store_true", help="print JSON")
 
+    p = sub.add_parser("warmup", help="compile every kernel into the shared cache (once, after the install)",
+                       description="Compile every Numba kernel into $CEPOPT_CACHE/numba (or NUMBA_CACHE_DIR), "
+                                   "read by every later cepopt process and Spark worker; prints each step's time.")
+    p.add_argument("--no-spark", action="store_true",
+                   help="skip writing Spark's class-data archive (a JVM start, about a minute)")
     p = sub.add_parser("methods", help="list every family and method")
     p.add_argument("--json", action="store_true", help="print JSON instead of a list")
     p = sub.add_parser("instances", help="list the bundled instances (or the instance library)")
@@ -492,6 +498,10 @@ def _library(args) -> int:
     for e in rows:
         print(f"{e['tier']:6s} {e['family']:9s} {e['status']:11s} {e['best_objective']!s:>22s} "
               f"{e['best_bound']!s:>22s} {'+'.join(e['verified_by']) or '-':28s} {e['instance']}")
+def cmd_warmup(args) -> int:
+    from cepopt.warmup import warmup
+
+    warmup(spark=not args.no_spark)
     return 0
 
 
@@ -518,7 +528,7 @@ def cmd_instances(args) -> int:
 COMMANDS = {
     "solve": cmd_solve, "compare": cmd_compare, "generate": cmd_generate, "import": cmd_import,
     "execute": cmd_execute, "experiment": cmd_experiment, "benchmark": cmd_benchmark, "demo": cmd_demo,
-    "fetch": cmd_fetch,
+    "fetch": cmd_fetch, "warmup": cmd_warmup,
     "methods": cmd_methods,
     "instances": cmd_instances,
 }

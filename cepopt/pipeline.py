@@ -89,9 +89,10 @@ def check_inputs(ex: Execution) -> None:
     if ex.max_work is not None and not (isinstance(ex.max_work, int | float) and ex.max_work > 0):
         raise CepoptError(f"--max-work must be > 0, got {ex.max_work!r}")
     if isinstance(ex.stream_spec, str | Path) and not str(ex.stream_spec).startswith("gen:"):
-        from cepopt.executor.streams import stream_format
+        from cepopt.executor.streams import check_header, stream_format
 
         stream_format(ex.stream_spec)
+        check_header(ex.stream_spec)  # a wrong header first, not after the solve and Spark's start
         ex.source = str(ex.stream_spec)
 
 

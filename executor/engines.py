@@ -29,6 +29,7 @@ A kernel's :class:`~cepopt.errors.CepoptError` on a worker, and a bad event met 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import sys
@@ -73,7 +74,8 @@ class EngineRun:
 
 class Progress:
     """Progress of a long execution on stderr: nothing for the first ``after`` seconds, then a line at
-    most every ``every`` seconds."""
+    most every ``every`` seconds. :meth:`during` says what runs and keeps saying it while one long call
+    (a partition whose kernels compile, a merge) gives no chance to report."""
 
     def __init__(self, label: str = "execute", *, after: float = 5.0, every: float = 5.0, stream=None):
         self.label, self.after, self.every = label, after, every
@@ -81,16 +83,38 @@ class Progress:
         self.last = self.start + after - every
         self.stream = stream or sys.stderr
         self.shown = False
+        self.status: str | None = None
+        self._lock = threading.Lock()
 
     def __call__(self, message: str | Callable[[], str | None]) -> None:
-        now = time.perf_counter()
-        if now - self.last < self.every:
-            return
-        text = message() if callable(message) else message
-        if text:
-            self.last = now
-            self.shown = True
-            print(f"cepopt: {self.label}: {text} ({now - self.start:.0f} s)", file=self.stream, flush=True)
+        with self._lock:
+            now = time.perf_counter()
+            if now - self.last < self.every:
+                return
+            text = message() if callable(message) else message
+            if text:
+                self.last = now
+                self.shown = True
+                print(f"cepopt: {self.label}: {text} ({now - self.start:.0f} s)", file=self.stream, flush=True)
+
+    @contextlib.contextmanager
+    def during(self, status: str, *, tick: float = 1.0):
+        """Report ``status`` (or what :attr:`status` is changed to) until the block ends."""
+        self.status = status
+        done = threading.Event()
+
+        def loop() -> None:
+            while not done.wait(tick):
+                self(lambda: self.status)
+
+        thread = threading.Thread(target=loop, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            done.set()
+            thread.join(timeout=2)
+            self.status = None
 
 
 def prepare_partition(events: pd.DataFrame) -> pd.DataFrame:
@@ -169,22 +193,34 @@ def _local_groups(cls, df: pd.DataFrame) -> Iterator[tuple[int | None, pd.DataFr
         yield block, part.drop(columns=[BLOCK]) if blocked else part
 
 
+def _count_groups(cls, df: pd.DataFrame) -> int:
+    keys = list(cls.keys) + ([BLOCK] if BLOCK in df.columns else [])
+    if not keys:
+        return int(len(df) > 0)
+    return int(df.groupby(keys, dropna=False, sort=False).ngroups)
+
+
 def local_results(compiled, events: pd.DataFrame, progress: Progress | None = None) -> tuple[pd.DataFrame, dict]:
     """(merged results with values as exact text, summed counters) of ``compiled`` on a pandas stream:
     the whole work of the local engine, and of the Spark engine's single task on a tiny stream."""
     progress = progress or Progress()
     metrics: dict = {}
     partials = []
-    done = 0
-    for index, cls in enumerate(compiled.classes):
-        for block, part in _local_groups(cls, _local_class(cls, events)):
-            out, m = _timed_run(compiled, index, prepare_partition(part), block)
-            _add(metrics, m)
-            if len(out):
-                partials.append(out[PARTIAL_COLUMNS])
-            done += 1
-            progress(lambda done=done, index=index: f"class {index + 1}/{len(compiled.classes)}, {done} partitions")
-    merged = merge_text(pd.concat(partials, ignore_index=True) if partials else pd.DataFrame(columns=PARTIAL_COLUMNS))
+    classes = len(compiled.classes)
+    with progress.during(f"partitioning {len(events):,} events into {classes} classes") as report:
+        for index, cls in enumerate(compiled.classes):
+            df = _local_class(cls, events)
+            total = _count_groups(cls, df)
+            for done, (block, part) in enumerate(_local_groups(cls, df)):
+                first = " (the first loads or compiles the kernels)" if index == done == 0 else ""
+                report.status = f"class {index + 1}/{classes}: running partition {done + 1} of {total}{first}"
+                out, m = _timed_run(compiled, index, prepare_partition(part), block)
+                _add(metrics, m)
+                if len(out):
+                    partials.append(out[PARTIAL_COLUMNS])
+        report.status = f"merging {len(partials)} partial results"
+        merged = merge_text(pd.concat(partials, ignore_index=True) if partials
+                            else pd.DataFrame(columns=PARTIAL_COLUMNS))
     return merged, metrics
 
 
@@ -362,7 +398,10 @@ def _spark_progress(sc, progress: Progress, done: threading.Event) -> threading.
             return None
         total = sum(s.numTasks for s in stages)
         finished = sum(s.numCompletedTasks for s in stages)
-        return f"{finished}/{total} tasks of the running stages done"
+        running = sum(s.numActiveTasks for s in stages)
+        first = " (the first tasks load or compile the kernels)" if finished == 0 else ""
+        return (f"Spark stage{'s' * (len(stages) > 1)} {', '.join(str(s.stageId) for s in stages)}: "
+                f"{finished}/{total} tasks done, {running} running{first}")
 
     def loop() -> None:
         while not done.wait(1.0):

@@ -21,15 +21,20 @@ Environment:
   on stderr; any other value is the file to write it to.
 
 Start-up cost (most of a small run's time is the JVM's own: class loading, JIT): the driver JVM uses an
-application class-data archive of Spark's classes (JDK CDS), written by the first run at its exit into
-``$CEPOPT_CACHE`` (default ``~/.cache/cepopt``; about 170 MB) and mapped by every later run, which
-halves the JVM's start-up CPU (named after pyspark's jars and their times: the JVM silently refuses an
+application class-data archive of Spark's classes (JDK CDS), written by ``cepopt warmup`` into
+``$CEPOPT_CACHE/cds`` (default ``~/.cache/cepopt``; about 170 MB; :func:`write_cds_archive`: a temporary
+name renamed once its JVM has exited, partial files of interrupted dumps removed) and mapped by every
+run, which halves the JVM's start-up CPU (named after pyspark's jars and their times: the JVM silently refuses an
 archive of jars since reinstalled). A ``small`` run (a stream of a few MB) also runs the JIT's first tier only
 and the serial collector, which halves it again; large runs keep the JVM's defaults.
+
+The JVM ends with the command: :func:`stop_spark` (also run at the interpreter's exit) waits for it and
+its Python workers, so that no process outlives ``cepopt`` or holds its caller's output pipes.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import os
@@ -39,9 +44,10 @@ import socket
 import sys
 from pathlib import Path
 
+from cepopt.cache import cache_dir, numba_cache_dir
 from cepopt.errors import CepoptError
 
-__all__ = ["check_master", "get_spark", "stop_spark"]
+__all__ = ["check_master", "get_spark", "stop_spark", "write_cds_archive"]
 
 _SESSION = None
 _MASTER: str | None = None
@@ -79,8 +85,7 @@ def _log_target() -> Path | None:
         return None
     if setting:
         return Path(setting)
-    cache = Path(os.environ.get("CEPOPT_CACHE", Path.home() / ".cache" / "cepopt"))
-    return cache / "logs" / f"spark-{os.getpid()}.log"
+    return cache_dir() / "logs" / f"spark-{os.getpid()}.log"
 
 
 def _drop_old_logs(folder: Path, days: float = 7.0) -> None:
@@ -165,40 +170,80 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _archive_path() -> Path:
+    """The class-data archive of this pyspark, Java and jars (its folder created)."""
+    import pyspark
+
+    java = shutil.which("java") or ""
+    home = os.environ.get("JAVA_HOME", "")
+    # the jars' times: an archive of jars since reinstalled is refused by the JVM without a word
+    # (and start-up takes twice as long), so a reinstall must name a new archive
+    jars = Path(pyspark.__file__).parent / "jars"
+    stamp = max((f.stat().st_mtime_ns for f in jars.glob("*.jar")), default=0) if jars.is_dir() else 0
+    key = hashlib.sha1(f"{pyspark.__file__}|{pyspark.__version__}|{home}|{os.path.realpath(java)}|{stamp}"
+                       .encode())
+    folder = cache_dir() / "cds"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"spark-{pyspark.__version__}-{key.hexdigest()[:12]}.jsa"
+
+
+def drop_partial_archives(folder: Path) -> None:
+    """Remove the archives being written (``NAME.PID.tmp``) whose writer is gone: an interrupted dump
+    (never promoted: the JVM refuses a half-written archive only after paying for reading it)."""
+    for tmp in folder.glob("*.jsa.*.tmp"):
+        pid = tmp.name.rsplit(".", 2)[-2]
+        if not pid.isdigit() or not _pid_alive(int(pid)):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+#: JVM options of a quiet archive (the JVM's own CDS warnings off)
+_CDS_QUIET = ["-Xlog:disable", "-Xlog:all=error:stderr"]
+
+
 def cds_options() -> list[str]:
-    """JVM options of the class-data archive: map it when there is one, else have this JVM write it at
-    exit (under a temporary name, promoted by a later start once its writer is gone)."""
+    """JVM options of the class-data archive: map it when there is one (``cepopt warmup`` writes it:
+    :func:`write_cds_archive`); a run never writes it, as the JVM would at its exit, for up to minutes
+    after the command that started it."""
     if os.environ.get("CEPOPT_SPARK_CDS", "1") == "0":
         return []
     try:
-        import pyspark
-
-        java = shutil.which("java") or ""
-        home = os.environ.get("JAVA_HOME", "")
-        # the jars' times: an archive of jars since reinstalled is refused by the JVM without a word
-        # (and start-up takes twice as long), so a reinstall must name a new archive
-        jars = Path(pyspark.__file__).parent / "jars"
-        stamp = max((f.stat().st_mtime_ns for f in jars.glob("*.jar")), default=0) if jars.is_dir() else 0
-        key = hashlib.sha1(f"{pyspark.__file__}|{pyspark.__version__}|{home}|{os.path.realpath(java)}|{stamp}"
-                           .encode())
-        folder = Path(os.environ.get("CEPOPT_CACHE", Path.home() / ".cache" / "cepopt")) / "cds"
-        folder.mkdir(parents=True, exist_ok=True)
-        final = folder / f"spark-{pyspark.__version__}-{key.hexdigest()[:12]}.jsa"
-        for tmp in folder.glob(final.name + ".*.tmp"):
-            pid = tmp.name.rsplit(".", 2)[-2]
-            if pid.isdigit() and not _pid_alive(int(pid)):  # its writer is gone: the dump is done
-                if tmp.stat().st_size > 1 << 20:
-                    os.replace(tmp, final)
-                else:
-                    tmp.unlink()
-        quiet = ["-Xlog:disable", "-Xlog:all=error:stderr"]
-        if final.is_file():
-            return [f"-XX:SharedArchiveFile={final}", *quiet]
-        if any(folder.glob(final.name + ".*.tmp")) or not os.access(folder, os.W_OK):
-            return []  # another run is writing it
-        return [f"-XX:ArchiveClassesAtExit={final}.{os.getpid()}.tmp", *quiet]
+        final = _archive_path()
+        drop_partial_archives(final.parent)
+        return [f"-XX:SharedArchiveFile={final}", *_CDS_QUIET] if final.is_file() else []
     except OSError:
         return []
+
+
+def write_cds_archive(job=None, timeout: float = 600.0) -> Path | None:
+    """Write the class-data archive (``cepopt warmup``): a JVM that runs ``job(spark)`` (a typical small
+    run: the classes it loads are the ones archived; default a count) and dumps them at its exit, under a
+    temporary name renamed once the JVM has exited cleanly (a reader never sees a partial file). Waits
+    for that JVM; the archive, or None (CDS off, or the dump failed)."""
+    if os.environ.get("CEPOPT_SPARK_CDS", "1") == "0":
+        return None
+    final = _archive_path()
+    drop_partial_archives(final.parent)
+    tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")
+    stop_spark()
+    global _CDS_DUMP
+    _CDS_DUMP = [f"-XX:ArchiveClassesAtExit={tmp}", *_CDS_QUIET]
+    try:
+        spark = get_spark(small=True)
+        (job or (lambda session: session.range(10).count()))(spark)
+        code = stop_spark(timeout=timeout)
+    finally:
+        _CDS_DUMP = None
+    if code == 0 and tmp.is_file() and tmp.stat().st_size > 1 << 20:
+        os.replace(tmp, final)
+        return final
+    with contextlib.suppress(OSError):
+        tmp.unlink()
+    return None
+
+
+#: the archive options of the next JVM, set by :func:`write_cds_archive` only
+_CDS_DUMP: list[str] | None = None
 
 
 def _builder(master: str, small: bool = False):
@@ -208,7 +253,7 @@ def _builder(master: str, small: bool = False):
     if local and "PYSPARK_PYTHON" not in os.environ:
         # the workers of a local master must run this interpreter (the one with cepopt installed)
         os.environ["PYSPARK_PYTHON"] = sys.executable
-    opts = [f"-Dlog4j2.configurationFile={LOG4J.as_uri()}", *cds_options()]
+    opts = [f"-Dlog4j2.configurationFile={LOG4J.as_uri()}", *(_CDS_DUMP or cds_options())]
     if small:
         opts += ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
     java_opts = " ".join(opts)
@@ -223,6 +268,8 @@ def _builder(master: str, small: bool = False):
     )
     if local:
         builder = builder.config("spark.driver.memory", os.environ.get("CEPOPT_DRIVER_MEMORY", "2g"))
+        # the workers read the driver's compiled kernels (cepopt/cache.py); a cluster's workers use their own
+        builder = builder.config("spark.executorEnv.NUMBA_CACHE_DIR", str(numba_cache_dir()))
     if os.environ.get("CEPOPT_SHUFFLE_PARTITIONS"):
         builder = builder.config("spark.sql.shuffle.partitions", os.environ["CEPOPT_SHUFFLE_PARTITIONS"])
     return builder
@@ -253,7 +300,7 @@ def get_spark(master: str | None = None, *, small: bool = False):
         if _SESSION.sparkContext._jsc is not None:  # not stopped behind our back
             return _SESSION
     if _SESSION is not None:
-        stop_spark()
+        stop_spark(end_jvm=False)  # another master: a new context in the same JVM
     elif master is None:
         from pyspark.sql import SparkSession
 
@@ -277,9 +324,41 @@ def get_spark(master: str | None = None, *, small: bool = False):
     return session
 
 
-def stop_spark() -> None:
-    """Stop the session (and its JVM's context), if any."""
+def stop_spark(timeout: float = 30.0, *, end_jvm: bool = True) -> int | None:
+    """Stop the session and (``end_jvm``) the JVM this process started, waiting (``timeout`` seconds, then
+    kill) for it to exit with the Python workers it started: no process of a command outlives it, nor
+    holds its caller's output pipes. The JVM's exit status, or None (no JVM ended)."""
     global _SESSION, _MASTER
     if _SESSION is not None:
         _SESSION.stop()
     _SESSION, _MASTER = None, None
+    return _end_jvm(timeout) if end_jvm else None
+
+
+def _end_jvm(timeout: float) -> int | None:
+    """End the gateway JVM that pyspark launched in this process (it exits when its standard input
+    closes), so that a later session starts a new one."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is None:
+        return None
+    with contextlib.suppress(Exception):  # a gateway already gone: its JVM is ending
+        gateway.shutdown()
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
+    try:
+        code = proc.wait(timeout)
+    except Exception:  # noqa: BLE001 -- subprocess.TimeoutExpired: it must not outlive us
+        proc.kill()
+        code = proc.wait()
+    SparkContext._gateway = SparkContext._jvm = None
+    return code
+
+
+@atexit.register
+def _at_exit() -> None:
+    if _SESSION is not None:
+        with contextlib.suppress(Exception):
+            stop_spark()

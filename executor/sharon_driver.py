@@ -13,9 +13,11 @@ from cepopt.executor.sharon_exec import WINDOWS_PER_BLOCK, compile_sharon
 __all__ = ["compile", "finish"]
 
 
-def compile(problem, plan, *, windows_per_block: int | None = WINDOWS_PER_BLOCK):  # noqa: A001
-    """The compiled plan (see :func:`compile_sharon`); an invalid plan fails here, on the driver."""
-    return compile_sharon(problem, plan, windows_per_block=windows_per_block)
+def compile(problem, plan, *, windows_per_block: int | None = WINDOWS_PER_BLOCK,  # noqa: A001
+            jit: bool | None = None):
+    """The compiled plan (see :func:`compile_sharon`; ``jit`` as there); an invalid plan fails here, on the
+    driver."""
+    return compile_sharon(problem, plan, windows_per_block=windows_per_block, jit=jit)
 
 
 def finish(compiled, metrics: dict) -> dict:

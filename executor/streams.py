@@ -138,6 +138,32 @@ def stream_format(spec: str | Path) -> str:
     raise CepoptError(f"{text}: unknown stream format (use .csv or .parquet)")
 
 
+def check_header(spec: str | Path) -> None:
+    """A local stream names the columns ``ts`` and ``type`` (a CSV's header row, a Parquet file's schema):
+    checked before any work, so that a wrong header is the first thing said, not the last after a solve
+    and a Spark start. A URI is read by Spark, which checks it then."""
+    text = str(spec)
+    if not is_local(text):
+        return
+    path = local_path(text)
+    try:
+        if stream_format(text) == "csv":
+            with open(path, newline="", encoding="utf-8", errors="replace") as f:
+                names = [c.strip() for c in next(csv.reader(f), [])]
+        else:
+            import pyarrow.parquet as pq
+
+            names = list(pq.read_schema(parquet_files(path, text)[0] if path.is_dir() else path).names)
+    except (OSError, csv.Error, ValueError):
+        return  # unreadable: the reader says why, with the place
+    missing = [c for c in ("ts", "type") if c not in names]
+    if missing:
+        got = ", ".join(names) or "none"
+        raise CepoptError(f"{text}: no column {' or '.join(map(repr, missing))} (columns: {got}); a stream has "
+                          "the columns ts (integer time stamp), type (event type) and the "
+                          "attributes, as a CSV header row or Parquet columns (docs/EXECUTION.md)")
+
+
 # ---------------------------------------------------------------------------------------------
 # pandas side (the local engine, small streams, tests)
 # ---------------------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ def layer(module: str) -> str:
     if sub in FAMILIES:
         return "registry" if parts[-1] == "methods" else "family"
     return {
-        "": "app", "cli": "app", "experiments": "app", "benchmarking": "app",
+        "": "app", "cli": "app", "experiments": "app", "benchmarking": "app", "warmup": "app",
         "pipeline": "pipeline",
         "registry": "registry",
         "formulations": "formulations",

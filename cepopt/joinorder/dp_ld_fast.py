@@ -23,6 +23,7 @@ term); :func:`cepopt.joinorder.dp.dp_ld` covers the rest. Ties go to the smalles
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -30,10 +31,10 @@ from cepopt.clock import now
 from cepopt.joinorder.dp import DpTimeout, popcount_layers
 from cepopt.joinorder.problem import Conjunct
 
-__all__ = ["dp_ld_fast", "fast_applies"]
+__all__ = ["dp_ld_fast", "fast_applies", "warm_kernels"]
 
 _TIE = 1e-12
-#: from this n on the layers run on every core
+#: from this n on the layers run on every core (by default)
 _PARALLEL_N = 20
 _KERNEL: tuple | None = None
 
@@ -52,16 +53,27 @@ def _kernel():
     return _KERNEL
 
 
+def warm_kernels(n: int = 2) -> float:
+    """Load (or compile) the kernels that :func:`dp_ld_fast` runs for ``n`` events, on a 2-event instance,
+    before a caller's deadline starts; the seconds it took."""
+    from cepopt.joinorder.problem import from_arrays
+
+    start = time.perf_counter()
+    dp_ld_fast(from_arrays(1, [1.0, 2.0], [[1, .5], [.5, 1]]).single, parallel_from=0 if n >= _PARALLEL_N else 3)
+    return time.perf_counter() - start
+
+
 def dp_ld_fast(conj: Conjunct, *, ub: float = math.inf, deadline: float | None = None,
-               stats: dict | None = None) -> tuple[list[int], float]:
+               stats: dict | None = None, parallel_from: int = _PARALLEL_N) -> tuple[list[int], float]:
     """The optimal order and its log cost ln Cost_ord (plain throughput cost, :func:`fast_applies`).
     ``ub``: the log cost of a known order, or larger (inf: no cut); an order must cost at most ``ub``
-    (a margin of 1e-9 is added, so the known order itself survives)."""
+    (a margin of 1e-9 is added, so the known order itself survives). From ``parallel_from`` events on, the
+    layers run on every core."""
     n = conj.n
     if n == 1:
         return [0], float(conj.a[0])
     half_table, serial, parallel = _kernel()
-    run = parallel if n >= _PARALLEL_N else serial
+    run = parallel if n >= parallel_from else serial
     c = np.ascontiguousarray(conj.lc + conj.lf, dtype=np.float64)
     b = np.ascontiguousarray(conj.b, dtype=np.float64)
     L = min(n - 1, max(1, (n + 1) // 2))

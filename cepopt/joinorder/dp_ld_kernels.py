@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import types
 
 import numba
 import numpy as np
@@ -91,5 +92,14 @@ def _run(c, b, n, L, best, ub, his, VL, VH):
 
 
 
+def _renamed(fn, name: str):
+    """``fn`` under another name. Numba names a kernel's cache files by the function's name and line, and
+    its index does not tell a parallel compilation from a serial one: under one name the two variants
+    overwrite each other's entry, and a process loads the serial code for the parallel kernel."""
+    copy = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    copy.__qualname__ = name
+    return copy
+
+
 run_serial = numba.njit(cache=True)(_run)
-run_parallel = numba.njit(parallel=True, cache=True)(_run)
+run_parallel = numba.njit(parallel=True, cache=True)(_renamed(_run, "_run_parallel"))

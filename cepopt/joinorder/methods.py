@@ -196,6 +196,18 @@ def _ii_greedy(problem, *, time_limit=None, seed=0, restarts: PositiveInt = 1, m
     return _ii(problem, lambda c, rng: greedy(c), time_limit, seed, restarts, max_evals, neighbour_order, mode)
 
 
+#: dp-ld and dp-b run their compiled (Numba) kernels from this many events on, the plain NumPy DP below it:
+#: below it the NumPy DP takes milliseconds, less than loading the compiled kernels into a new process
+COMPILE_FROM = 12
+
+
+def _compile_stats(warm: Callable[[], float]) -> dict:
+    """``{"compile_s": seconds}`` spent by ``warm`` (loading or compiling the kernels a method is about to
+    use), reported apart from the search and outside its time limit; empty when nothing was compiled."""
+    seconds = warm()
+    return {"compile_s": round(seconds, 6)} if seconds else {}
+
+
 def _dp_limit(name: str, problem: JoinOrderProblem, max_n: int) -> None:
     n = max(c.n for c in problem.conjuncts)
     if n > max_n:
@@ -203,29 +215,37 @@ def _dp_limit(name: str, problem: JoinOrderProblem, max_n: int) -> None:
                                f"{'2^n' if name == 'dp-ld' else '3^n'}; raise max_n to try)")
 
 
-@register(NAME, "dp-ld", "DP-LD (§7.1, Selinger): exact left-deep DP over subsets, O(n 2^n); compiled, with exact "
-          "upper-bound pruning (throughput cost)", exact=True)
-def _dp_ld(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 26):
+@register(NAME, "dp-ld", "DP-LD (§7.1, Selinger): exact left-deep DP over subsets, O(n 2^n); compiled from "
+          "compile_from events on, with exact upper-bound pruning (throughput cost)", exact=True)
+def _dp_ld(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 26, compile_from: PositiveInt = COMPILE_FROM):
     _dp_limit("dp-ld", problem, max_n)
     tree_ld = _tree_ld(problem)
-    deadline = _deadline(time_limit)
+    from cepopt.joinorder.dp_ld_fast import fast_applies, warm_kernels
+
+    def fast(c: Conjunct) -> bool:
+        return c.n >= compile_from and fast_applies(c, tree_ld)
+
+    compiled = [c.n for c in problem.conjuncts if fast(c)]
+    stats = _compile_stats(lambda: warm_kernels(max(compiled)) if compiled else 0.0)
+    deadline = _deadline(time_limit)  # after the kernels are compiled: the limit measures the search
     values: list[float] = []
     try:
-        plans = [order_plan(c, _optimal_order(c, tree_ld, deadline, values)) for c in problem.conjuncts]
+        plans = [order_plan(c, _optimal_order(c, tree_ld, deadline, values, fast(c))) for c in problem.conjuncts]
     except TimeLimitReached as exc:
         # GREEDY's orders (what the pruning started from), no bound: a time-out is never less than greedy
         plans = [order_plan(c, greedy(c)) for c in problem.conjuncts]
         return MethodResult(plan=_assemble(plans), status="feasible",
-                            message=f"dp-ld: {exc}; GREEDY's order (no bound)")
-    return _result(problem, plans, True, None, values)
+                            message=f"dp-ld: {exc}; GREEDY's order (no bound)", stats=stats)
+    return _result(problem, plans, True, stats, values)
 
 
-def _optimal_order(c: Conjunct, tree_ld: bool, deadline: float | None, values: list[float]) -> list[int]:
-    """DP-LD's optimal order of one conjunct (its log cost appended to ``values``); TimeLimitReached past
-    ``deadline``."""
-    from cepopt.joinorder.dp_ld_fast import dp_ld_fast, fast_applies
+def _optimal_order(c: Conjunct, tree_ld: bool, deadline: float | None, values: list[float],
+                   compiled: bool) -> list[int]:
+    """DP-LD's optimal order of one conjunct (its log cost appended to ``values``), by the compiled kernel
+    or the plain DP; TimeLimitReached past ``deadline``."""
+    from cepopt.joinorder.dp_ld_fast import dp_ld_fast
 
-    if fast_applies(c, tree_ld):
+    if compiled:
         order, value = dp_ld_fast(c, ub=cost.log_cost_ord(c, greedy(c)), deadline=deadline)
     else:
         order, value = dp_ld(c, tree_ld=tree_ld, deadline=deadline)
@@ -237,16 +257,17 @@ def _optimal_order(c: Conjunct, tree_ld: bool, deadline: float | None, values: l
 DP_B_LEFT_DEEP_SHARE = 0.25
 
 
-def _left_deep_start(c: Conjunct, deadline: float | None) -> list:
-    """The left-deep tree of DP-LD's optimal order (Cost_ord, compiled; its left-deep tree is priced
-    like it), as a start of DP-B: [] when the DP does not finish in time (at most a share of what is left)."""
+def _left_deep_start(c: Conjunct, deadline: float | None, compile_from: int) -> list:
+    """The left-deep tree of DP-LD's optimal order (Cost_ord; its left-deep tree is priced like it), as a
+    start of DP-B: [] when the DP does not finish in time (at most a share of what is left)."""
     from cepopt.joinorder.dp_ld_fast import fast_applies
 
     if not fast_applies(c) or c.n > 26:
         return []
     left = remaining(deadline, 0.0)
     try:
-        order = _optimal_order(c, False, None if left is None else now() + DP_B_LEFT_DEEP_SHARE * left, [])
+        order = _optimal_order(c, False, None if left is None else now() + DP_B_LEFT_DEEP_SHARE * left, [],
+                               c.n >= compile_from)
     except TimeLimitReached:
         return []
     tree: Any = order[0]
@@ -255,25 +276,34 @@ def _left_deep_start(c: Conjunct, deadline: float | None) -> list:
     return [tree]
 
 
-@register(NAME, "dp-b", "DP-B (§7.1, Selinger): exact bushy-tree DP over subsets, O(3^n); compiled, with exact "
-          "upper-bound pruning (throughput cost)", exact=True)
-def _dp_b(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 24):
+@register(NAME, "dp-b", "DP-B (§7.1, Selinger): exact bushy-tree DP over subsets, O(3^n); compiled from "
+          "compile_from events on, with exact upper-bound pruning (throughput cost)", exact=True)
+def _dp_b(problem, *, time_limit=None, seed=0, max_n: PositiveInt = 24, compile_from: PositiveInt = COMPILE_FROM):
     """Starts (upper bounds, and the answer of a time-out): ZStream over GREEDY's and the declared orders
     and the left-deep tree of DP-LD's optimum (:func:`_left_deep_start`)."""
     _dp_limit("dp-b", problem, max_n)
     problem.tree_cost("tree")
-    deadline = _deadline(time_limit)
+    from cepopt.joinorder.dp_fast import dp_b_pruned, warm_kernels
+
+    def plain(c: Conjunct) -> bool:
+        return c.n < compile_from or c.has_latency or c.next_match
+
+    def warm() -> float:  # DP-B's kernel, and DP-LD's for the left-deep start (_left_deep_start)
+        from cepopt.joinorder.dp_ld_fast import warm_kernels as warm_left_deep
+
+        compiled = [c.n for c in problem.conjuncts if not plain(c)]
+        return warm_kernels() + warm_left_deep(max(compiled)) if compiled else 0.0
+
+    stats = _compile_stats(warm)
+    deadline = _deadline(time_limit)  # after the kernels are compiled: the limit measures the search
     values: list[float] = []
-    stats: dict = {}
     starts = {id(c): _good_trees(c) for c in problem.conjuncts}
 
     def one(c: Conjunct):
-        if c.has_latency or c.next_match:
+        if plain(c):
             tree, value = dp_b(c, deadline=deadline)
         else:
-            from cepopt.joinorder.dp_fast import dp_b_pruned
-
-            starts[id(c)] += _left_deep_start(c, deadline)
+            starts[id(c)] += _left_deep_start(c, deadline, compile_from)
             tree, value, found = dp_b_pruned(c, starts[id(c)], deadline=deadline)
             for key, v in found.items():
                 stats[key] = stats.get(key, 0) + v if key != "upper_bound_log" else v

@@ -126,3 +126,33 @@ def test_spark_blocks_equal_window_blocks(spark, length, slide, k):
     first, last = window_blocks(ts, cls)
     want = sorted((int(t), int(b)) for t, f, la in zip(ts, first, last, strict=True) for b in range(f, la + 1))
     assert blocked and got == want
+
+
+def test_local_engine_reports_progress_during_one_long_partition():
+    """Issue 35: a partition that takes long (its kernels compiling) is reported while it runs, with what
+    runs (class, partition of how many), not only once it is done."""
+    import io
+    import time as clock
+    from dataclasses import dataclass
+
+    from cepopt.executor.engines import Progress
+
+    @dataclass(frozen=True)
+    class Slow:
+        inner: object
+
+        @property
+        def classes(self):
+            return self.inner.classes
+
+        def run(self, index, events, block):
+            clock.sleep(0.6)
+            return self.inner.run(index, events, block)
+
+    out = io.StringIO()
+    plan, events = toy_plan(keys=(), block=None), random_events(30)
+    got = run_local(Slow(plan), events, progress=Progress(after=0.1, every=0.2, stream=out))
+    assert digest(got.results) == digest(run_local(plan, events).results)
+    lines = out.getvalue().splitlines()
+    assert any("running partition 1 of 1" in line for line in lines), lines
+    assert all(line.startswith("cepopt: execute: ") for line in lines)

@@ -10,7 +10,7 @@ import sys
 SCRIPT = """
 from cepopt.joinorder import dp_b_kernels
 from cepopt.registry import solve
-solve("joinorder-e6", "dp-b")
+solve("joinorder-e6", "dp-b", params={"compile_from": 1})  # the compiled path (5 events)
 from cepopt.joinorder.dp_fast import splits_of
 import numpy as np
 splits_of(np.ones(8, dtype=np.bool_), 3)
