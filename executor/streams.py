@@ -148,7 +148,7 @@ def check_header(spec: str | Path) -> None:
     path = local_path(text)
     try:
         if stream_format(text) == "csv":
-            with open(path, newline="", encoding="utf-8", errors="replace") as f:
+            with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:  # -sig: a BOM is no name
                 names = [c.strip() for c in next(csv.reader(f), [])]
         else:
             import pyarrow.parquet as pq

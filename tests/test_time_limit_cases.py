@@ -117,7 +117,7 @@ def join23(tmp_path_factory, warm_kernels):
 def test_join_order_dps_return_their_start_on_a_time_out(join23, method):
     """dp-b and milp-tree (13.8 s and 20.5 s for 2 s at n = 24, milp-tree then refusing) and dp-ld (no plan)
     out of time: a plan no worse than their start, GREEDY's order or ZStream over it."""
-    sol = solve(join23, method, time_limit=0.2)
+    sol = solve(join23, method, time_limit=0.01)  # compiling is outside it: n = 23 can be proven in 0.2 s
     assert sol.plan is not None and sol.status == "feasible", (sol.status, sol.message)
     start = solve(join23, "greedy" if method == "dp-ld" else "zstream-ord")
     assert sol.objective <= start.objective + 1e-9
