@@ -45,6 +45,7 @@ from cepopt.joinorder import cost
 from cepopt.joinorder.cost import log_cost_tree, logsumexp
 from cepopt.joinorder.dp import DpTimeout, dp_b, dp_ld
 from cepopt.joinorder.efreq import efreq
+from cepopt.joinorder.graph import adjacency
 from cepopt.joinorder.greedy import greedy
 from cepopt.joinorder.ii import ii
 from cepopt.joinorder.negation import order_plan, tree_plan
@@ -270,10 +271,7 @@ def _left_deep_start(c: Conjunct, deadline: float | None, compile_from: int) -> 
                                c.n >= compile_from)
     except TimeLimitReached:
         return []
-    tree: Any = order[0]
-    for x in order[1:]:
-        tree = (tree, x)
-    return [tree]
+    return [_left_deep_tree(order)]
 
 
 @register(NAME, "dp-b", "DP-B (§7.1, Selinger): exact bushy-tree DP over subsets, O(3^n); compiled from "
@@ -504,14 +502,15 @@ def _avoid_only(problem: JoinOrderProblem, name: str, other: str, latency: bool 
         raise MethodLimitError(f"{name}: no latency term (alpha > 0); use bruteforce")
 
 
-def _limited(name: str, plans_of: Callable[[], list], limit: type[Exception], why: str,
-             finish: Callable[[list], MethodResult]) -> MethodResult:
-    """``finish(plans_of())``, a timeout result past the deadline, a clear refusal past the method's size
-    limit."""
+def _limited(name: str, problem: JoinOrderProblem, plans_of: Callable[[], list], limit: type[Exception], why: str,
+             finish: Callable[[list], MethodResult], fallback: Callable[[Conjunct], Any]) -> MethodResult:
+    """``finish(plans_of())``; past the deadline the plans ``fallback`` gives per conjunct (GREEDY over
+    the query graph: no cross product) with no bound; a clear refusal past the method's size limit."""
     try:
         plans = plans_of()
     except DpTimeout:
-        return MethodResult(plan=None, status="timeout", message=f"{name}: time limit reached")
+        return MethodResult(plan=_assemble([fallback(c) for c in problem.conjuncts]), status="feasible",
+                            message=f"{name}: time limit reached; GREEDY's order over the query graph (no bound)")
     except limit as exc:
         raise MethodLimitError(f"{name}: {why} ({exc.args[0]} reached)") from None
     return finish(plans)
@@ -540,9 +539,10 @@ def _dp_ccp_ld(problem, *, time_limit=None, seed=0, max_sets: PositiveInt = 2_00
         stats = {"proof": f"dp-ccp-ld: DP over the {sets} connected sets", "connected_sets": sets}
         return _result(problem, plans, True, stats, values if problem.cost not in ("ldj",) else None)
 
-    return _limited("dp-ccp-ld", lambda: [order_plan(c, one(c)) for c in problem.conjuncts], SetLimit,
+    return _limited("dp-ccp-ld", problem, lambda: [order_plan(c, one(c)) for c in problem.conjuncts], SetLimit,
                     f"more than max_sets={max_sets} connected sets (a star has 2^(n-1), a clique 2^n): use ikkbz "
-                    "on acyclic graphs, raise max_sets to try", finish)
+                    "on acyclic graphs, raise max_sets to try", finish,
+                    lambda c: order_plan(c, greedy(c, adj=adjacency(c.b))))
 
 
 @register(NAME, "ikkbz", "IKKBZ (Ibaraki & Kameda 1984, Krishnamurthy et al. 1986): the exact order of an acyclic "
@@ -579,7 +579,6 @@ def _ikkbz(problem, *, time_limit=None, seed=0):
           exact=True)
 def _dp_ccp(problem, *, time_limit=None, seed=0, max_pairs: PositiveInt = 5_000_000):
     from cepopt.joinorder.dp_ccp import PairLimit, dp_ccp, star_centre
-    from cepopt.joinorder.graph import adjacency
     from cepopt.joinorder.ikkbz import applies, ikkbz
 
     _avoid_only(problem, "dp-ccp", "dp-b or milp-tree", latency=True)
@@ -596,16 +595,22 @@ def _dp_ccp(problem, *, time_limit=None, seed=0, max_pairs: PositiveInt = 5_000_
                 raise DpTimeout
             values.append(value)
             proofs.append("dp-ccp: star graph, every cross-product-free tree is left-deep; ikkbz under the tree cost")
-            tree: Any = order[0]
-            for i in order[1:]:
-                tree = (tree, i)
-            return tree
+            return _left_deep_tree(order)
         tree, value, found = dp_ccp(c, deadline=deadline, max_pairs=max_pairs)
         values.append(value)
         proofs.append(f"dp-ccp: DP over the {found['ccp_pairs']} csg-cmp pairs")
         return tree
 
-    return _limited("dp-ccp", lambda: [tree_plan(c, one(c)) for c in problem.conjuncts], PairLimit,
+    return _limited("dp-ccp", problem, lambda: [tree_plan(c, one(c)) for c in problem.conjuncts], PairLimit,
                     f"more than max_pairs={max_pairs} csg-cmp pairs (a clique has about 3^n/2): raise max_pairs "
                     "to try", lambda plans: _result(problem, plans, True, {"proof": "; ".join(proofs)},
-                                                    values if problem.cost != "bj" else None))
+                                                    values if problem.cost != "bj" else None),
+                    lambda c: tree_plan(c, _left_deep_tree(greedy(c, adj=adjacency(c.b)))))
+
+
+def _left_deep_tree(order: list[int]) -> Any:
+    """The left-deep tree of an order: ((o0, o1), o2), ..."""
+    tree: Any = order[0]
+    for x in order[1:]:
+        tree = (tree, x)
+    return tree
