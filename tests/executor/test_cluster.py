@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -42,17 +41,15 @@ def _start(args: list[str], env: dict, log: Path) -> subprocess.Popen:
                                 stdin=subprocess.DEVNULL)
 
 
-def _wait_for_worker(ui: int, procs: list[subprocess.Popen], timeout: float = 180) -> None:
+def _wait_for_worker(master_log: Path, procs: list[subprocess.Popen], timeout: float = 180) -> None:
+    """Until the master's log says a worker registered (its log, not its web UI: a UI port another process
+    took in the meantime makes Spark move the UI to the next port, and the reply would be someone else's)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if any(p.poll() is not None for p in procs):
             raise RuntimeError("a Spark daemon exited")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=5) as reply:
-                if json.load(reply).get("aliveworkers", 0) >= 1:
-                    return
-        except OSError:
-            pass
+        if master_log.is_file() and "Registering worker" in master_log.read_text(errors="replace"):
+            return
         time.sleep(1)
     raise TimeoutError("no worker registered with the master")
 
@@ -71,6 +68,26 @@ def _stop(proc: subprocess.Popen) -> None:
 def standalone_cluster(tmp_path: Path):
     """A master and one 2-core worker on 127.0.0.1: yields (master URL, the environment to run cepopt in);
     both are stopped by PID on the way out."""
+    with _one_cluster_at_a_time():
+        yield from _cluster(tmp_path)
+
+
+@contextlib.contextmanager
+def _one_cluster_at_a_time():
+    """A lock across pytest-xdist workers: two clusters started at once race for the free ports they
+    picked (tests/executor and tests/benchmarking each start one)."""
+    import fcntl
+    import tempfile
+
+    with open(Path(tempfile.gettempdir()) / "cepopt-test-standalone-cluster.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _cluster(tmp_path: Path):
     import pyspark
 
     port, ui = _free_port(), _free_port()
@@ -83,7 +100,7 @@ def standalone_cluster(tmp_path: Path):
         procs.append(_start(["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host",
                              "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", str(_free_port()),
                              "--work-dir", str(tmp_path / "work")], env, tmp_path / "worker.log"))
-        _wait_for_worker(ui, procs)
+        _wait_for_worker(tmp_path / "master.log", procs)
         yield f"spark://127.0.0.1:{port}", env
     finally:
         for proc in reversed(procs):
