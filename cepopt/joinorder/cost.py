@@ -39,9 +39,9 @@ from cepopt.joinorder.problem import Conjunct, JoinOrderProblem
 from cepopt.solution import Objective
 
 __all__ = [
-    "OBJECTIVE", "all_node_logs", "combine", "cost_notes", "evaluate", "leaf_log", "log_c_out", "log_cost",
-    "log_cost_bj", "log_cost_ldj", "log_cost_ord", "log_cost_tree", "log_lat_ord", "log_lat_tree", "log_node",
-    "log_order_objective", "log_order_variable", "log_trpt_lat_tree", "logsumexp", "objective_name",
+    "OBJECTIVE", "all_node_logs", "combine", "cost_notes", "evaluate", "leaf_log", "left_deep_indices", "log_c_out",
+    "log_cost", "log_cost_bj", "log_cost_ldj", "log_cost_ord", "log_cost_tree", "log_lat_ord", "log_lat_tree",
+    "log_node", "log_order_objective", "log_order_variable", "log_trpt_lat_tree", "logsumexp", "objective_name",
     "order_logs", "order_term", "plan_indices", "predict", "to_jqpg",
 ]
 
@@ -406,11 +406,16 @@ def log_order_objective(conj: Conjunct, order: Sequence[int], tree_ld: bool = Fa
     """What order algorithms minimise: ln(Cost_ord + α lat), or with ``tree_ld`` the tree cost of the
     order's left-deep tree (``--param cost=tree`` on an order method)."""
     if tree_ld:
-        t: IdxTree = int(order[0])
-        for i in order[1:]:
-            t = (t, int(i))
-        return log_cost_tree(conj, t)
+        return log_cost_tree(conj, left_deep_indices(order))
     return log_cost_ord(conj, order)
+
+
+def left_deep_indices(order: Sequence[int]) -> IdxTree:
+    """The left-deep index tree ``((o0, o1), o2), ...`` of an order of event indices."""
+    tree: IdxTree = int(order[0])
+    for i in order[1:]:
+        tree = (tree, int(i))
+    return tree
 
 
 def log_c_out(problem: JoinOrderProblem, plan: Order | Tree | Disjunction) -> float | None:
@@ -424,10 +429,7 @@ def log_c_out(problem: JoinOrderProblem, plan: Order | Tree | Disjunction) -> fl
     conj = problem.single
     kind, idx = plan_indices(conj, branches[0])
     if kind == "order":
-        tree: IdxTree = idx[0]
-        for i in idx[1:]:
-            tree = (tree, i)
-        idx = tree
+        idx = left_deep_indices(idx)
     return logsumexp(_internal_logs(conj, idx))
 
 

@@ -42,7 +42,7 @@ from cepopt.clock import Deadline, TimeLimitReached, now, remaining
 from cepopt.errors import MethodLimitError
 from cepopt.joinorder import bruteforce as _bf
 from cepopt.joinorder import cost
-from cepopt.joinorder.cost import log_cost_tree, logsumexp
+from cepopt.joinorder.cost import left_deep_indices, log_cost_tree, logsumexp
 from cepopt.joinorder.dp import DpTimeout, dp_b, dp_ld
 from cepopt.joinorder.efreq import efreq
 from cepopt.joinorder.graph import adjacency
@@ -271,7 +271,7 @@ def _left_deep_start(c: Conjunct, deadline: float | None, compile_from: int) -> 
                                c.n >= compile_from)
     except TimeLimitReached:
         return []
-    return [_left_deep_tree(order)]
+    return [left_deep_indices(order)]
 
 
 @register(NAME, "dp-b", "DP-B (§7.1, Selinger): exact bushy-tree DP over subsets, O(3^n); compiled from "
@@ -595,7 +595,7 @@ def _dp_ccp(problem, *, time_limit=None, seed=0, max_pairs: PositiveInt = 5_000_
                 raise DpTimeout
             values.append(value)
             proofs.append("dp-ccp: star graph, every cross-product-free tree is left-deep; ikkbz under the tree cost")
-            return _left_deep_tree(order)
+            return left_deep_indices(order)
         tree, value, found = dp_ccp(c, deadline=deadline, max_pairs=max_pairs)
         values.append(value)
         proofs.append(f"dp-ccp: DP over the {found['ccp_pairs']} csg-cmp pairs")
@@ -605,12 +605,5 @@ def _dp_ccp(problem, *, time_limit=None, seed=0, max_pairs: PositiveInt = 5_000_
                     f"more than max_pairs={max_pairs} csg-cmp pairs (a clique has about 3^n/2): raise max_pairs "
                     "to try", lambda plans: _result(problem, plans, True, {"proof": "; ".join(proofs)},
                                                     values if problem.cost != "bj" else None),
-                    lambda c: tree_plan(c, _left_deep_tree(greedy(c, adj=adjacency(c.b)))))
+                    lambda c: tree_plan(c, left_deep_indices(greedy(c, adj=adjacency(c.b)))))
 
-
-def _left_deep_tree(order: list[int]) -> Any:
-    """The left-deep tree of an order: ((o0, o1), o2), ..."""
-    tree: Any = order[0]
-    for x in order[1:]:
-        tree = (tree, x)
-    return tree
