@@ -21,22 +21,29 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["NULL_PREFIX", "canonical_integers", "exact_integer_column", "exact_integer_columns", "frame_from_records",
-           "restore_nulls", "split_nulls", "to_pandas"]
+__all__ = ["NULL_PREFIX", "canonical_integers", "exact_form", "exact_integer_column", "exact_integer_columns",
+           "frame_from_records", "restore_nulls", "split_nulls", "to_pandas"]
 
 #: the name prefix of the null flag of a long column on its way from Spark to a kernel
 NULL_PREFIX = "__cepopt_null_"
 
 
+def exact_form(ints: list[int], present: np.ndarray, index, name=None) -> pd.Series:
+    """An integer column in its exact form from its present values ``ints`` (in row order) and the rows
+    ``present`` holds them in: int64 when every row has one, else Python ints and None."""
+    if present.all():
+        return pd.Series(np.array(ints, dtype=np.int64), index=index, name=name)
+    out = np.empty(len(present), dtype=object)
+    out[present] = ints
+    return pd.Series(out, index=index, name=name)
+
+
 def exact_integer_column(values: pd.Series) -> pd.Series:
     """A nullable integer Series (``Int64`` and kin) as int64, or as Python ints and None."""
-    missing = values.isna().to_numpy()
-    if not missing.any():
+    present = ~values.isna().to_numpy()
+    if present.all():
         return values.astype("int64")
-    out = np.empty(len(values), dtype=object)
-    present = ~missing
-    out[present] = [int(v) for v in values[present].to_numpy(dtype=object)]
-    return pd.Series(out, index=values.index, name=values.name)
+    return exact_form([int(v) for v in values[present].to_numpy(dtype=object)], present, values.index, values.name)
 
 
 def exact_integer_columns(df: pd.DataFrame) -> pd.DataFrame:
@@ -74,9 +81,7 @@ def restore_nulls(pdf: pd.DataFrame) -> pd.DataFrame:
         name = flag[len(NULL_PREFIX):]
         nulls = pdf[flag].to_numpy(dtype=bool)
         if nulls.any():
-            out = np.empty(len(pdf), dtype=object)
-            out[~nulls] = [int(v) for v in pdf[name].to_numpy()[~nulls]]
-            restored[name] = pd.Series(out, index=pdf.index)
+            restored[name] = exact_form([int(v) for v in pdf[name].to_numpy()[~nulls]], ~nulls, pdf.index)
     return pdf.drop(columns=flags).assign(**restored)
 
 
